@@ -2,11 +2,14 @@
 
 mod arith;
 pub mod ciphertext;
+pub mod encoding;
 pub mod error;
 pub mod keys;
 mod ops;
+pub mod packing;
 
 pub use ciphertext::{Ciphertext, Plaintext};
+pub use encoding::{FixedPoint, PheEncodedNumber, PheEncryptedNumber};
 pub use error::{Error, Result};
 pub use keys::{
     DEFAULT_KEY_BITS, DecryptionKey, EncryptionKey, MAX_KEY_BITS, MIN_KEY_BITS, SUPPORTED_KEY_BITS,
@@ -14,3 +17,4 @@ pub use keys::{
 };
 /// Re-exported so callers can name the big-integer types of this API.
 pub use num_bigint::{BigInt, BigUint};
+pub use packing::{PackedCiphertext, PackingLayout};
