@@ -3,7 +3,10 @@
 pub mod error;
 pub mod law;
 pub mod params;
+pub mod report;
+pub mod topk;
 
 pub use error::{Error, Result};
 pub use law::SelectionLaw;
 pub use params::{Params, Profile, Warning};
+pub use report::{Report, Sign};
