@@ -4,9 +4,13 @@ pub mod error;
 pub mod law;
 pub mod params;
 pub mod report;
+pub mod server;
 pub mod topk;
 
 pub use error::{Error, Result};
 pub use law::SelectionLaw;
 pub use params::{Params, Profile, Warning};
 pub use report::{Report, Sign};
+pub use server::{
+    Broadcast, Phase, Round, RoundSummary, Server, StepRule, StepSizeEstimator, Transition,
+};
