@@ -8,6 +8,7 @@ pub mod epsilon;
 pub mod error;
 mod exact;
 pub mod exponential;
+pub mod frequency;
 pub mod kary;
 pub mod label;
 pub mod laplace;
@@ -22,6 +23,10 @@ pub use embedding::EmbeddingDp;
 pub use epsilon::{Epsilon, Probability, logistic, logistic_complement};
 pub use error::{Error, Result};
 pub use exponential::{ExponentialForm, ExponentialMechanism};
+pub use frequency::{
+    FrequencyOracle, FrequencyProtocol, OlhReport, OptimizedLocalHashing, OptimizedUnaryEncoding,
+    Report, SupportCounter,
+};
 pub use kary::KaryRandomizedResponse;
 pub use label::{LabelDp, LabelKind, LabelValue};
 pub use laplace::{
