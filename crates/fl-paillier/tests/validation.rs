@@ -224,7 +224,7 @@ fn p4_unsupported_sizes_are_refused() {
 fn z1_decryption_key_wipes_every_secret_limb() {
     let mut dk = keygen(512, &mut rng(26)).unwrap();
     let regions = dk.secret_words().len();
-    assert_eq!(regions, 11);
+    assert_eq!(regions, 15);
     assert!(dk.secret_words().iter().all(|w| w.iter().any(|&x| x != 0)));
     dk.wipe_secrets();
     assert!(dk.secret_words().iter().all(|w| w.iter().all(|&x| x == 0)));
