@@ -294,10 +294,31 @@ impl DjnEncryptor {
 
     /// h_s^α for a fresh ℓ-bit α, constant time in α.
     fn randomizer<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> BoxedMontyForm {
-        let params = &self.key.inner.params;
         let mut alpha: Vec<u64> = (0..self.alpha_bits.div_ceil(64))
             .map(|_| rng.next_u64())
             .collect();
+        let r = self.randomizer_from_alpha(&alpha);
+        alpha.zeroize();
+        r
+    }
+
+    /// Encrypts m with a caller-chosen α (little-endian 64-bit words; bits beyond ℓ are
+    /// ignored): for known-answer tests and the valgrind harness only.
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] if m ≥ n.
+    #[doc(hidden)]
+    pub fn encrypt_with_alpha(&self, m: &Plaintext, alpha: &[u64]) -> Result<Ciphertext> {
+        let gm = self.key.g_pow(m)?;
+        let mut r = self.randomizer_from_alpha(alpha);
+        let value = gm.mul(&r);
+        r.zeroize();
+        Ok(Ciphertext { value })
+    }
+
+    /// h_s^α by the comb table with constant-time look-ups.
+    fn randomizer_from_alpha(&self, alpha: &[u64]) -> BoxedMontyForm {
+        let params = &self.key.inner.params;
         let width = 1usize << self.window;
         let mask = (width - 1) as u64;
         let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
@@ -325,7 +346,6 @@ impl DjnEncryptor {
             mm.mul_assign(&mut acc, &selected);
             digit.zeroize();
         }
-        alpha.zeroize();
         selected.zeroize();
         acc
     }

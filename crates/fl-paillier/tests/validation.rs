@@ -228,6 +228,11 @@ fn z1_decryption_key_wipes_every_secret_limb() {
     assert!(dk.secret_words().iter().all(|w| w.iter().any(|&x| x != 0)));
     dk.wipe_secrets();
     assert!(dk.secret_words().iter().all(|w| w.iter().all(|&x| x == 0)));
+    // Documented limitation: the moduli p, q, p², q² inside crypto-bigint's Montgomery
+    // parameters (an Arc without Zeroize) cannot be wiped by this crate.
+    let unwiped = dk.unwipeable_secret_words();
+    assert_eq!(unwiped.len(), 4);
+    assert!(unwiped.iter().all(|w| w.iter().any(|&x| x != 0)));
 }
 
 #[test]
