@@ -4,6 +4,7 @@ mod arith;
 pub mod ciphertext;
 pub mod encoding;
 pub mod error;
+pub mod fast;
 pub mod keys;
 mod ops;
 pub mod packing;
@@ -11,6 +12,7 @@ pub mod packing;
 pub use ciphertext::{Ciphertext, Plaintext};
 pub use encoding::{FixedPoint, PheEncodedNumber, PheEncryptedNumber};
 pub use error::{Error, Result};
+pub use fast::{DjnEncryptor, DjnPublic, RandomizerPool};
 pub use keys::{
     DEFAULT_KEY_BITS, DecryptionKey, EncryptionKey, MAX_KEY_BITS, MIN_KEY_BITS, SUPPORTED_KEY_BITS,
     keygen, keygen_default,
