@@ -11,7 +11,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use fl_benches::bench_rng;
 use fl_signds::law::search_output_dimension;
 use fl_signds::topk::{top_k, top_k_by_sort};
-use fl_signds::{Broadcast, Client, Params, Profile, Sign, Server};
+use fl_signds::{Broadcast, Client, Params, Profile, Server, Sign};
 use rand::Rng;
 
 fn update(d: usize, seed: u64) -> Vec<f32> {
@@ -43,7 +43,9 @@ fn encode(c: &mut Criterion) {
     let Some(p) = params(0.01, 10.0) else { return };
     for d in [100_000usize, 1_000_000, 10_000_000] {
         let u = update(d, d as u64);
-        let Ok(client) = Client::new(p, d) else { return };
+        let Ok(client) = Client::new(p, d) else {
+            return;
+        };
         let k = client.law().top_k();
         group.throughput(Throughput::Elements(d as u64));
         let mut rng = bench_rng(7);
@@ -54,9 +56,15 @@ fn encode(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("top_k_select", d), &d, |b, _| {
             b.iter(|| black_box(top_k(black_box(&u), Sign::Positive, k).map(|v| v.len())));
         });
-        group.bench_with_input(BenchmarkId::new("top_k_full_sort_baseline", d), &d, |b, _| {
-            b.iter(|| black_box(top_k_by_sort(black_box(&u), Sign::Positive, k).map(|v| v.len())));
-        });
+        group.bench_with_input(
+            BenchmarkId::new("top_k_full_sort_baseline", d),
+            &d,
+            |b, _| {
+                b.iter(|| {
+                    black_box(top_k_by_sort(black_box(&u), Sign::Positive, k).map(|v| v.len()))
+                });
+            },
+        );
     }
     group.finish();
 }
