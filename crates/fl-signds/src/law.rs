@@ -673,7 +673,7 @@ impl SelectionLaw {
         &self.cdf
     }
 
-    /// E[ν].
+    /// E\[ν\].
     #[must_use]
     pub fn expectation(&self) -> f64 {
         self.probabilities
@@ -693,7 +693,7 @@ impl SelectionLaw {
         }
     }
 
-    /// P(j ∈ J) for one fixed index j: E[ν]/K inside the top-k set, (h − E[ν])/(d − K)
+    /// P(j ∈ J) for one fixed index j: E\[ν\]/K inside the top-k set, (h − E\[ν\])/(d − K)
     /// outside it (0 when the complement is empty).
     #[must_use]
     pub fn inclusion_probability(&self, in_top_k: bool) -> f64 {
