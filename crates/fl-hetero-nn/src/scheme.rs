@@ -69,14 +69,19 @@ pub trait HomomorphicScheme: 'static {
         k: &BigInt,
     ) -> Result<Self::Ciphertext, SchemeError>;
 
-    /// Σ kᵢ · Enc(aᵢ). The default folds [`Self::mul_plaintext`] and [`Self::add`];
-    /// schemes override it with a multi-exponentiation. `cts` and `ks` have equal length
-    /// (at least one element).
+    /// Σ kᵢ · Enc(aᵢ). `cts` and `ks` have equal length (at least one element);
+    /// `bound_bits` is a public bound on |kᵢ|, and `secret` asks for running time that
+    /// does not depend on the scalars (the guest's weights and errors in the hardened
+    /// profile). The default folds [`Self::mul_plaintext`] and [`Self::add`]; schemes
+    /// override it with a multi-exponentiation.
     fn dot(
         ek: &Self::EncryptionKey,
         cts: &[&Self::Ciphertext],
         ks: &[BigInt],
+        bound_bits: u32,
+        secret: bool,
     ) -> Result<Self::Ciphertext, SchemeError> {
+        let _ = (bound_bits, secret);
         let mut acc: Option<Self::Ciphertext> = None;
         for (c, k) in cts.iter().zip(ks) {
             let t = Self::mul_plaintext(ek, c, k)?;

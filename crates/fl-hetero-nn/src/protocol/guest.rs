@@ -110,7 +110,7 @@ impl<S: HomomorphicScheme> State<S> {
 
 /// The guest's state machine. See the [module docs](crate::protocol) for the calling
 /// contract.
-pub struct Guest<S: HomomorphicScheme> {
+pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
     config: ProtocolConfig,
     bounds: Bounds,
     ek: Option<S::EncryptionKey>,
@@ -266,9 +266,11 @@ impl<S: HomomorphicScheme> Guest<S> {
         self.events.pop_front()
     }
 
-    fn fail_on_error(&mut self, r: Result<(), Error>, peer_aborted: bool) -> Result<(), Error> {
+    /// Closes the session on error; queues an abort notice unless `silent` (the session was
+    /// already closed, or the peer itself aborted).
+    fn fail_on_error(&mut self, r: Result<(), Error>, silent: bool) -> Result<(), Error> {
         if let Err(e) = &r {
-            if !matches!(self.state, State::Closed) && !peer_aborted {
+            if !silent {
                 let code = match e {
                     Error::PeerMisbehaved(_)
                     | Error::UnexpectedMessage { .. }
@@ -308,15 +310,36 @@ impl<S: HomomorphicScheme> Guest<S> {
         )
     }
 
+    /// Decodes a frame from the host and feeds it to [`Self::handle_message`]. A frame that
+    /// does not decode closes the session like any other protocol error.
+    pub fn handle_frame<R: CryptoRng + ?Sized>(
+        &mut self,
+        frame: &[u8],
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        match Message::decode(frame) {
+            Ok(msg) => self.handle_message(msg, rng),
+            Err(e) => {
+                let closed = self.is_closed();
+                let r = if closed {
+                    Err(Error::SessionClosed)
+                } else {
+                    Err(e.into())
+                };
+                self.fail_on_error(r, closed)
+            }
+        }
+    }
+
     /// Feeds a message from the host.
     pub fn handle_message<R: CryptoRng + ?Sized>(
         &mut self,
         msg: Message,
         rng: &mut R,
     ) -> Result<(), Error> {
-        let is_abort = matches!(msg, Message::Abort(_));
+        let silent = matches!(msg, Message::Abort(_)) || self.is_closed();
         let r = self.handle_inner(msg, rng);
-        self.fail_on_error(r, is_abort)
+        self.fail_on_error(r, silent)
     }
 
     fn handle_inner<R: CryptoRng + ?Sized>(
@@ -487,7 +510,14 @@ impl<S: HomomorphicScheme> Guest<S> {
             (bias.get(0, j).cloned().unwrap_or_default() << f)
                 + eps_b.get(i, j).cloned().unwrap_or_default()
         });
-        let mut z = forward_product(ek, a_rows, &self.noisy_weight.expose())?;
+        let secret = self.config.profile == Profile::Hardened;
+        let mut z = forward_product(
+            ek,
+            a_rows,
+            &self.noisy_weight.expose(),
+            self.bounds.noisy_weight(t),
+            secret,
+        )?;
         z.add_plain(ek, &plain)?;
         if rerandomize && self.config.profile == Profile::Hardened {
             z.rerandomize(ek, rng)?;
@@ -604,7 +634,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         let state = core::mem::replace(&mut self.state, State::Closed);
         let r = match state {
             State::AwaitBackward { n, a_cols } => self.backward_inner(n, a_cols, delta, rng),
-            State::Closed => Err(Error::SessionClosed),
+            State::Closed => return Err(Error::SessionClosed),
             other => {
                 let e = ApiMisuse::WrongState {
                     operation: "backward",
@@ -638,7 +668,8 @@ impl<S: HomomorphicScheme> Guest<S> {
             Profile::Hardened => uniform_mask(self.bounds.noise_w(), rng),
             Profile::FateFaithful => fate_mask(fp.frac_bits(), 2, rng),
         });
-        let mut g = gradient_product(&ek, &a_cols, &d_eta)?;
+        let secret = self.config.profile == Profile::Hardened;
+        let mut g = gradient_product(&ek, &a_cols, &d_eta, self.bounds.d, secret)?;
         g.add_plain(&ek, &noise_w)?;
         if self.config.profile == Profile::Hardened {
             g.rerandomize(&ek, rng)?;
@@ -707,7 +738,8 @@ impl<S: HomomorphicScheme> Guest<S> {
         // [[W_t]] = W̃_t ⊕ [[acc_t]] with the pre-update W̃_t (invariant f.5).
         let w_tilde = self.noisy_weight.expose();
         w.add_plain(&ek, &w_tilde)?;
-        let mut da = input_gradient_product(&ek, &w, &d.expose())?;
+        let secret = self.config.profile == Profile::Hardened;
+        let mut da = input_gradient_product(&ek, &w, &d.expose(), self.bounds.d, secret)?;
         if self.config.profile == Profile::Hardened {
             da.rerandomize(&ek, rng)?;
         }
@@ -743,5 +775,81 @@ impl<S: HomomorphicScheme> Guest<S> {
         self.round += 1;
         self.state = State::Idle;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Paillier;
+    use crate::protocol::Host;
+    use rand::SeedableRng;
+    use rand::rngs::ChaCha20Rng;
+
+    fn key_pair() -> (fl_paillier::DecryptionKey, fl_paillier::DecryptionKey) {
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let dk = fl_paillier::keygen(1024, &mut rng).unwrap();
+        let (p, q) = dk.expose_primes();
+        let copy = fl_paillier::DecryptionKey::from_primes(
+            &num_bigint::BigUint::from_bytes_be(&p),
+            &num_bigint::BigUint::from_bytes_be(&q),
+        )
+        .unwrap();
+        (dk, copy)
+    }
+
+    /// (5) Re-randomised ciphertexts differ from the deterministic result and decrypt to the
+    /// same values; FateFaithful sends the deterministic result (FATE's leak, §e.5).
+    #[test]
+    fn guest_to_host_ciphertexts_are_rerandomised_in_hardened_only() {
+        for profile in [Profile::Hardened, Profile::FateFaithful] {
+            let (dk, dk2) = key_pair();
+            let mut c = ProtocolConfig::new(profile, 2, 2);
+            c.min_key_bits = 1024;
+            let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
+            let mut rng = ChaCha20Rng::seed_from_u64(2);
+            let (hw, gw) = if profile == Profile::Hardened {
+                (Some(&w), None)
+            } else {
+                (None, Some(&w))
+            };
+            let mut host = Host::<Paillier>::new(c, dk, hw, &mut rng).unwrap();
+            let mut guest = Guest::<Paillier>::new(c, &[0.01, 0.02], gw).unwrap();
+            guest
+                .handle_message(host.poll_message().unwrap(), &mut rng)
+                .unwrap();
+            let a = Matrix::from_vec(3, 2, vec![0.5, 1.0, 1.5, 0.25, 0.0, 2.0]).unwrap();
+            host.start_round(Purpose::Predict, &a, &mut rng).unwrap();
+            let Some(Message::Activations(act)) = host.poll_message() else {
+                panic!("expected Activations")
+            };
+            let ek = guest.encryption_key().unwrap().clone();
+            let layouts = guest.layouts(3).unwrap();
+            let a_rows =
+                CtMatrix::<Paillier>::from_wire(&ek, &act.by_rows, 3, 2, layouts.forward, "a")
+                    .unwrap();
+            let (plain, eps1) = guest
+                .masked_forward(&a_rows, false, &mut ChaCha20Rng::seed_from_u64(3))
+                .unwrap();
+            let (sent, eps2) = guest
+                .masked_forward(&a_rows, true, &mut ChaCha20Rng::seed_from_u64(3))
+                .unwrap();
+            assert_eq!(eps1, eps2, "same masks in both computations");
+            let bound = Bounds::new(&c).masked_forward(0);
+            let d1 = plain.decrypt(&dk2, bound, "x").unwrap();
+            let d2 = sent.decrypt(&dk2, bound, "x").unwrap();
+            assert_eq!(d1, d2, "re-randomisation must not change the plaintext");
+            let differ = plain
+                .cts
+                .as_slice()
+                .iter()
+                .zip(sent.cts.as_slice())
+                .all(|(x, y)| x != y);
+            let same = plain.cts.as_slice() == sent.cts.as_slice();
+            match profile {
+                Profile::Hardened => assert!(differ, "every hardened ciphertext must be fresh"),
+                _ => assert!(same, "FateFaithful returns the deterministic product"),
+            }
+        }
     }
 }

@@ -94,7 +94,7 @@ impl State {
 
 /// The host's state machine. See the [module docs](crate::protocol) for the calling
 /// contract.
-pub struct Host<S: HomomorphicScheme> {
+pub struct Host<S: HomomorphicScheme = crate::Paillier> {
     config: ProtocolConfig,
     bounds: Bounds,
     dk: S::DecryptionKey,
@@ -263,8 +263,9 @@ impl<S: HomomorphicScheme> Host<S> {
         activations: &Matrix<f64>,
         rng: &mut R,
     ) -> Result<(), Error> {
+        let closed = self.is_closed();
         let r = self.start_round_inner(purpose, activations, rng);
-        self.fail_on_error(r, false)
+        self.fail_on_error(r, closed)
     }
 
     fn start_round_inner<R: CryptoRng + ?Sized>(
@@ -328,20 +329,43 @@ impl<S: HomomorphicScheme> Host<S> {
         Ok(())
     }
 
+    /// Decodes a frame from the guest and feeds it to [`Self::handle_message`]. A frame that
+    /// does not decode closes the session like any other protocol error.
+    pub fn handle_frame<R: CryptoRng + ?Sized>(
+        &mut self,
+        frame: &[u8],
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        match Message::decode(frame) {
+            Ok(msg) => self.handle_message(msg, rng),
+            Err(e) => {
+                let closed = self.is_closed();
+                let r = if closed {
+                    Err(Error::SessionClosed)
+                } else {
+                    Err(e.into())
+                };
+                self.fail_on_error(r, closed)
+            }
+        }
+    }
+
     /// Feeds a message from the guest.
     pub fn handle_message<R: CryptoRng + ?Sized>(
         &mut self,
         msg: Message,
         rng: &mut R,
     ) -> Result<(), Error> {
-        let is_abort = matches!(msg, Message::Abort(_));
+        let silent = matches!(msg, Message::Abort(_)) || self.is_closed();
         let r = self.handle_inner(msg, rng);
-        self.fail_on_error(r, is_abort)
+        self.fail_on_error(r, silent)
     }
 
-    fn fail_on_error(&mut self, r: Result<(), Error>, peer_aborted: bool) -> Result<(), Error> {
+    /// Closes the session on error; queues an abort notice unless `silent` (the session was
+    /// already closed, or the peer itself aborted).
+    fn fail_on_error(&mut self, r: Result<(), Error>, silent: bool) -> Result<(), Error> {
         if let Err(e) = &r {
-            if !matches!(self.state, State::Closed) && !peer_aborted {
+            if !silent {
                 let code = match e {
                     Error::PeerMisbehaved(_)
                     | Error::UnexpectedMessage { .. }

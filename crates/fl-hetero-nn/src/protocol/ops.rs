@@ -216,6 +216,8 @@ pub(crate) fn forward_product<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
     a_rows: &CtMatrix<S>,
     w: &Matrix<BigInt>,
+    bound_bits: u32,
+    secret: bool,
 ) -> Result<CtMatrix<S>, Error> {
     let (blocks, d_a) = a_rows.cts.shape();
     let m = w.cols();
@@ -223,7 +225,7 @@ pub(crate) fn forward_product<S: HomomorphicScheme>(
     let v = par_map(blocks * m, |idx| {
         let (b, j) = (idx / m, idx % m);
         let cts: Vec<&S::Ciphertext> = a_rows.cts.row(b).iter().collect();
-        S::dot(ek, &cts, &wt.row(j)[..d_a]).map_err(scheme_err)
+        S::dot(ek, &cts, &wt.row(j)[..d_a], bound_bits, secret).map_err(scheme_err)
     })?;
     Ok(CtMatrix {
         rows: a_rows.rows,
@@ -239,6 +241,8 @@ pub(crate) fn gradient_product<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
     a_cols: &CtMatrix<S>,
     d: &Matrix<BigInt>,
+    bound_bits: u32,
+    secret: bool,
 ) -> Result<CtMatrix<S>, Error> {
     let (n, blocks) = a_cols.cts.shape();
     let m = d.cols();
@@ -247,7 +251,7 @@ pub(crate) fn gradient_product<S: HomomorphicScheme>(
     let v = par_map(blocks * m, |idx| {
         let (c, j) = (idx / m, idx % m);
         let cts: Vec<&S::Ciphertext> = cols_t.row(c).iter().collect();
-        S::dot(ek, &cts, &dt.row(j)[..n]).map_err(scheme_err)
+        S::dot(ek, &cts, &dt.row(j)[..n], bound_bits, secret).map_err(scheme_err)
     })?;
     let layout = Layout {
         axis: Axis::Rows,
@@ -267,13 +271,15 @@ pub(crate) fn input_gradient_product<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
     w_rows: &CtMatrix<S>,
     d: &Matrix<BigInt>,
+    bound_bits: u32,
+    secret: bool,
 ) -> Result<CtMatrix<S>, Error> {
     let (blocks, m) = w_rows.cts.shape();
     let n = d.rows();
     let v = par_map(n * blocks, |idx| {
         let (i, c) = (idx / blocks, idx % blocks);
         let cts: Vec<&S::Ciphertext> = w_rows.cts.row(c).iter().collect();
-        S::dot(ek, &cts, &d.row(i)[..m]).map_err(scheme_err)
+        S::dot(ek, &cts, &d.row(i)[..m], bound_bits, secret).map_err(scheme_err)
     })?;
     let layout = Layout {
         axis: Axis::Cols,

@@ -6,7 +6,6 @@ use std::collections::VecDeque;
 use rand::CryptoRng;
 
 use crate::error::Error;
-use crate::message::Message;
 use crate::protocol::{Guest, GuestEvent, Host, HostEvent};
 use crate::scheme::HomomorphicScheme;
 
@@ -166,9 +165,7 @@ impl<S: HomomorphicScheme, R: CryptoRng> Pair<S, R> {
             moved = true;
             self.stats.host_to_guest_messages += 1;
             self.stats.host_to_guest_bytes += frame.len() as u64;
-            let r = Message::decode(&frame)
-                .map_err(Error::from)
-                .and_then(|m| self.guest.handle_message(m, &mut self.guest_rng));
+            let r = self.guest.handle_frame(&frame, &mut self.guest_rng);
             r.map_err(|error| PairError {
                 side: Side::Guest,
                 error,
@@ -178,9 +175,7 @@ impl<S: HomomorphicScheme, R: CryptoRng> Pair<S, R> {
             moved = true;
             self.stats.guest_to_host_messages += 1;
             self.stats.guest_to_host_bytes += frame.len() as u64;
-            let r = Message::decode(&frame)
-                .map_err(Error::from)
-                .and_then(|m| self.host.handle_message(m, &mut self.host_rng));
+            let r = self.host.handle_frame(&frame, &mut self.host_rng);
             r.map_err(|error| PairError {
                 side: Side::Host,
                 error,
