@@ -1,16 +1,19 @@
 #![doc = include_str!("../README.md")]
 
 pub mod config;
+pub mod data;
 pub mod error;
 pub mod fixed;
 pub mod matrix;
 pub mod message;
+pub mod nn;
 pub mod packing;
 pub mod paillier;
 pub mod protocol;
 pub mod reference;
 pub mod scheme;
 mod secret;
+pub mod split;
 pub mod transport;
 
 pub use config::{Profile, ProtocolConfig};
