@@ -256,7 +256,7 @@ pub fn encrypted_number_from_json(key: &EncryptionKey, json: &str) -> Result<Phe
         .ok_or_else(|| fmt_err("missing or non-integer field \"e\""))?;
     let exponent = i32::try_from(e)
         .ok()
-        .filter(|e| e.abs() <= MAX_PHE_EXPONENT)
+        .filter(|e| e.unsigned_abs() <= MAX_PHE_EXPONENT.unsigned_abs())
         .ok_or(Error::InvalidParameter {
             reason: "python-paillier exponent must be within +/-10000",
         })?;
@@ -341,6 +341,7 @@ pub fn decrypt_to_pheutil_output(
     key: &DecryptionKey,
     number: &PheEncryptedNumber,
 ) -> Result<String> {
+    crate::encoding::check_phe_exponent(i64::from(number.exponent))?;
     let encoded = number.decrypt_encoded(key)?;
     if number.exponent >= 0 {
         let m = encoded.mantissa(key.encryption_key())?;
