@@ -25,21 +25,37 @@ fn frames(data: &[u8]) -> Vec<&[u8]> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     // 1. Decoding is total and round-trips.
     if let Ok(m) = Message::decode(rest) {
         assert_eq!(Message::decode(&m.encode()).ok(), Some(m));
     }
-    let profile = if mode & 1 == 0 { Profile::Hardened } else { Profile::FateFaithful };
+    let profile = if mode & 1 == 0 {
+        Profile::Hardened
+    } else {
+        Profile::FateFaithful
+    };
     let mut c = ProtocolConfig::new(profile, 2, 2);
     c.min_key_bits = 64;
     c.max_batch_rows = 8;
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(mode));
-    let Ok(dk) = IdentityDecryptionKey::generate(512, &mut rng) else { return };
+    let Ok(dk) = IdentityDecryptionKey::generate(512, &mut rng) else {
+        return;
+    };
     let w = Matrix::filled(2, 2, 0.25);
-    let (hw, gw) = if profile == Profile::Hardened { (Some(&w), None) } else { (None, Some(&w)) };
-    let Ok(mut host) = Host::<InsecureIdentityScheme>::new(c, dk, hw, &mut rng) else { return };
-    let Ok(mut guest) = Guest::<InsecureIdentityScheme>::new(c, &[0.1, 0.2], gw) else { return };
+    let (hw, gw) = if profile == Profile::Hardened {
+        (Some(&w), None)
+    } else {
+        (None, Some(&w))
+    };
+    let Ok(mut host) = Host::<InsecureIdentityScheme>::new(c, dk, hw, &mut rng) else {
+        return;
+    };
+    let Ok(mut guest) = Guest::<InsecureIdentityScheme>::new(c, &[0.1, 0.2], gw) else {
+        return;
+    };
     // A genuine prefix: hello, and (mode bit 1) a genuine first Activations message.
     let mut host_out: Vec<Vec<u8>> = Vec::new();
     while let Some(m) = host.poll_message() {
