@@ -151,7 +151,8 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         4 => {
-            let n = inp.u64() % (1 << 20);
+            // The one-sided tail costs O(n) terms: keep fuzz inputs fast.
+            let n = inp.u64() % (1 << 16);
             let d = inp.f64();
             for f in [kolmogorov_smirnov_sf, kolmogorov_smirnov_cdf, smirnov_sf] {
                 if let Ok(p) = f(n, d) {
