@@ -103,6 +103,14 @@ pub enum Error {
     },
     /// A sum of counts does not fit in a `u64`.
     CountOverflow,
+    /// A clustering with fewer than 2 or more than n − 1 distinct labels (the scores are
+    /// undefined there; scikit-learn raises, MindSpore silently returns 0).
+    InvalidClusterCount {
+        /// Distinct labels found.
+        clusters: usize,
+        /// Number of points.
+        samples: usize,
+    },
 }
 
 /// Allowed absolute deviation of a probability vector's sum from 1 (the sum is computed
@@ -168,6 +176,11 @@ impl fmt::Display for Error {
                 allowed,
             } => write!(f, "invalid {name} = {value}: allowed is {allowed}"),
             Self::CountOverflow => write!(f, "the total count does not fit in 64 bits"),
+            Self::InvalidClusterCount { clusters, samples } => write!(
+                f,
+                "{clusters} distinct labels for {samples} points: the number of clusters must \
+                 be between 2 and n - 1"
+            ),
         }
     }
 }

@@ -18,8 +18,8 @@ pub struct KsTest {
     pub p_value: f64,
     /// n.
     pub samples: u64,
-    /// Number of sample values equal to their predecessor in sorted order (> 0 breaks
-    /// the continuity assumption; the test is then conservative).
+    /// Number of samples whose CDF value equals the previous one in sorted order (ties:
+    /// > 0 breaks the continuity assumption, and the test is then conservative).
     pub ties: u64,
 }
 
@@ -82,14 +82,7 @@ pub fn ks_one_sample(samples: &[f64], cdf: impl Fn(f64) -> f64) -> Result<KsTest
         u.push(value);
     }
     sort_unit_values(&mut u);
-    let mut ties = 0u64;
-    let mut sorted_x: Vec<f64> = samples.to_vec();
-    sorted_x.sort_unstable_by(f64::total_cmp);
-    for w in sorted_x.windows(2) {
-        if w[0] == w[1] {
-            ties += 1;
-        }
-    }
+    let ties = u.windows(2).filter(|w| w[0] == w[1]).count() as u64;
     let n = u.len();
     let nf = n as f64;
     let mut d_plus = f64::NEG_INFINITY;
@@ -110,8 +103,8 @@ pub fn ks_one_sample(samples: &[f64], cdf: impl Fn(f64) -> f64) -> Result<KsTest
     })
 }
 
-/// Sorts values known to lie in [0, 1] (bucket sort: O(n) expected when they are close to
-/// uniform, which they are under H₀; O(n log n) worst case).
+/// Sorts CDF values. Pattern-defeating quicksort on `total_cmp`: on the shared test
+/// machine a bucket sort and an LSD radix sort were not faster (they are memory-bound).
 fn sort_unit_values(u: &mut [f64]) {
     u.sort_unstable_by(f64::total_cmp);
 }

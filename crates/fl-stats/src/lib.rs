@@ -2,11 +2,13 @@
 
 pub mod binomial;
 pub mod chisquare;
+pub mod cluster;
 pub mod epsilon;
 pub mod error;
 pub mod kolmogorov;
 pub mod ks;
 pub mod multiple;
+pub mod power;
 mod special;
 pub mod test;
 
@@ -18,6 +20,7 @@ pub use chisquare::{
     ChiSquareOptions, ChiSquareTest, Divergence, SparseCells, chi_square_gof,
     chi_square_gof_samples, chi_square_gof_with, chi_square_sf, count_categories,
 };
+pub use cluster::{argmax_labels, calinski_harabasz, silhouette};
 pub use epsilon::{
     Direction, EpsilonLowerBound, Witness, epsilon_lower_bound, epsilon_lower_bound_samples,
     epsilon_lower_bound_thresholds,
@@ -28,4 +31,5 @@ pub use kolmogorov::{
 };
 pub use ks::{KsTest, TwoSampleKsTest, TwoSampleMethod, ks_one_sample, ks_two_sample};
 pub use multiple::{Adjusted, Correction, benjamini_hochberg, holm};
+pub use power::{SampleSizePlan, binomial_test_power, sample_size_for_proportion};
 pub use test::{Alpha, Alternative, Confidence, Decision, HypothesisTest, TestSummary};
