@@ -1,17 +1,20 @@
 #![doc = include_str!("../README.md")]
 
-use core::fmt;
+mod arith;
+pub mod ciphertext;
+pub mod encoding;
+pub mod error;
+pub mod keys;
+mod ops;
+pub mod packing;
 
-/// Everything that can go wrong in this crate. It has no variants until the crate has
-/// operations that can fail; every variant added names what was wrong and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Error {}
-
-impl fmt::Display for Error {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {}
-    }
-}
-
-impl std::error::Error for Error {}
+pub use ciphertext::{Ciphertext, Plaintext};
+pub use encoding::{FixedPoint, PheEncodedNumber, PheEncryptedNumber};
+pub use error::{Error, Result};
+pub use keys::{
+    DEFAULT_KEY_BITS, DecryptionKey, EncryptionKey, MAX_KEY_BITS, MIN_KEY_BITS, SUPPORTED_KEY_BITS,
+    keygen, keygen_default,
+};
+/// Re-exported so callers can name the big-integer types of this API.
+pub use num_bigint::{BigInt, BigUint};
+pub use packing::{PackedCiphertext, PackingLayout};

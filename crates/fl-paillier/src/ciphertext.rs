@@ -1,0 +1,203 @@
+//! Plaintexts (residues mod n) and ciphertexts (elements of Z*_{n²} bound to their key).
+
+use crate::arith::{big_from_boxed, boxed_from_big};
+use crate::error::{Error, Result};
+use crate::keys::EncryptionKey;
+use crypto_bigint::BoxedUint;
+use crypto_bigint::modular::BoxedMontyForm;
+use num_bigint::{BigInt, BigUint, Sign};
+use num_traits::{Signed, ToPrimitive, Zero};
+use zeroize::Zeroize;
+
+/// A Paillier plaintext: a residue m in [0, n).
+///
+/// Signed integers are represented mod n (x < 0 as n − |x|), with python-paillier's
+/// overflow band: see [`EncryptionKey::encode_signed`] and [`EncryptionKey::decode_signed`].
+/// The value is zeroized on drop and not printed by `Debug`; equality is constant-time.
+#[derive(Clone)]
+pub struct Plaintext {
+    pub(crate) value: BoxedUint,
+}
+
+impl Drop for Plaintext {
+    fn drop(&mut self) {
+        self.value.zeroize();
+    }
+}
+
+impl core::fmt::Debug for Plaintext {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Plaintext(<redacted>)")
+    }
+}
+
+impl PartialEq for Plaintext {
+    fn eq(&self, other: &Self) -> bool {
+        use subtle::ConstantTimeEq;
+        self.value.nlimbs() == other.value.nlimbs() && bool::from(self.value.ct_eq(&other.value))
+    }
+}
+impl Eq for Plaintext {}
+
+impl Plaintext {
+    pub(crate) fn from_boxed(value: BoxedUint) -> Self {
+        Self { value }
+    }
+
+    /// The residue as an unsigned big integer in [0, n) (variable-time conversion: call it
+    /// only on values you are free to reveal to a local timing observer).
+    #[must_use]
+    pub fn to_biguint(&self) -> BigUint {
+        big_from_boxed(&self.value)
+    }
+}
+
+/// A Paillier ciphertext: an element c of Z*_{n²} (0 < c < n², gcd(c, n) = 1), bound to the
+/// key that made or imported it.
+///
+/// There is no way to build an out-of-range `Ciphertext`: it comes from encryption, from a
+/// homomorphic operation on valid ciphertexts, or from an import that validates
+/// ([`EncryptionKey::ciphertext_from_biguint`], [`EncryptionKey::ciphertext_from_bytes_be`]).
+/// Operations check the key binding (a full comparison of the modulus) and return
+/// [`Error::KeyMismatch`] for a foreign ciphertext. Internally the value is kept in
+/// Montgomery form mod n², so a homomorphic addition is a single Montgomery multiplication.
+#[derive(Clone)]
+pub struct Ciphertext {
+    pub(crate) value: BoxedMontyForm,
+}
+
+impl core::fmt::Debug for Ciphertext {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let v = big_from_boxed(&self.value.retrieve());
+        let hex = format!("{v:x}");
+        let head = hex.get(..16).unwrap_or(&hex);
+        write!(f, "Ciphertext(0x{head}…, {} bits)", v.bits())
+    }
+}
+
+impl PartialEq for Ciphertext {
+    fn eq(&self, other: &Self) -> bool {
+        self.value.params() == other.value.params()
+            && self.value.as_montgomery() == other.value.as_montgomery()
+    }
+}
+impl Eq for Ciphertext {}
+
+impl Ciphertext {
+    /// The ciphertext value c in (0, n²).
+    #[must_use]
+    pub fn to_biguint(&self) -> BigUint {
+        big_from_boxed(&self.value.retrieve())
+    }
+
+    /// Fixed-width big-endian encoding: exactly the byte length of n²
+    /// ([`EncryptionKey::ciphertext_len`]).
+    #[must_use]
+    pub fn to_bytes_be(&self, key: &EncryptionKey) -> Vec<u8> {
+        let bytes = self.value.retrieve().to_be_bytes();
+        let want = key.ciphertext_len();
+        let skip = bytes.len().saturating_sub(want);
+        bytes.get(skip..).unwrap_or(&[]).to_vec()
+    }
+}
+
+impl EncryptionKey {
+    /// The plaintext m for an unsigned m in [0, n).
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] if m ≥ n.
+    pub fn plaintext_from_biguint(&self, m: &BigUint) -> Result<Plaintext> {
+        if m >= &self.inner.n_big {
+            return Err(Error::PlaintextOutOfRange {
+                allowed: "0 <= m < n",
+            });
+        }
+        boxed_from_big(m, self.inner.n_limbs)
+            .map(Plaintext::from_boxed)
+            .ok_or(Error::PlaintextOutOfRange {
+                allowed: "0 <= m < n",
+            })
+    }
+
+    /// Encodes a signed integer x with |x| ≤ max_int (= ⌊n/3⌋ − 1) as x mod n.
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] if |x| > max_int.
+    pub fn encode_signed(&self, x: &BigInt) -> Result<Plaintext> {
+        if x.magnitude() > &self.inner.max_int {
+            return Err(Error::PlaintextOutOfRange {
+                allowed: "|x| <= max_int = floor(n/3) - 1",
+            });
+        }
+        let residue = match x.sign() {
+            Sign::Minus => &self.inner.n_big - x.magnitude(),
+            _ => x.magnitude().clone(),
+        };
+        self.plaintext_from_biguint(&residue)
+    }
+
+    /// [`EncryptionKey::encode_signed`] for an `i64` (always in range for keys ≥ 256 bits).
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] only for tiny test keys.
+    pub fn encode_i64(&self, x: i64) -> Result<Plaintext> {
+        self.encode_signed(&BigInt::from(x))
+    }
+
+    /// [`EncryptionKey::encode_signed`] for an `i128`.
+    ///
+    /// # Errors
+    /// [`Error::PlaintextOutOfRange`] if |x| > max_int.
+    pub fn encode_i128(&self, x: i128) -> Result<Plaintext> {
+        self.encode_signed(&BigInt::from(x))
+    }
+
+    /// Decodes a residue as a signed integer: m ≤ max_int is m, m ≥ n − max_int is m − n.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`] if m lies in the overflow band (max_int, n − max_int), and
+    /// [`Error::PlaintextOutOfRange`] if m ≥ n (a plaintext of a larger key).
+    pub fn decode_signed(&self, m: &Plaintext) -> Result<BigInt> {
+        let v = m.to_biguint();
+        let inner = &self.inner;
+        if v >= inner.n_big {
+            return Err(Error::PlaintextOutOfRange {
+                allowed: "0 <= m < n",
+            });
+        }
+        if v <= inner.max_int {
+            Ok(BigInt::from(v))
+        } else if v >= &inner.n_big - &inner.max_int {
+            Ok(-BigInt::from(&inner.n_big - v))
+        } else {
+            Err(Error::Overflow)
+        }
+    }
+
+    /// [`EncryptionKey::decode_signed`] into an `i64`.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`] if the value is in the overflow band or does not fit an `i64`.
+    pub fn decode_i64(&self, m: &Plaintext) -> Result<i64> {
+        self.decode_signed(m)?.to_i64().ok_or(Error::Overflow)
+    }
+
+    /// [`EncryptionKey::decode_signed`] into an `i128`.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`] if the value is in the overflow band or does not fit an `i128`.
+    pub fn decode_i128(&self, m: &Plaintext) -> Result<i128> {
+        self.decode_signed(m)?.to_i128().ok_or(Error::Overflow)
+    }
+
+    /// A signed scalar k with |k| < n as (magnitude, is_negative), for the public-scalar
+    /// operations.
+    pub(crate) fn check_scalar(&self, k: &BigInt) -> Result<()> {
+        if k.abs().magnitude() >= &self.inner.n_big && !k.is_zero() {
+            return Err(Error::PlaintextOutOfRange {
+                allowed: "scalars with |k| < n",
+            });
+        }
+        Ok(())
+    }
+}

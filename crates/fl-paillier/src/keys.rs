@@ -1,0 +1,848 @@
+//! Key generation, public-key import with validation, and the zeroized decryption key with
+//! its constant-time CRT decryption.
+
+use crate::arith::{
+    big_from_boxed, boxed_from_big, byte_len, fit, from_words_fit, limbs_for, prec,
+};
+use crate::ciphertext::{Ciphertext, Plaintext};
+use crate::error::{Error, Result};
+use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
+use crypto_bigint::{BoxedUint, ConcatenatingMul, Gcd};
+use num_bigint::BigUint;
+use num_integer::Integer;
+use num_traits::{One, Zero};
+use rand::CryptoRng;
+use std::sync::{Arc, OnceLock};
+use subtle::ConstantTimeEq;
+use zeroize::{Zeroize, ZeroizeOnDrop};
+
+/// The default modulus size: 3072 bits (≈ 128-bit security, NIST SP 800-57 Part 1).
+pub const DEFAULT_KEY_BITS: u32 = 3072;
+
+/// The smallest modulus this build accepts, for generated and imported keys alike: 2048 bits
+/// (≈ 112-bit security), or 256 bits when the `insecure-test-keys` feature is on.
+#[cfg(not(feature = "insecure-test-keys"))]
+pub const MIN_KEY_BITS: u32 = 2048;
+/// The smallest modulus this build accepts, for generated and imported keys alike. This
+/// build has the `insecure-test-keys` feature on: keys this small are **breakable** and
+/// exist only to make tests fast.
+#[cfg(feature = "insecure-test-keys")]
+pub const MIN_KEY_BITS: u32 = 256;
+
+/// The largest modulus accepted on import (a bound on the work a peer's key can cause).
+pub const MAX_KEY_BITS: u32 = 8192;
+
+/// Key sizes [`keygen`] produces without the `insecure-test-keys` feature.
+pub const SUPPORTED_KEY_BITS: [u32; 3] = [2048, 3072, 4096];
+
+/// Trial division bound for imported moduli: no prime factor below 2^16 is accepted.
+const TRIAL_DIVISION_BOUND: u32 = 1 << 16;
+
+/// The primes below 2^16, computed once.
+fn small_primes() -> &'static [u32] {
+    static PRIMES: OnceLock<Vec<u32>> = OnceLock::new();
+    PRIMES.get_or_init(|| {
+        let limit = TRIAL_DIVISION_BOUND as usize;
+        let mut composite = vec![false; limit];
+        let mut primes = Vec::with_capacity(6542);
+        for i in 2..limit {
+            if composite.get(i).copied().unwrap_or(true) {
+                continue;
+            }
+            primes.push(i as u32);
+            let mut j = i * i;
+            while j < limit {
+                if let Some(slot) = composite.get_mut(j) {
+                    *slot = true;
+                }
+                j += i;
+            }
+        }
+        primes
+    })
+}
+
+/// Whether this build has the `insecure-test-keys` feature.
+const INSECURE: bool = cfg!(feature = "insecure-test-keys");
+
+/// The key-size policy of [`keygen`]; `insecure` says whether test-only sizes are allowed.
+pub(crate) fn check_keygen_bits(bits: u32, insecure: bool) -> Result<()> {
+    if insecure {
+        if (256..=4096).contains(&bits) && bits.is_multiple_of(64) {
+            Ok(())
+        } else {
+            Err(Error::UnsupportedKeySize {
+                bits,
+                allowed: "a multiple of 64 from 256 to 4096 bits (insecure-test-keys build)",
+            })
+        }
+    } else if SUPPORTED_KEY_BITS.contains(&bits) {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedKeySize {
+            bits,
+            allowed: "2048, 3072 (default) or 4096 bits",
+        })
+    }
+}
+
+/// Generates a Paillier key pair with an exactly `bits`-bit modulus n = p·q (g = n + 1).
+///
+/// `bits` must be 2048, 3072 ([`DEFAULT_KEY_BITS`]) or 4096; with the `insecure-test-keys`
+/// feature any multiple of 64 from 256 to 4096 is accepted. The primes come from
+/// glass_pumpkin (sieve, Baillie–PSW and extra random-base Miller–Rabin rounds) drawing
+/// from `rng`, which must be a CSPRNG. The key is redrawn until n has exactly `bits` bits,
+/// p ≠ q, |p − q| > 2^(bits/2 − 100) and gcd(n, (p−1)(q−1)) = 1.
+///
+/// Returns the decryption key; its [`DecryptionKey::encryption_key`] is the public key.
+///
+/// Key generation uses num-bigint (variable-time) arithmetic and holds the primes in
+/// num-bigint temporaries that cannot be wiped (num-bigint has no zeroize support); run it
+/// where a local timing attacker is not a concern.
+///
+/// # Errors
+/// [`Error::UnsupportedKeySize`] for any other size.
+pub fn keygen<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Result<DecryptionKey> {
+    check_keygen_bits(bits, INSECURE)?;
+    let half = (bits / 2) as usize;
+    let min_distance = BigUint::one() << (bits / 2 - 100);
+    loop {
+        let p =
+            glass_pumpkin::prime::from_rng(half, rng).map_err(|_| Error::UnsupportedKeySize {
+                bits,
+                allowed: "prime halves of at least 128 bits",
+            })?;
+        let q =
+            glass_pumpkin::prime::from_rng(half, rng).map_err(|_| Error::UnsupportedKeySize {
+                bits,
+                allowed: "prime halves of at least 128 bits",
+            })?;
+        if p == q {
+            continue;
+        }
+        let n = &p * &q;
+        if n.bits() != u64::from(bits) {
+            continue;
+        }
+        let distance = if p > q { &p - &q } else { &q - &p };
+        if distance <= min_distance {
+            continue;
+        }
+        let phi = (&p - 1u32) * (&q - 1u32);
+        if !n.gcd(&phi).is_one() {
+            continue;
+        }
+        return DecryptionKey::from_checked_primes(&p, &q, &n);
+    }
+}
+
+/// Generates a key pair of the default size ([`DEFAULT_KEY_BITS`] = 3072 bits).
+///
+/// # Errors
+/// Never in practice; see [`keygen`].
+pub fn keygen_default<R: CryptoRng + ?Sized>(rng: &mut R) -> Result<DecryptionKey> {
+    keygen(DEFAULT_KEY_BITS, rng)
+}
+
+/// Shared, immutable public-key data (behind an `Arc`, so keys are cheap to clone).
+pub(crate) struct PublicInner {
+    /// n as a public num-bigint (parsing, printing, encodings).
+    pub(crate) n_big: BigUint,
+    /// ⌊n/3⌋ − 1, python-paillier's max_int.
+    pub(crate) max_int: BigUint,
+    /// n in `n_limbs` limbs.
+    pub(crate) n: BoxedUint,
+    /// Bit length of n.
+    pub(crate) bits: u32,
+    pub(crate) n_limbs: usize,
+    pub(crate) n2_limbs: usize,
+    /// n² (in `n2_limbs` limbs).
+    pub(crate) n2: BoxedUint,
+    /// Montgomery parameters mod n².
+    pub(crate) params: BoxedMontyParams,
+    /// Byte length of the fixed-width big-endian ciphertext encoding.
+    pub(crate) ciphertext_bytes: usize,
+}
+
+/// A Paillier public key: the modulus n (g = n + 1), with n², its Montgomery parameters and
+/// python-paillier's `max_int` = ⌊n/3⌋ − 1 cached.
+///
+/// Construct it with [`keygen`] (via [`DecryptionKey::encryption_key`]) or import a peer's
+/// modulus with [`EncryptionKey::from_n`], which validates it. Cloning is cheap (shared).
+///
+/// **Trust model.** Validation (odd, ≥ 2048 bits, not a perfect power, no prime factor
+/// below 2^16) rejects malformed and lazily malicious keys. It does *not* prove that n is a
+/// product of two large primes: a key owner who uses factors of 2^40–2^100 passes trial
+/// division. Protocols that face a malicious key owner need a Π-mod / Π-fac proof, which
+/// this crate does not implement (semi-honest key owners only).
+#[derive(Clone)]
+pub struct EncryptionKey {
+    pub(crate) inner: Arc<PublicInner>,
+}
+
+impl core::fmt::Debug for EncryptionKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("EncryptionKey")
+            .field("bits", &self.inner.bits)
+            .field("n", &format_args!("{:x}", self.inner.n_big))
+            .finish()
+    }
+}
+
+impl PartialEq for EncryptionKey {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner) || self.inner.n_big == other.inner.n_big
+    }
+}
+impl Eq for EncryptionKey {}
+
+impl EncryptionKey {
+    /// Imports a public key from its modulus n, validating it: n must be odd, have between
+    /// [`MIN_KEY_BITS`] and [`MAX_KEY_BITS`] bits, not be a perfect power (in particular not
+    /// a square, as p = q would give), and have no prime factor below 2^16.
+    ///
+    /// # Errors
+    /// [`Error::InvalidModulus`] naming the failed check.
+    pub fn from_n(n: &BigUint) -> Result<Self> {
+        validate_modulus(n)?;
+        Self::from_validated_n(n)
+    }
+
+    /// Imports a modulus from big-endian bytes (leading zero bytes are not allowed); see
+    /// [`EncryptionKey::from_n`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidModulus`].
+    pub fn from_n_be_bytes(bytes: &[u8]) -> Result<Self> {
+        if bytes.first() == Some(&0) {
+            return Err(Error::InvalidModulus {
+                reason: "non-canonical encoding (leading zero byte)",
+            });
+        }
+        Self::from_n(&BigUint::from_bytes_be(bytes))
+    }
+
+    pub(crate) fn from_validated_n(n: &BigUint) -> Result<Self> {
+        let bits = u32::try_from(n.bits()).map_err(|_| Error::InvalidModulus {
+            reason: "modulus too large",
+        })?;
+        let n_limbs = limbs_for(bits);
+        let n2_big = n * n;
+        let n2_bits = u32::try_from(n2_big.bits()).map_err(|_| Error::InvalidModulus {
+            reason: "modulus too large",
+        })?;
+        let n2_limbs = limbs_for(n2_bits);
+        let bad = || Error::InvalidModulus {
+            reason: "modulus does not fit its precision",
+        };
+        let n_boxed = boxed_from_big(n, n_limbs).ok_or_else(bad)?;
+        let n2 = boxed_from_big(&n2_big, n2_limbs).ok_or_else(bad)?;
+        let odd = n2.to_odd().into_option().ok_or(Error::InvalidModulus {
+            reason: "modulus must be odd",
+        })?;
+        // n is public: the variable-time parameter setup is fine.
+        let params = BoxedMontyParams::new_vartime(odd);
+        let max_int = n / 3u32 - 1u32;
+        Ok(Self {
+            inner: Arc::new(PublicInner {
+                n_big: n.clone(),
+                max_int,
+                n: n_boxed,
+                bits,
+                n_limbs,
+                n2_limbs,
+                n2,
+                params,
+                ciphertext_bytes: byte_len(n2_big.bits()),
+            }),
+        })
+    }
+
+    /// The modulus n.
+    #[must_use]
+    pub fn n(&self) -> &BigUint {
+        &self.inner.n_big
+    }
+
+    /// The bit length of n.
+    #[must_use]
+    pub fn bits(&self) -> u32 {
+        self.inner.bits
+    }
+
+    /// python-paillier's `max_int` = ⌊n/3⌋ − 1: signed plaintexts x with |x| ≤ max_int are
+    /// encodable; decoded values in (max_int, n − max_int) are reported as
+    /// [`Error::Overflow`].
+    #[must_use]
+    pub fn max_int(&self) -> &BigUint {
+        &self.inner.max_int
+    }
+
+    /// Length in bytes of [`Ciphertext::to_bytes_be`]'s fixed-width encoding (the byte
+    /// length of n²).
+    #[must_use]
+    pub fn ciphertext_len(&self) -> usize {
+        self.inner.ciphertext_bytes
+    }
+
+    /// A short public fingerprint of the key (the low 64 bits of n), for logs. Key binding
+    /// itself compares the whole modulus, not this value.
+    #[must_use]
+    pub fn fingerprint(&self) -> u64 {
+        self.inner.n_big.iter_u64_digits().next().unwrap_or(0)
+    }
+}
+
+/// The public-key validation of [`EncryptionKey::from_n`].
+pub(crate) fn validate_modulus(n: &BigUint) -> Result<()> {
+    validate_modulus_policy(n, INSECURE)
+}
+
+/// [`validate_modulus`] with an explicit size policy (`insecure` allows 256-bit moduli).
+pub(crate) fn validate_modulus_policy(n: &BigUint, insecure: bool) -> Result<()> {
+    let bits = n.bits();
+    let min = if insecure { 256 } else { 2048 };
+    if bits < min {
+        return Err(Error::InvalidModulus {
+            reason: if insecure {
+                "modulus shorter than 256 bits (insecure-test-keys build)"
+            } else {
+                "modulus shorter than 2048 bits (n < 2^2047)"
+            },
+        });
+    }
+    if bits > u64::from(MAX_KEY_BITS) {
+        return Err(Error::InvalidModulus {
+            reason: "modulus longer than 8192 bits",
+        });
+    }
+    if n.is_even() {
+        return Err(Error::InvalidModulus {
+            reason: "modulus must be odd",
+        });
+    }
+    for &p in small_primes() {
+        if (n % p).is_zero() {
+            return Err(Error::InvalidModulus {
+                reason: "modulus has a prime factor below 2^16",
+            });
+        }
+    }
+    // With no factor below 2^16, n = a^k forces a ≥ 2^16, so k ≤ bits/16; testing prime k
+    // suffices (a^(jk) = (a^j)^k).
+    let max_k = u32::try_from(bits / 16).unwrap_or(u32::MAX);
+    for &k in small_primes().iter().take_while(|&&k| k <= max_k) {
+        let root = n.nth_root(k);
+        if &root.pow(k) == n {
+            return Err(Error::InvalidModulus {
+                reason: "modulus is a perfect power (e.g. p = q)",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One CRT half of the decryption key (prime s, other prime t).
+struct CrtHalf {
+    /// s, in `limbs` limbs.
+    prime: BoxedUint,
+    /// s − 1, the decryption exponent.
+    exp: BoxedUint,
+    /// Bit length of s − 1 (public: the primes have the declared size).
+    exp_bits: u32,
+    limbs: usize,
+    sq_limbs: usize,
+    /// Montgomery parameters mod s and mod s².
+    params: BoxedMontyParams,
+    sq_params: BoxedMontyParams,
+    /// 2^(64·sq_limbs) mod s² in Montgomery form: the radix for reducing c mod s².
+    radix: BoxedMontyForm,
+    /// s⁻¹ mod 2^(64·limbs): exact division by s as a multiplication.
+    inv_2k: BoxedUint,
+    /// h_s = L_s(g^(s−1) mod s²)⁻¹ = (−t)⁻¹ mod s, Montgomery form mod s.
+    h: BoxedMontyForm,
+}
+
+impl CrtHalf {
+    fn wipe(&mut self) {
+        self.prime.zeroize();
+        self.exp.zeroize();
+        self.radix.zeroize();
+        self.inv_2k.zeroize();
+        self.h.zeroize();
+    }
+
+    fn secret_values(&self) -> [&BoxedUint; 5] {
+        [
+            &self.prime,
+            &self.exp,
+            self.radix.as_montgomery(),
+            &self.inv_2k,
+            self.h.as_montgomery(),
+        ]
+    }
+}
+
+impl Drop for CrtHalf {
+    fn drop(&mut self) {
+        self.wipe();
+    }
+}
+
+impl CrtHalf {
+    fn new(s: &BigUint, t: &BigUint) -> Result<Self> {
+        let bad = |reason| Error::InvalidPrimes { reason };
+        let sbits = u32::try_from(s.bits()).map_err(|_| bad("prime too large"))?;
+        let limbs = limbs_for(sbits);
+        let prime = boxed_from_big(s, limbs).ok_or(bad("prime does not fit"))?;
+        let other = boxed_from_big(t, limbs).ok_or(bad("primes of different limb counts"))?;
+        let odd_s = prime
+            .to_odd()
+            .into_option()
+            .ok_or(bad("prime must be odd"))?;
+        // Bit lengths are public; the parameter setup is constant-time otherwise.
+        let params = BoxedMontyParams::new(odd_s);
+        let sq_full = prime.concatenating_mul(&prime);
+        let sq_limbs = limbs_for(sbits * 2);
+        let sq = fit(&sq_full, sq_limbs);
+        let odd_sq = sq.to_odd().into_option().ok_or(bad("prime must be odd"))?;
+        let sq_params = BoxedMontyParams::new(odd_sq);
+        let radix = BoxedMontyForm::new(
+            BoxedMontyForm::one(&sq_params).as_montgomery().clone(),
+            &sq_params,
+        );
+        let (inv_2k, ok) = prime.invert_mod2k(prec(limbs));
+        if !bool::from(ok) {
+            return Err(bad("prime must be odd"));
+        }
+        let t_mod_s = BoxedMontyForm::new(other, &params);
+        let inv_t = t_mod_s
+            .invert()
+            .into_option()
+            .ok_or(bad("primes must be coprime"))?;
+        let h = inv_t.neg();
+        let exp = prime.wrapping_sub(BoxedUint::one_with_precision(prec(limbs)));
+        Ok(Self {
+            prime,
+            exp,
+            exp_bits: sbits,
+            limbs,
+            sq_limbs,
+            params,
+            sq_params,
+            radix,
+            inv_2k,
+            h,
+        })
+    }
+
+    /// m mod s from the ciphertext's little-endian words, in constant time (in the secret
+    /// prime and in c).
+    fn decrypt_half(&self, c_words: &[crypto_bigint::Word]) -> BoxedUint {
+        // c mod s² by Horner over chunks of `sq_limbs` limbs: each chunk is < R = 2^(64·l),
+        // which Montgomery conversion reduces fully.
+        let mut acc = BoxedMontyForm::zero(&self.sq_params);
+        for chunk in c_words.chunks(self.sq_limbs).rev() {
+            let part = BoxedMontyForm::new(from_words_fit(chunk, self.sq_limbs), &self.sq_params);
+            acc = acc.mul(&self.radix).add(&part);
+        }
+        // x = c^(s−1) mod s² = 1 + s·L.
+        let x = acc.pow_bounded_exp(&self.exp, self.exp_bits).retrieve();
+        let x_minus_1 = x.wrapping_sub(BoxedUint::one_with_precision(x.bits_precision()));
+        // L = (x − 1)/s exactly, and L < s < 2^(64·limbs): multiply by s⁻¹ mod 2^(64·limbs).
+        let low = fit(&x_minus_1, self.limbs);
+        let l = low.wrapping_mul(&self.inv_2k);
+        BoxedMontyForm::new(l, &self.params).mul(&self.h).retrieve()
+    }
+}
+
+/// A Paillier private key: the primes p < q with every CRT constant precomputed
+/// (hp, hq, p⁻¹ mod q, the Montgomery parameters mod p, q, p², q²), plus its public key.
+///
+/// * Decryption is constant-time in the secrets (crypto-bigint `BoxedMontyForm::pow` with
+///   exponents p − 1 and q − 1, exact division by s as a multiplication by s⁻¹ mod 2^k,
+///   modular CRT recombination); only the public bit lengths of p and q steer the control
+///   flow.
+/// * Secret limbs are zeroized on drop ([`ZeroizeOnDrop`]). Not wiped, because the
+///   dependency gives no access: the copies of p, q, p², q² and R mod p², R² mod p², … inside
+///   crypto-bigint's `BoxedMontyParams` (an `Arc` without `Zeroize`), and the num-bigint
+///   temporaries of key generation and import. See the crate README.
+/// * `Debug` prints no secret; equality is constant-time ([`ConstantTimeEq`]).
+pub struct DecryptionKey {
+    public: EncryptionKey,
+    /// The smaller prime.
+    p: CrtHalf,
+    /// The larger prime.
+    q: CrtHalf,
+    /// p⁻¹ mod q in Montgomery form mod q.
+    p_inv_q: BoxedMontyForm,
+}
+
+impl Drop for DecryptionKey {
+    fn drop(&mut self) {
+        self.wipe_secrets();
+    }
+}
+
+impl ZeroizeOnDrop for DecryptionKey {}
+
+impl core::fmt::Debug for DecryptionKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DecryptionKey")
+            .field("bits", &self.public.inner.bits)
+            .field("secrets", &"<redacted>")
+            .finish()
+    }
+}
+
+impl ConstantTimeEq for DecryptionKey {
+    fn ct_eq(&self, other: &Self) -> subtle::Choice {
+        if self.p.limbs != other.p.limbs || self.q.limbs != other.q.limbs {
+            return subtle::Choice::from(0);
+        }
+        self.p.prime.ct_eq(&other.p.prime) & self.q.prime.ct_eq(&other.q.prime)
+    }
+}
+
+impl PartialEq for DecryptionKey {
+    fn eq(&self, other: &Self) -> bool {
+        bool::from(self.ct_eq(other))
+    }
+}
+impl Eq for DecryptionKey {}
+
+impl DecryptionKey {
+    /// Builds a decryption key from its two primes (in either order), validating them:
+    /// both must be probable primes (Baillie–PSW plus random-base Miller–Rabin), distinct,
+    /// of equal bit length, |p − q| > 2^(bits/2 − 100), gcd(n, (p−1)(q−1)) = 1, and n = p·q
+    /// must pass [`EncryptionKey::from_n`]'s checks.
+    ///
+    /// The primes pass through num-bigint, which cannot be wiped; prefer [`keygen`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidPrimes`] or [`Error::InvalidModulus`] naming the failed check.
+    pub fn from_primes(p: &BigUint, q: &BigUint) -> Result<Self> {
+        let bad = |reason| Error::InvalidPrimes { reason };
+        if p == q {
+            return Err(bad("p and q must be distinct"));
+        }
+        if p.bits() != q.bits() {
+            return Err(bad("p and q must have the same bit length"));
+        }
+        if p.bits() < 128 {
+            return Err(bad("primes shorter than 128 bits"));
+        }
+        let n = p * q;
+        validate_modulus(&n)?;
+        let mut rng =
+            <rand::rngs::ChaCha20Rng as rand::SeedableRng>::try_from_rng(&mut rand::rngs::SysRng)
+                .map_err(|_| bad("operating-system randomness unavailable for primality tests"))?;
+        if !glass_pumpkin::prime::check_with(p, &mut rng)
+            || !glass_pumpkin::prime::check_with(q, &mut rng)
+        {
+            return Err(bad("p and q must both be prime"));
+        }
+        let distance = if p > q { p - q } else { q - p };
+        let half = u32::try_from(n.bits() / 2).unwrap_or(u32::MAX);
+        if half > 100 && distance <= (BigUint::one() << (half - 100)) {
+            return Err(bad("|p - q| must exceed 2^(bits/2 - 100)"));
+        }
+        let phi = (p - 1u32) * (q - 1u32);
+        if !n.gcd(&phi).is_one() {
+            return Err(bad("gcd(n, phi(n)) must be 1"));
+        }
+        Self::from_checked_primes(p, q, &n)
+    }
+
+    /// Builds the key from primes already checked by the caller.
+    fn from_checked_primes(p: &BigUint, q: &BigUint, n: &BigUint) -> Result<Self> {
+        let (small, large) = if p < q { (p, q) } else { (q, p) };
+        let public = EncryptionKey::from_validated_n(n)?;
+        let ph = CrtHalf::new(small, large)?;
+        let qh = CrtHalf::new(large, small)?;
+        let p_in_q = fit(&ph.prime, qh.limbs);
+        let p_inv_q = BoxedMontyForm::new(p_in_q, &qh.params)
+            .invert()
+            .into_option()
+            .ok_or(Error::InvalidPrimes {
+                reason: "primes must be coprime",
+            })?;
+        Ok(Self {
+            public,
+            p: ph,
+            q: qh,
+            p_inv_q,
+        })
+    }
+
+    /// The public key.
+    #[must_use]
+    pub fn encryption_key(&self) -> &EncryptionKey {
+        &self.public
+    }
+
+    /// Decrypts `c` with the constant-time CRT (exponents p − 1 and q − 1 mod p² and q²,
+    /// precomputed hp, hq, p⁻¹ mod q).
+    ///
+    /// # Errors
+    /// [`Error::KeyMismatch`] if `c` belongs to another key. (A [`Ciphertext`] is valid by
+    /// construction, so there is no other failure.)
+    pub fn decrypt(&self, c: &Ciphertext) -> Result<Plaintext> {
+        self.public.check_ciphertext(c)?;
+        let c_std = c.value.retrieve();
+        let mp = self.p.decrypt_half(c_std.as_words());
+        let mq = self.q.decrypt_half(c_std.as_words());
+        Ok(self.recombine(&mp, &mq))
+    }
+
+    /// [`DecryptionKey::decrypt`] with the two CRT halves on two rayon threads.
+    ///
+    /// # Errors
+    /// As [`DecryptionKey::decrypt`].
+    #[cfg(feature = "rayon")]
+    pub fn decrypt_parallel(&self, c: &Ciphertext) -> Result<Plaintext> {
+        self.public.check_ciphertext(c)?;
+        let c_std = c.value.retrieve();
+        let (mp, mq) = rayon::join(
+            || self.p.decrypt_half(c_std.as_words()),
+            || self.q.decrypt_half(c_std.as_words()),
+        );
+        Ok(self.recombine(&mp, &mq))
+    }
+
+    /// m = m_p + p·((m_q − m_p)·p⁻¹ mod q), all modular (no negative intermediate), constant
+    /// time. m_p < p < q, so m_p is already reduced mod q.
+    fn recombine(&self, mp: &BoxedUint, mq: &BoxedUint) -> Plaintext {
+        let qparams = &self.q.params;
+        let mp_q = BoxedMontyForm::new(fit(mp, self.q.limbs), qparams);
+        let mq_q = BoxedMontyForm::new(mq.clone(), qparams);
+        let u = mq_q.sub(&mp_q).mul(&self.p_inv_q).retrieve();
+        let up = u.concatenating_mul(&self.p.prime);
+        let sum = up.wrapping_add(fit(mp, up.nlimbs()));
+        let mut mp_copy = mp.clone();
+        mp_copy.zeroize();
+        Plaintext::from_boxed(fit(&sum, self.public.inner.n_limbs))
+    }
+
+    /// Decrypts many ciphertexts (in parallel with the `rayon` feature).
+    ///
+    /// # Errors
+    /// [`Error::KeyMismatch`] if any ciphertext belongs to another key.
+    pub fn decrypt_many(&self, cs: &[Ciphertext]) -> Result<Vec<Plaintext>> {
+        #[cfg(feature = "rayon")]
+        {
+            use rayon::prelude::*;
+            cs.par_iter().map(|c| self.decrypt(c)).collect()
+        }
+        #[cfg(not(feature = "rayon"))]
+        {
+            cs.iter().map(|c| self.decrypt(c)).collect()
+        }
+    }
+
+    /// Decrypts and decodes a signed integer in [−max_int, max_int].
+    ///
+    /// # Errors
+    /// [`Error::KeyMismatch`]; [`Error::DecryptionFailed`] (opaque on purpose) if the value
+    /// lies in the overflow band.
+    pub fn decrypt_signed(&self, c: &Ciphertext) -> Result<num_bigint::BigInt> {
+        let m = self.decrypt(c)?;
+        self.public
+            .decode_signed(&m)
+            .map_err(|_| Error::DecryptionFailed)
+    }
+
+    /// Decrypts and decodes a signed integer that must fit an `i64`.
+    ///
+    /// # Errors
+    /// [`Error::KeyMismatch`]; [`Error::DecryptionFailed`] (opaque on purpose) if the value
+    /// is in the overflow band or does not fit.
+    pub fn decrypt_i64(&self, c: &Ciphertext) -> Result<i64> {
+        let m = self.decrypt(c)?;
+        self.public
+            .decode_i64(&m)
+            .map_err(|_| Error::DecryptionFailed)
+    }
+
+    /// The primes (p, q) with p < q, as big-endian bytes in zeroizing buffers, for export
+    /// (python-paillier's private JWK) and for tests.
+    #[must_use]
+    pub fn expose_primes(&self) -> (zeroize::Zeroizing<Vec<u8>>, zeroize::Zeroizing<Vec<u8>>) {
+        let to_bytes = |x: &BoxedUint| {
+            let mut bytes = x.to_be_bytes().into_vec();
+            let lead = bytes.iter().take_while(|&&b| b == 0).count();
+            let trimmed = zeroize::Zeroizing::new(bytes.get(lead..).unwrap_or(&[]).to_vec());
+            bytes.zeroize();
+            trimmed
+        };
+        (to_bytes(&self.p.prime), to_bytes(&self.q.prime))
+    }
+
+    /// Overwrites every secret limb this key holds with zeros — exactly what `Drop` runs.
+    /// The key is unusable afterwards. Public for the zeroization test (reading freed
+    /// memory would need `unsafe`, which this workspace forbids).
+    #[doc(hidden)]
+    pub fn wipe_secrets(&mut self) {
+        self.p.wipe();
+        self.q.wipe();
+        self.p_inv_q.zeroize();
+    }
+
+    /// The secret values this key holds (p, q, p − 1, q − 1, hp, hq, the radices, the
+    /// 2-adic inverses, p⁻¹ mod q), as the words in place: for the zeroization test and the
+    /// valgrind harness (which marks exactly these regions as undefined).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn secret_words(&self) -> Vec<&[crypto_bigint::Word]> {
+        let mut out: Vec<&[crypto_bigint::Word]> = Vec::new();
+        for half in [&self.p, &self.q] {
+            out.extend(half.secret_values().iter().map(|x| x.as_words()));
+        }
+        out.push(self.p_inv_q.as_montgomery().as_words());
+        out
+    }
+
+    /// Textbook decryption m = L(c^λ mod n²)·μ mod n with num-bigint (variable time),
+    /// for tests that cross-check the CRT path and for the valgrind self-check. Not for use
+    /// on secret data in production: it leaks λ through timing.
+    #[doc(hidden)]
+    pub fn decrypt_textbook_vartime(&self, c: &Ciphertext) -> Result<BigUint> {
+        self.public.check_ciphertext(c)?;
+        let (pb, qb) = self.expose_primes();
+        let p = BigUint::from_bytes_be(&pb);
+        let q = BigUint::from_bytes_be(&qb);
+        let n = &p * &q;
+        let n2 = &n * &n;
+        let lambda = (&p - 1u32).lcm(&(&q - 1u32));
+        let c_big = big_from_boxed(&c.value.retrieve());
+        let x = c_big.modpow(&lambda, &n2);
+        let l = (x - 1u32) / &n;
+        // μ = L(g^λ mod n²)⁻¹ mod n with g = n + 1: L(g^λ) = λ mod n.
+        let mu = mod_inverse(&(&lambda % &n), &n).ok_or(Error::DecryptionFailed)?;
+        Ok((l * mu) % &n)
+    }
+}
+
+/// Modular inverse with num-bigint (public or test data only).
+pub(crate) fn mod_inverse(a: &BigUint, m: &BigUint) -> Option<BigUint> {
+    use num_bigint::BigInt;
+    let a = BigInt::from(a.clone());
+    let m_i = BigInt::from(m.clone());
+    let e = a.extended_gcd(&m_i);
+    if !e.gcd.is_one() {
+        return None;
+    }
+    let x = ((e.x % &m_i) + &m_i) % &m_i;
+    x.to_biguint()
+}
+
+impl EncryptionKey {
+    /// Checks that `c` was made under this key.
+    pub(crate) fn check_ciphertext(&self, c: &Ciphertext) -> Result<()> {
+        if c.value.params() == &self.inner.params {
+            Ok(())
+        } else {
+            Err(Error::KeyMismatch)
+        }
+    }
+
+    /// Validates a candidate ciphertext value (`n2_limbs` limbs): 0 < c < n², gcd(c, n) = 1.
+    /// Public data: variable-time checks are fine.
+    pub(crate) fn validate_ciphertext_value(&self, c: BoxedUint) -> Result<Ciphertext> {
+        let inner = &self.inner;
+        if bool::from(c.is_zero()) {
+            return Err(Error::InvalidCiphertext { reason: "c = 0" });
+        }
+        if c.cmp_vartime(&inner.n2) != core::cmp::Ordering::Less {
+            return Err(Error::InvalidCiphertext { reason: "c >= n^2" });
+        }
+        let n_nz = inner.n.to_nz().into_option().ok_or(Error::InvalidModulus {
+            reason: "modulus is zero",
+        })?;
+        let c_mod_n = c.rem_vartime(&n_nz);
+        let g = c_mod_n.gcd_vartime(&inner.n);
+        if !bool::from(g.is_one()) {
+            return Err(Error::InvalidCiphertext {
+                reason: "gcd(c, n) != 1",
+            });
+        }
+        Ok(Ciphertext {
+            value: BoxedMontyForm::new(c, &inner.params),
+        })
+    }
+
+    /// Imports a ciphertext value, validating 0 < c < n² and gcd(c, n) = 1.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCiphertext`].
+    pub fn ciphertext_from_biguint(&self, c: &BigUint) -> Result<Ciphertext> {
+        let boxed = boxed_from_big(c, self.inner.n2_limbs)
+            .ok_or(Error::InvalidCiphertext { reason: "c >= n^2" })?;
+        self.validate_ciphertext_value(boxed)
+    }
+
+    /// Imports a ciphertext from its fixed-width big-endian encoding of exactly
+    /// [`EncryptionKey::ciphertext_len`] bytes (as written by [`Ciphertext::to_bytes_be`]),
+    /// validating it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCiphertext`] for a wrong length or a value outside Z*_{n²}.
+    pub fn ciphertext_from_bytes_be(&self, bytes: &[u8]) -> Result<Ciphertext> {
+        if bytes.len() != self.inner.ciphertext_bytes {
+            return Err(Error::InvalidCiphertext {
+                reason: "encoding must be exactly the byte length of n^2",
+            });
+        }
+        let mut buf = vec![0u8; (prec(self.inner.n2_limbs) / 8) as usize];
+        let offset = buf.len().saturating_sub(bytes.len());
+        if let Some(dst) = buf.get_mut(offset..) {
+            dst.copy_from_slice(bytes);
+        }
+        let boxed = BoxedUint::from_be_slice(&buf, prec(self.inner.n2_limbs)).map_err(|_| {
+            Error::InvalidCiphertext {
+                reason: "malformed encoding",
+            }
+        })?;
+        self.validate_ciphertext_value(boxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn production_key_policy() {
+        // threats.md P4: outside the insecure-test-keys build only 2048/3072/4096 pass.
+        for bits in [256u32, 512, 1024, 1536, 2047, 2049, 2560, 8192] {
+            assert!(check_keygen_bits(bits, false).is_err(), "{bits}");
+        }
+        for bits in SUPPORTED_KEY_BITS {
+            assert!(check_keygen_bits(bits, false).is_ok());
+        }
+        assert!(check_keygen_bits(512, true).is_ok());
+        assert!(check_keygen_bits(128, true).is_err());
+        assert_eq!(DEFAULT_KEY_BITS, 3072);
+    }
+
+    #[test]
+    fn production_import_policy_rejects_short_moduli() {
+        let mut rng = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(5);
+        let p = glass_pumpkin::prime::from_rng(1024, &mut rng).unwrap();
+        let q = glass_pumpkin::prime::from_rng(1023, &mut rng).unwrap();
+        let short = &p * &q; // 2046 or 2047 bits: n < 2^2047
+        assert!(short.bits() < 2048);
+        assert!(validate_modulus_policy(&short, false).is_err());
+        assert!(validate_modulus_policy(&short, true).is_ok());
+        let q2 = glass_pumpkin::prime::from_rng(1025, &mut rng).unwrap();
+        let ok = &p * &q2;
+        if ok.bits() >= 2048 {
+            assert!(validate_modulus_policy(&ok, false).is_ok());
+        }
+        // A perfect square of a 1024-bit prime passes trial division but not the power test.
+        assert!(matches!(
+            validate_modulus_policy(&(&q2 * &q2), false),
+            Err(Error::InvalidModulus { reason }) if reason.contains("perfect power")
+        ));
+    }
+}

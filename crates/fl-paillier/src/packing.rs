@@ -1,0 +1,371 @@
+//! Packing several signed integer (or fixed-point) slots into one plaintext.
+//!
+//! A packed plaintext is P = Σᵢ vᵢ · 2^(w·i) for signed slot values vᵢ with |vᵢ| < 2^(w−1),
+//! encoded as a signed plaintext (|P| ≤ max_int). Homomorphic addition of packed ciphertexts
+//! adds slotwise and multiplication by a scalar scales every slot, so one encryption,
+//! addition or exponentiation serves `slots` values. Values are recovered by centred
+//! residues: v₀ = P mods 2^w ∈ [−2^(w−1), 2^(w−1)), P ← (P − v₀)/2^w, and so on.
+//!
+//! Every [`PackedCiphertext`] carries a public bound B on |vᵢ|; [`PackedCiphertext::add`]
+//! and [`PackedCiphertext::mul_i64`] refuse (with [`Error::Packing`]) any operation after
+//! which B could reach 2^(w−1), so a slot can never silently spill into its neighbour.
+
+use crate::ciphertext::{Ciphertext, Plaintext};
+use crate::encoding::FixedPoint;
+use crate::error::{Error, Result};
+use crate::keys::{DecryptionKey, EncryptionKey};
+use num_bigint::BigInt;
+use num_integer::Integer;
+use num_traits::{ToPrimitive, Zero};
+use rand::CryptoRng;
+
+/// Largest slot width in bits (slot values are `i128`).
+pub const MAX_SLOT_BITS: u32 = 127;
+
+/// A packing layout: `slots` slots of `slot_bits` bits each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackingLayout {
+    slot_bits: u32,
+    slots: usize,
+}
+
+impl PackingLayout {
+    /// The most slots of `slot_bits` bits a plaintext of `key` holds: ⌊(bits(max_int) − 1)
+    /// / w⌋, so that |P| < 2^(slots·w − 1) ≤ max_int for any in-range slot values.
+    #[must_use]
+    pub fn max_slots(key: &EncryptionKey, slot_bits: u32) -> usize {
+        if slot_bits == 0 {
+            return 0;
+        }
+        let usable = key.max_int().bits().saturating_sub(1);
+        usize::try_from(usable / u64::from(slot_bits)).unwrap_or(usize::MAX)
+    }
+
+    /// A layout of `slots` slots of `slot_bits` bits (2 ≤ w ≤ 127) for `key`.
+    ///
+    /// # Errors
+    /// [`Error::Packing`] if w is out of range, `slots` is 0, or the slots do not fit
+    /// ([`PackingLayout::max_slots`]).
+    pub fn new(key: &EncryptionKey, slot_bits: u32, slots: usize) -> Result<Self> {
+        if !(2..=MAX_SLOT_BITS).contains(&slot_bits) {
+            return Err(Error::Packing {
+                reason: "slot width must be between 2 and 127 bits",
+            });
+        }
+        if slots == 0 || slots > Self::max_slots(key, slot_bits) {
+            return Err(Error::Packing {
+                reason: "slot count must be between 1 and max_slots(key, slot_bits)",
+            });
+        }
+        Ok(Self { slot_bits, slots })
+    }
+
+    /// Slot width w in bits.
+    #[must_use]
+    pub fn slot_bits(&self) -> u32 {
+        self.slot_bits
+    }
+
+    /// Number of slots.
+    #[must_use]
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// The largest |value| a slot may hold: 2^(w−1) − 1.
+    #[must_use]
+    pub fn slot_limit(&self) -> u128 {
+        (1u128 << (self.slot_bits - 1)) - 1
+    }
+
+    /// Packs up to `slots` signed values (|v| ≤ [`PackingLayout::slot_limit`]) into one
+    /// plaintext; returns it with the bound max |vᵢ|.
+    ///
+    /// # Errors
+    /// [`Error::Packing`] for too many values or a value beyond the slot limit.
+    pub fn pack(&self, key: &EncryptionKey, values: &[i64]) -> Result<(Plaintext, u128)> {
+        if values.len() > self.slots {
+            return Err(Error::Packing {
+                reason: "more values than slots",
+            });
+        }
+        let mut bound = 0u128;
+        let mut acc = BigInt::zero();
+        for &v in values.iter().rev() {
+            let mag = u128::from(v.unsigned_abs());
+            if mag > self.slot_limit() {
+                return Err(Error::Packing {
+                    reason: "a value exceeds the slot limit 2^(w-1) - 1",
+                });
+            }
+            bound = bound.max(mag);
+            acc = (acc << self.slot_bits) + v;
+        }
+        Ok((key.encode_signed(&acc)?, bound))
+    }
+
+    /// Unpacks `count` slots of a packed plaintext (centred residues).
+    ///
+    /// # Errors
+    /// [`Error::Overflow`] if the plaintext is in the overflow band or does not decompose
+    /// into `count` in-range slots (a spilled slot).
+    pub fn unpack(&self, key: &EncryptionKey, m: &Plaintext, count: usize) -> Result<Vec<i128>> {
+        if count > self.slots {
+            return Err(Error::Packing {
+                reason: "more values requested than slots",
+            });
+        }
+        let mut p = key.decode_signed(m)?;
+        let modulus = BigInt::from(1u8) << self.slot_bits;
+        let half = BigInt::from(1u8) << (self.slot_bits - 1);
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let mut r = p.mod_floor(&modulus);
+            if r >= half {
+                r -= &modulus;
+            }
+            p = (p - &r) >> self.slot_bits;
+            out.push(r.to_i128().ok_or(Error::Overflow)?);
+        }
+        if !p.is_zero() {
+            return Err(Error::Overflow);
+        }
+        Ok(out)
+    }
+
+    /// Packs and encrypts `values`.
+    ///
+    /// # Errors
+    /// As [`PackingLayout::pack`].
+    pub fn encrypt<R: CryptoRng + ?Sized>(
+        &self,
+        key: &EncryptionKey,
+        values: &[i64],
+        rng: &mut R,
+    ) -> Result<PackedCiphertext> {
+        let (pt, bound) = self.pack(key, values)?;
+        Ok(PackedCiphertext {
+            ciphertext: key.encrypt(&pt, rng)?,
+            layout: *self,
+            len: values.len(),
+            bound,
+        })
+    }
+
+    /// Fixed-point values at `scale`, packed and encrypted (each slot holds
+    /// round(x·2^f), which must fit an `i64` and the slot).
+    ///
+    /// # Errors
+    /// As [`FixedPoint::to_i64`] and [`PackingLayout::pack`].
+    pub fn encrypt_f64<R: CryptoRng + ?Sized>(
+        &self,
+        key: &EncryptionKey,
+        scale: &FixedPoint,
+        values: &[f64],
+        rng: &mut R,
+    ) -> Result<PackedCiphertext> {
+        let ints: Vec<i64> = values
+            .iter()
+            .map(|&x| scale.to_i64(x))
+            .collect::<Result<_>>()?;
+        self.encrypt(key, &ints, rng)
+    }
+
+    /// Packs and encrypts a long vector into ⌈len/slots⌉ packed ciphertexts.
+    ///
+    /// # Errors
+    /// As [`PackingLayout::pack`].
+    pub fn encrypt_vec<R: CryptoRng + ?Sized>(
+        &self,
+        key: &EncryptionKey,
+        values: &[i64],
+        rng: &mut R,
+    ) -> Result<Vec<PackedCiphertext>> {
+        let mut packed = Vec::with_capacity(values.len().div_ceil(self.slots));
+        let mut pts = Vec::with_capacity(packed.capacity());
+        for chunk in values.chunks(self.slots) {
+            let (pt, bound) = self.pack(key, chunk)?;
+            pts.push(pt);
+            packed.push((chunk.len(), bound));
+        }
+        let cts = key.encrypt_many(&pts, rng)?;
+        Ok(cts
+            .into_iter()
+            .zip(packed)
+            .map(|(ciphertext, (len, bound))| PackedCiphertext {
+                ciphertext,
+                layout: *self,
+                len,
+                bound,
+            })
+            .collect())
+    }
+}
+
+/// A ciphertext of packed slots, with its layout, the number of used slots and the public
+/// bound on every slot's magnitude.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedCiphertext {
+    ciphertext: Ciphertext,
+    layout: PackingLayout,
+    len: usize,
+    bound: u128,
+}
+
+impl PackedCiphertext {
+    /// The underlying ciphertext.
+    #[must_use]
+    pub fn ciphertext(&self) -> &Ciphertext {
+        &self.ciphertext
+    }
+
+    /// The layout.
+    #[must_use]
+    pub fn layout(&self) -> &PackingLayout {
+        &self.layout
+    }
+
+    /// Number of used slots.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no slot is used.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The public bound on |slot value|.
+    #[must_use]
+    pub fn bound(&self) -> u128 {
+        self.bound
+    }
+
+    /// How many more additions of ciphertexts with bound `other_bound` keep every slot in
+    /// range.
+    #[must_use]
+    pub fn additions_left(&self, other_bound: u128) -> u128 {
+        let room = self.layout.slot_limit().saturating_sub(self.bound);
+        room.checked_div(other_bound).unwrap_or(u128::MAX)
+    }
+
+    /// Slotwise homomorphic addition.
+    ///
+    /// # Errors
+    /// [`Error::Packing`] if the layouts differ or a slot could overflow;
+    /// [`Error::KeyMismatch`].
+    pub fn add(&self, key: &EncryptionKey, other: &Self) -> Result<Self> {
+        if self.layout != other.layout {
+            return Err(Error::Packing {
+                reason: "cannot add packed ciphertexts of different layouts",
+            });
+        }
+        let bound = self
+            .bound
+            .checked_add(other.bound)
+            .filter(|&b| b <= self.layout.slot_limit())
+            .ok_or(Error::Packing {
+                reason: "the sum could overflow a slot (bound would reach 2^(w-1))",
+            })?;
+        Ok(Self {
+            ciphertext: key.add(&self.ciphertext, &other.ciphertext)?,
+            layout: self.layout,
+            len: self.len.max(other.len),
+            bound,
+        })
+    }
+
+    /// Multiplies every slot by a public scalar k.
+    ///
+    /// # Errors
+    /// [`Error::Packing`] if a slot could overflow; [`Error::KeyMismatch`].
+    pub fn mul_i64(&self, key: &EncryptionKey, k: i64) -> Result<Self> {
+        let bound = self.checked_scaled_bound(k)?;
+        Ok(Self {
+            ciphertext: key.mul_i64(&self.ciphertext, k)?,
+            layout: self.layout,
+            len: self.len,
+            bound,
+        })
+    }
+
+    /// Multiplies every slot by a caller-secret scalar k (constant time in k; the bound
+    /// check uses the public `k_bound` ≥ |k|, not k).
+    ///
+    /// # Errors
+    /// [`Error::Packing`] if |k| > `k_bound` would be needed or a slot could overflow with
+    /// `k_bound`; [`Error::KeyMismatch`].
+    pub fn mul_secret_i64(&self, key: &EncryptionKey, k: i64, k_bound: u64) -> Result<Self> {
+        let bound = self
+            .bound
+            .checked_mul(u128::from(k_bound))
+            .filter(|&b| b <= self.layout.slot_limit())
+            .ok_or(Error::Packing {
+                reason: "the product could overflow a slot (bound * k_bound >= 2^(w-1))",
+            })?;
+        if k.unsigned_abs() > k_bound {
+            return Err(Error::Packing {
+                reason: "|k| exceeds the declared k_bound",
+            });
+        }
+        Ok(Self {
+            ciphertext: key.mul_secret_i64(&self.ciphertext, k)?,
+            layout: self.layout,
+            len: self.len,
+            bound,
+        })
+    }
+
+    fn checked_scaled_bound(&self, k: i64) -> Result<u128> {
+        self.bound
+            .checked_mul(u128::from(k.unsigned_abs()))
+            .filter(|&b| b <= self.layout.slot_limit())
+            .ok_or(Error::Packing {
+                reason: "the product could overflow a slot (bound * |k| >= 2^(w-1))",
+            })
+    }
+
+    /// Re-randomizes the ciphertext.
+    ///
+    /// # Errors
+    /// [`Error::KeyMismatch`].
+    pub fn rerandomize<R: CryptoRng + ?Sized>(
+        &self,
+        key: &EncryptionKey,
+        rng: &mut R,
+    ) -> Result<Self> {
+        Ok(Self {
+            ciphertext: key.rerandomize(&self.ciphertext, rng)?,
+            ..self.clone()
+        })
+    }
+
+    /// Decrypts and unpacks the used slots.
+    ///
+    /// # Errors
+    /// [`Error::KeyMismatch`]; [`Error::DecryptionFailed`] (opaque) if the slots do not
+    /// decode (impossible for values produced through this API).
+    pub fn decrypt(&self, key: &DecryptionKey) -> Result<Vec<i128>> {
+        let m = key.decrypt(&self.ciphertext)?;
+        self.layout
+            .unpack(key.encryption_key(), &m, self.len)
+            .map_err(|_| Error::DecryptionFailed)
+    }
+
+    /// Decrypts and unpacks fixed-point slots at `scale`.
+    ///
+    /// # Errors
+    /// As [`PackedCiphertext::decrypt`].
+    pub fn decrypt_f64(&self, key: &DecryptionKey, scale: &FixedPoint) -> Result<Vec<f64>> {
+        self.decrypt(key)?
+            .into_iter()
+            .map(|v| {
+                scale
+                    .from_integer(&BigInt::from(v))
+                    .map_err(|_| Error::DecryptionFailed)
+            })
+            .collect()
+    }
+}
