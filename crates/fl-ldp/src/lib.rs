@@ -15,6 +15,7 @@ pub mod laplace;
 pub mod mechanism;
 mod numeric;
 pub mod prior;
+pub mod rng;
 
 pub use binary::{BinaryRandomizedResponse, CountEstimate};
 pub use categorical::Categorical;
@@ -38,3 +39,4 @@ pub use mechanism::{
     law_epsilon,
 };
 pub use prior::RrWithPrior;
+pub use rng::system_rng;
