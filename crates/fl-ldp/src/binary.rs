@@ -247,8 +247,8 @@ impl FiniteOutputs for BinaryRandomizedResponse {
 }
 
 impl FiniteInputs for BinaryRandomizedResponse {
-    fn inputs(&self) -> Vec<bool> {
-        vec![false, true]
+    fn inputs(&self) -> Result<Vec<bool>> {
+        Ok(vec![false, true])
     }
 }
 

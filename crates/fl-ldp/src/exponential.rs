@@ -164,8 +164,10 @@ impl ExponentialMechanism {
             max = max.max(u);
             min = min.min(u);
         }
+        // A range that overflows is rejected too (u − max must stay finite: an output with
+        // log-weight −∞ would be impossible, an infinite privacy loss).
         let range = max - min;
-        if range > MAX_UTILITY_RANGE * self.sensitivity {
+        if !(range.is_finite() && range <= MAX_UTILITY_RANGE * self.sensitivity) {
             let index = utilities.iter().position(|&u| u == min).unwrap_or(0);
             return Err(Error::InputOutOfDomain {
                 name: "utilities",
@@ -280,6 +282,15 @@ mod tests {
         assert!(m.select(&[0.0, f64::NEG_INFINITY], &mut rng).is_err());
         assert!(m.select(&[0.0, 5e9], &mut rng).is_err());
         assert!(m.select(&[0.0, 4e9], &mut rng).is_ok());
+        // Huge sensitivity: the range overflows to ∞ and must still be rejected.
+        let huge =
+            ExponentialMechanism::new(Epsilon::new(1.0).unwrap(), 1e300, ExponentialForm::Standard)
+                .unwrap();
+        assert!(matches!(
+            huge.select(&[1e308, -1e308], &mut rng),
+            Err(Error::InputOutOfDomain { .. })
+        ));
+        assert!(huge.select(&[1e307, -1e307], &mut rng).is_ok());
     }
 
     #[test]

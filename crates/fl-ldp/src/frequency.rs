@@ -16,7 +16,7 @@ use crate::binary::BinaryRandomizedResponse;
 use crate::coin::Bernoulli;
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
-use crate::kary::{KaryRandomizedResponse, MAX_CATEGORIES};
+use crate::kary::KaryRandomizedResponse;
 use crate::mechanism::{BitProduct, Mechanism, Neighbouring, PrivacyClaim};
 
 /// A protocol of [`FrequencyOracle`].
@@ -47,7 +47,7 @@ impl OptimizedUnaryEncoding {
     /// OUE over `categories` values.
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] unless 2 ≤ k ≤ 2^32.
+    /// [`Error::InvalidCount`] unless 2 ≤ k ≤ 2^24.
     pub fn new(epsilon: Epsilon, categories: usize) -> Result<Self> {
         check_categories(categories)?;
         let rr = BinaryRandomizedResponse::new(epsilon);
@@ -135,8 +135,13 @@ pub struct OptimizedLocalHashing {
     grr: KaryRandomizedResponse,
 }
 
-/// The largest bucket count (a prime: 2^31 − 1).
-const MAX_BUCKETS: u64 = 2_147_483_647;
+/// The largest bucket count: 1048573, the largest prime below 2^20 (OLH is only useful
+/// for e^ε + 1 well below k; a smaller g keeps ε-LDP and only costs variance).
+const MAX_BUCKETS: u64 = 1_048_573;
+
+/// The largest number of values a frequency oracle accepts (its counters hold one entry
+/// per value): [`MAX_LAW_OUTPUTS`](crate::mechanism::MAX_LAW_OUTPUTS) = 2^24.
+pub const MAX_FREQUENCY_CATEGORIES: usize = crate::mechanism::MAX_LAW_OUTPUTS;
 
 fn is_prime(n: u64) -> bool {
     if n < 2 {
@@ -154,10 +159,10 @@ fn is_prime(n: u64) -> bool {
 
 impl OptimizedLocalHashing {
     /// OLH over `categories` values; g is the smallest prime ≥ round(e^ε) + 1 (at most
-    /// 2^31 − 1).
+    /// 1048573, the largest prime below 2^20).
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] unless 2 ≤ k ≤ 2^32.
+    /// [`Error::InvalidCount`] unless 2 ≤ k ≤ 2^24.
     pub fn new(epsilon: Epsilon, categories: usize) -> Result<Self> {
         check_categories(categories)?;
         let target = epsilon.value().exp().round() + 1.0;
@@ -276,11 +281,11 @@ impl Mechanism for OptimizedLocalHashing {
 }
 
 fn check_categories(categories: usize) -> Result<()> {
-    if !(2..=MAX_CATEGORIES).contains(&categories) {
+    if !(2..=MAX_FREQUENCY_CATEGORIES).contains(&categories) {
         return Err(Error::InvalidCount {
             name: "categories",
             value: categories as i128,
-            allowed: "between 2 and 2^32",
+            allowed: "between 2 and 2^24",
         });
     }
     Ok(())
@@ -346,8 +351,9 @@ impl FrequencyOracle {
     /// The oracle of `protocol` over `categories` values.
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] unless 2 ≤ k ≤ 2^32.
+    /// [`Error::InvalidCount`] unless 2 ≤ k ≤ 2^24.
     pub fn new(epsilon: Epsilon, categories: usize, protocol: FrequencyProtocol) -> Result<Self> {
+        check_categories(categories)?;
         Ok(match protocol {
             FrequencyProtocol::Grr => Self::Grr(KaryRandomizedResponse::new(epsilon, categories)?),
             FrequencyProtocol::Oue => Self::Oue(OptimizedUnaryEncoding::new(epsilon, categories)?),
@@ -359,7 +365,7 @@ impl FrequencyOracle {
     /// realised p, q); ties go to GRR, then OUE.
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] unless 2 ≤ k ≤ 2^32.
+    /// [`Error::InvalidCount`] unless 2 ≤ k ≤ 2^24.
     pub fn best(epsilon: Epsilon, categories: usize) -> Result<Self> {
         let mut best: Option<(f64, Self)> = None;
         for protocol in [
@@ -376,7 +382,7 @@ impl FrequencyOracle {
         best.map(|(_, o)| o).ok_or(Error::InvalidCount {
             name: "categories",
             value: categories as i128,
-            allowed: "between 2 and 2^32",
+            allowed: "between 2 and 2^24",
         })
     }
 
@@ -592,6 +598,10 @@ mod tests {
 
     #[test]
     fn olh_hash_family_is_pairwise_uniform() {
+        assert_eq!(
+            OptimizedLocalHashing::new(eps(1e6), 10).unwrap().buckets(),
+            MAX_BUCKETS
+        );
         let m = OptimizedLocalHashing::new(eps(1.0), 10).unwrap();
         let g = m.buckets();
         assert_eq!(g, 5); // round(e) + 1 = 4 → next prime 5
@@ -677,6 +687,9 @@ mod tests {
             }
             assert_eq!(c.reports(), 0);
             assert!(FrequencyOracle::new(eps(1.0), 1, protocol).is_err());
+            assert!(
+                FrequencyOracle::new(eps(1.0), MAX_FREQUENCY_CATEGORIES + 1, protocol).is_err()
+            );
         }
         let zero = FrequencyOracle::new(eps(0.0), 3, FrequencyProtocol::Grr).unwrap();
         assert_eq!(zero.variance(10, 0.0), f64::INFINITY);

@@ -11,7 +11,9 @@ use crate::coin::{Bernoulli, uniform_below_u32};
 use crate::epsilon::{Epsilon, Probability};
 use crate::error::{Error, Result};
 use crate::label::LabelValue;
-use crate::mechanism::{FiniteInputs, FiniteOutputs, Mechanism, Neighbouring, PrivacyClaim};
+use crate::mechanism::{
+    FiniteInputs, FiniteOutputs, Mechanism, Neighbouring, PrivacyClaim, check_law_size,
+};
 use crate::numeric;
 
 /// The largest number of categories (the uniform draw uses 32-bit Lemire reduction).
@@ -293,6 +295,7 @@ impl FiniteOutputs for KaryRandomizedResponse {
 
     fn output_probabilities(&self, input: &usize) -> Result<Vec<f64>> {
         self.check(*input, "class")?;
+        check_law_size(self.categories())?;
         let mut law = vec![self.other_probability(); self.categories()];
         if let Some(p) = law.get_mut(*input) {
             *p = self.keep_probability();
@@ -307,6 +310,7 @@ impl FiniteOutputs for KaryRandomizedResponse {
         rng: &mut R,
     ) -> Result<Vec<u64>> {
         self.check(*input, "class")?;
+        check_law_size(self.categories())?;
         let mut counts = vec![0u64; self.categories()];
         for _ in 0..n {
             if let Some(c) = counts.get_mut(self.draw(*input as u64, rng) as usize) {
@@ -318,8 +322,9 @@ impl FiniteOutputs for KaryRandomizedResponse {
 }
 
 impl FiniteInputs for KaryRandomizedResponse {
-    fn inputs(&self) -> Vec<usize> {
-        (0..self.categories()).collect()
+    fn inputs(&self) -> Result<Vec<usize>> {
+        check_law_size(self.categories())?;
+        Ok((0..self.categories()).collect())
     }
 }
 
@@ -354,6 +359,7 @@ mod tests {
 
     #[test]
     fn validation() {
+        use crate::mechanism::law_epsilon;
         let e = Epsilon::new(1.0).unwrap();
         assert!(matches!(
             KaryRandomizedResponse::new(e, 1),
@@ -384,6 +390,13 @@ mod tests {
             Err(Error::InputOutOfDomain { index: 2, .. })
         ));
         assert!(m.randomize_one_hot::<f64, _>(&[], &mut rng).is_err());
+        // Huge k samples but refuses to materialise its law.
+        let huge = rr(1.0, MAX_CATEGORIES);
+        assert!(huge.randomize(MAX_CATEGORIES - 1, &mut rng).unwrap() < MAX_CATEGORIES);
+        assert!(huge.output_probabilities(&0).is_err());
+        assert!(huge.inputs().is_err());
+        assert!(huge.sample_counts(&0, 1, &mut rng).is_err());
+        assert!(law_epsilon(&huge).is_err());
     }
 
     #[test]

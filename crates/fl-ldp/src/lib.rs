@@ -15,6 +15,7 @@ pub mod laplace;
 pub mod mechanism;
 mod numeric;
 pub mod prior;
+pub mod rng;
 
 pub use binary::{BinaryRandomizedResponse, CountEstimate};
 pub use categorical::Categorical;
@@ -34,7 +35,8 @@ pub use laplace::{
     TimingMode,
 };
 pub use mechanism::{
-    BitProduct, CoordinateCdf, FiniteInputs, FiniteOutputs, Mechanism, Neighbouring, PrivacyClaim,
-    law_epsilon,
+    BitProduct, CoordinateCdf, FiniteInputs, FiniteOutputs, MAX_LAW_OUTPUTS, Mechanism,
+    Neighbouring, PrivacyClaim, law_epsilon,
 };
 pub use prior::RrWithPrior;
+pub use rng::system_rng;

@@ -202,13 +202,32 @@ pub trait FiniteOutputs: Mechanism {
     }
 }
 
+/// The largest law, histogram or input list a mechanism materialises (2^24 entries):
+/// mechanisms over more categories still sample, but their explicit laws are refused.
+pub const MAX_LAW_OUTPUTS: usize = 1 << 24;
+
+/// [`Error::InvalidCount`] unless `count ≤` [`MAX_LAW_OUTPUTS`].
+pub(crate) fn check_law_size(count: usize) -> Result<()> {
+    if count > MAX_LAW_OUTPUTS {
+        return Err(Error::InvalidCount {
+            name: "categories (for an explicit law, histogram or input list)",
+            value: count as i128,
+            allowed: "at most 2^24",
+        });
+    }
+    Ok(())
+}
+
 /// Mechanisms whose input domain is finite (and small): the auditor enumerates it.
 pub trait FiniteInputs: Mechanism
 where
     Self::Input: Sized,
 {
     /// Every possible input. For local DP, every pair of inputs is a pair of neighbours.
-    fn inputs(&self) -> Vec<Self::Input>;
+    ///
+    /// # Errors
+    /// When the domain is too large to list ([`MAX_LAW_OUTPUTS`]).
+    fn inputs(&self) -> Result<Vec<Self::Input>>;
 }
 
 /// Product mechanisms whose output is a vector of independent bits.
@@ -235,15 +254,14 @@ pub trait CoordinateCdf: Mechanism {
 /// and impossible under another; 0 for a constant law.
 ///
 /// # Errors
-/// Whatever the law returns for an input of its own domain (never, for this crate's
-/// mechanisms).
+/// When the mechanism refuses to list its inputs or laws (more than [`MAX_LAW_OUTPUTS`]).
 pub fn law_epsilon<M>(mechanism: &M) -> Result<f64>
 where
     M: FiniteOutputs + FiniteInputs,
     M::Input: Sized,
 {
     let laws = mechanism
-        .inputs()
+        .inputs()?
         .iter()
         .map(|x| mechanism.output_probabilities(x))
         .collect::<Result<Vec<_>>>()?;

@@ -229,8 +229,8 @@ impl FiniteOutputs for RrWithPrior {
 }
 
 impl FiniteInputs for RrWithPrior {
-    fn inputs(&self) -> Vec<usize> {
-        (0..self.categories).collect()
+    fn inputs(&self) -> Result<Vec<usize>> {
+        Ok((0..self.categories).collect())
     }
 }
 

@@ -404,7 +404,7 @@ fn discrete_laplace_small_scale_and_bounded_mode() {
     let mut r = rng(90);
     let counts = tally(&mut (0..200_000).map(|_| wrong.sample(&mut r)));
     assert_rejects(&counts, &law, "discrete Laplace t=1.6 vs 1.5");
-    // Bounded-time mode (about 100 times slower: fewer samples, a larger deviation).
+    // Bounded-time mode (about 700 times slower: fewer samples, a larger deviation).
     let mut r = rng(91);
     let counts = tally(&mut (0..20_000).map(|_| d.sample_bounded(&mut r)));
     assert_fits(&counts, &law, "bounded discrete Laplace");

@@ -270,7 +270,7 @@ fn rr_with_prior_law_ratio() {
             let le = law_epsilon(&m).unwrap();
             assert!(le <= e + 1e-13 * e.max(1.0), "{e} {prior:?}: {le}");
             assert!(m.privacy().epsilon <= e);
-            let _ = m.inputs();
+            assert_eq!(m.inputs().unwrap().len(), prior.len());
         }
     }
 }
