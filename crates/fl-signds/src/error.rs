@@ -139,7 +139,7 @@ pub enum Error {
         /// The rejected value.
         value: f64,
     },
-    /// A round was finished on a server other than the one that began it, or twice.
+    /// A round was finished twice, or after a later round, or on a server of another d.
     StaleRound {
         /// The round's number.
         round: u64,

@@ -468,7 +468,8 @@ impl Server {
     /// r_est from the round's MagRR bits and advances to the next round.
     ///
     /// # Errors
-    /// [`Error::StaleRound`] for a round this server did not open as its current round;
+    /// [`Error::StaleRound`] for a round whose number is not this server's current round
+    /// (already finished, or opened before an earlier round was finished) or whose d differs;
     /// [`Error::LengthMismatch`] unless `weights.len()` = d. On error nothing changes.
     pub fn finish_round(&mut self, round: Round, weights: &mut [f32]) -> Result<RoundSummary> {
         if round.id != self.round || u64::from(round.dimension) != self.law.dimension() as u64 {
