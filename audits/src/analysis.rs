@@ -449,13 +449,13 @@ mod tests {
         let tests = TestSet(vec!["cells".into(), "chi-square".into(), "epsilon".into()]);
         assert_eq!(law.test_count(&tests), 2);
         let good = law
-            .analyze(&[vec![26_900, 73_100], vec![73_100, 26_900]], &tests)
+            .analyze(&[vec![73_100, 26_900], vec![26_900, 73_100]], &tests)
             .unwrap();
         assert_eq!(good.outcomes.len(), 2);
         assert!(good.outcomes.iter().all(|o| o.p_value > 0.01));
         assert_eq!(good.evidence.len(), 1);
         let bad = law
-            .analyze(&[vec![25_000, 75_000], vec![73_100, 26_900]], &tests)
+            .analyze(&[vec![75_000, 25_000], vec![26_900, 73_100]], &tests)
             .unwrap();
         assert!(bad.outcomes[0].p_value < 1e-10);
     }
