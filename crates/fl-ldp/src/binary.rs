@@ -211,8 +211,8 @@ impl Mechanism for BinaryRandomizedResponse {
 }
 
 impl FiniteOutputs for BinaryRandomizedResponse {
-    fn output_count(&self) -> usize {
-        2
+    fn output_count(&self, _input: &bool) -> Result<usize> {
+        Ok(2)
     }
 
     fn output_index(&self, output: &bool) -> Result<usize> {

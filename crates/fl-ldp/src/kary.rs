@@ -148,6 +148,11 @@ impl KaryRandomizedResponse {
         (uniform & mask) | (class & !mask)
     }
 
+    /// A class drawn uniformly from `0..k` (the replacement draw of [`Self::randomize`]).
+    pub(crate) fn randomize_uniform<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> usize {
+        uniform_below_u32(rng.next_u32(), self.categories, rng) as usize
+    }
+
     /// Randomizes one class index.
     ///
     /// # Errors
@@ -277,8 +282,8 @@ impl Mechanism for KaryRandomizedResponse {
 }
 
 impl FiniteOutputs for KaryRandomizedResponse {
-    fn output_count(&self) -> usize {
-        self.categories()
+    fn output_count(&self, _input: &usize) -> Result<usize> {
+        Ok(self.categories())
     }
 
     fn output_index(&self, output: &usize) -> Result<usize> {

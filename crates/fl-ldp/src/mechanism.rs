@@ -5,7 +5,7 @@
 //!
 //! - [`Mechanism`]: draw one output (or a batch) for an input, with a caller-supplied
 //!   CSPRNG, and read the [`PrivacyClaim`] (realised ε, δ, neighbouring relation).
-//! - [`FiniteOutputs`]: outputs are numbered `0..output_count()`; the law is the
+//! - [`FiniteOutputs`]: outputs are numbered `0..output_count(input)`; the law is the
 //!   probability of each output given the input; [`FiniteOutputs::sample_counts`] draws a
 //!   histogram directly (mechanisms override it with their fast batch path).
 //! - [`FiniteInputs`]: the whole input domain, for exhaustive neighbour enumeration (LDP:
@@ -142,19 +142,23 @@ pub trait Mechanism {
     fn privacy(&self) -> PrivacyClaim;
 }
 
-/// Mechanisms with finitely many outputs, numbered `0..output_count()`: the exact law is
-/// the probability of each output given the input.
+/// Mechanisms with finitely many outputs, numbered `0..output_count(input)`: the exact law
+/// is the probability of each output given the input.
 pub trait FiniteOutputs: Mechanism {
-    /// The number of possible outputs.
-    fn output_count(&self) -> usize;
+    /// The number of possible outputs for `input` (for most mechanisms a constant; for the
+    /// exponential mechanism, the number of utilities).
+    ///
+    /// # Errors
+    /// When `input` is outside the mechanism's domain.
+    fn output_count(&self, input: &Self::Input) -> Result<usize>;
 
-    /// The number of `output` in `0..output_count()`.
+    /// The number of `output` in `0..output_count(input)`.
     ///
     /// # Errors
     /// When `output` is not a possible output of this mechanism.
     fn output_index(&self, output: &Self::Output) -> Result<usize>;
 
-    /// P(output = o | input) for every o in `0..output_count()`, from the same formula
+    /// P(output = o | input) for every o in `0..output_count(input)`, from the same formula
     /// code the sampler uses (each value is the `f64` nearest to, or within a few ulps of,
     /// the exact probability; the vector sums to 1 up to rounding).
     ///
@@ -165,7 +169,7 @@ pub trait FiniteOutputs: Mechanism {
     /// P(output = `output` | input).
     ///
     /// # Errors
-    /// When `input` is outside the domain or `output ≥ output_count()`.
+    /// When `input` is outside the domain or `output ≥ output_count(input)`.
     fn output_probability(&self, input: &Self::Input, output: usize) -> Result<f64> {
         let law = self.output_probabilities(input)?;
         law.get(output).copied().ok_or(Error::IndexOutOfRange {
@@ -176,7 +180,7 @@ pub trait FiniteOutputs: Mechanism {
     }
 
     /// Draws `n` outputs and returns how many times each output occurred (a histogram of
-    /// length `output_count()`). Mechanisms override this with their batch path.
+    /// length `output_count(input)`). Mechanisms override this with their batch path.
     ///
     /// # Errors
     /// As [`Mechanism::sample`].
@@ -186,7 +190,7 @@ pub trait FiniteOutputs: Mechanism {
         n: u64,
         rng: &mut R,
     ) -> Result<Vec<u64>> {
-        let mut counts = vec![0u64; self.output_count()];
+        let mut counts = vec![0u64; self.output_count(input)?];
         for _ in 0..n {
             let o = self.sample(input, rng)?;
             let i = self.output_index(&o)?;

@@ -99,7 +99,6 @@ pub(crate) fn kary_realised_epsilon(mu: f64, categories: u64) -> f64 {
 
 /// An upper bound on the sum of non-negative terms given their floating-point sum `sum`
 /// over `n` terms (recursive summation: |error| ≤ (n − 1)·2^−53·(true sum)).
-#[allow(dead_code)] // used by the Laplace mechanism (next commit)
 pub(crate) fn sum_upper_bound(sum: f64, n: usize) -> f64 {
     let relative = up(1.0 + up(n as f64 * f64::EPSILON, 1), 1);
     up(sum * relative, 1)
