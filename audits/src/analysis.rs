@@ -108,7 +108,6 @@ pub(crate) fn chi_square(
 }
 
 /// One-sample Kolmogorov–Smirnov test of `samples` against `cdf`.
-#[allow(dead_code)] // Used by the Laplace audit (lands with fl-ldp's Laplace).
 pub(crate) fn ks(
     test: &str,
     about: Params,
@@ -396,8 +395,163 @@ impl BitLaw {
     }
 }
 
+/// The CDF of output coordinate `coordinate` under input number `input`.
+pub(crate) type CdfFn = dyn Fn(usize, usize, f64) -> f64 + Send + Sync;
+
+/// A real-valued product mechanism's law at one grid point (coordinates independent).
+pub(crate) struct RealLaw {
+    /// Output dimension D.
+    pub dim: usize,
+    /// Per input: label, the input as JSON, and the centre of each coordinate's law.
+    pub inputs: Vec<(String, Value, Vec<f64>)>,
+    /// Each coordinate's CDF (from the mechanism crate).
+    pub cdf: Box<CdfFn>,
+    /// The noise scale b (tail thresholds are 3b and 6b from the centre).
+    pub scale: f64,
+    /// Claimed ε for the first two inputs (the box event of the module docs).
+    pub epsilon: Option<f64>,
+}
+
+impl std::fmt::Debug for RealLaw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealLaw")
+            .field("dim", &self.dim)
+            .field("inputs", &self.inputs)
+            .field("scale", &self.scale)
+            .field("epsilon", &self.epsilon)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tail thresholds, in units of the scale.
+const TAILS: [f64; 2] = [3.0, 6.0];
+
+impl RealLaw {
+    /// Tests this law produces.
+    pub(crate) fn test_count(&self, tests: &TestSet) -> usize {
+        let mut per_input = 0;
+        if tests.has("ks") {
+            per_input += self.dim;
+        }
+        if tests.has("tails") {
+            per_input += self.dim * 2 * TAILS.len();
+        }
+        per_input * self.inputs.len()
+    }
+
+    /// ε statements this law produces.
+    pub(crate) fn epsilon_count(&self, tests: &TestSet) -> usize {
+        usize::from(
+            tests.has("epsilon")
+                && self.epsilon.is_some()
+                && self.inputs.len() >= 2
+                && self.dim >= 2,
+        )
+    }
+
+    /// Tail probabilities at the first threshold (planning).
+    pub(crate) fn plan_probabilities(&self) -> Vec<f64> {
+        let mut out = Vec::new();
+        for (i, (_, _, c)) in self.inputs.iter().enumerate() {
+            for (j, &cj) in c.iter().enumerate() {
+                let t = TAILS[0] * self.scale;
+                out.push(1.0 - (self.cdf)(i, j, cj + t));
+                out.push((self.cdf)(i, j, cj - t));
+            }
+        }
+        out.retain(|&p| p > 0.0 && p < 1.0);
+        out
+    }
+
+    /// Runs the requested tests on per-input, per-coordinate samples.
+    pub(crate) fn analyze(
+        &self,
+        samples: &[Vec<Vec<f64>>],
+        tests: &TestSet,
+    ) -> Result<PointResult> {
+        let mut r = PointResult::default();
+        for (i, ((label, _, centre), cols)) in self.inputs.iter().zip(samples).enumerate() {
+            for (j, col) in cols.iter().enumerate() {
+                let n = col.len() as u64;
+                r.drawn += n;
+                if tests.has("ks") {
+                    let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
+                    r.outcomes
+                        .push(ks("ks-lattice-law", a, col, |y| (self.cdf)(i, j, y))?);
+                }
+                if tests.has("tails") {
+                    let c = centre.get(j).copied().unwrap_or(0.0);
+                    for t in TAILS {
+                        let hi = c + t * self.scale;
+                        let lo = c - t * self.scale;
+                        let above = col.iter().filter(|&&y| y > hi).count() as u64;
+                        let below = col.iter().filter(|&&y| y <= lo).count() as u64;
+                        let a = about(&[
+                            ("input", json!(label)),
+                            ("coordinate", json!(j)),
+                            ("threshold", json!(format!("> centre + {t}b"))),
+                        ]);
+                        r.outcomes.push(binomial(
+                            "tail-binomial",
+                            a,
+                            above,
+                            n,
+                            1.0 - (self.cdf)(i, j, hi),
+                        )?);
+                        let a = about(&[
+                            ("input", json!(label)),
+                            ("coordinate", json!(j)),
+                            ("threshold", json!(format!("<= centre - {t}b"))),
+                        ]);
+                        r.outcomes.push(binomial(
+                            "tail-binomial",
+                            a,
+                            below,
+                            n,
+                            (self.cdf)(i, j, lo),
+                        )?);
+                    }
+                }
+                if j < 2 {
+                    r.panels.push(cdf_panel(
+                        format!("input {label}, coordinate {j}"),
+                        col,
+                        |y| (self.cdf)(i, j, y),
+                    ));
+                }
+            }
+        }
+        if self.epsilon_count(tests) == 1
+            && let (Some(claimed), [x, y, ..], [sx, sy, ..]) =
+                (self.epsilon, self.inputs.as_slice(), samples)
+        {
+            // E = {Y_0 > max(x_0, y_0), Y_1 <= min(x_1, y_1)}: for one-hot neighbours its
+            // likelihood ratio is e^(2/b) = e^ε for the Laplace law.
+            let t0 = x.2[0].max(y.2[0]);
+            let t1 = x.2[1].min(y.2[1]);
+            let count = |cols: &Vec<Vec<f64>>| {
+                let n = cols[0].len() as u64;
+                let e = cols[0]
+                    .iter()
+                    .zip(&cols[1])
+                    .filter(|&(&a, &b)| a > t0 && b <= t1)
+                    .count() as u64;
+                vec![n - e, e]
+            };
+            r.evidence.push(EpsilonEvidence {
+                about: about(&[
+                    ("scope", json!("vector")),
+                    ("event", json!("Y0 > t0 and Y1 <= t1")),
+                ]),
+                claimed,
+                pairs: vec![(count(sx), count(sy))],
+            });
+        }
+        Ok(r)
+    }
+}
+
 /// Evaluation points for a CDF panel: quantiles of the sample.
-#[allow(dead_code)] // Used by the Laplace audit (lands with fl-ldp's Laplace).
 pub(crate) fn cdf_panel(title: String, samples: &[f64], cdf: impl Fn(f64) -> f64) -> Panel {
     let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
     sorted.sort_by(f64::total_cmp);

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::{
-    analysis::{BitLaw, BitStats, FiniteLaw, PointResult, TestSet, neighbour_pairs},
+    analysis::{BitLaw, BitStats, FiniteLaw, PointResult, RealLaw, TestSet, neighbour_pairs},
     error::{AuditError, Result},
     progress::Progress,
     protocol::OutputKind,
@@ -15,8 +15,9 @@ use crate::{
 };
 
 use fl_ldp::{
-    BinaryRandomizedResponse, BitProduct, EmbeddingDp, Epsilon, FiniteOutputs,
-    KaryRandomizedResponse, LabelDp, Mechanism,
+    BinaryRandomizedResponse, BitProduct, CoordinateCdf, EmbeddingDp, Epsilon, ExponentialForm,
+    ExponentialMechanism, FiniteInputs, FiniteOutputs, KaryRandomizedResponse, LabelDp,
+    LaplaceOptions, Mechanism, ProbabilityVectorLaplace, RrWithPrior,
 };
 
 /// What `fl-audit list` and the suite validator know about a mechanism.
@@ -64,6 +65,24 @@ pub const MECHANISMS: &[MechanismInfo] = &[
         params: "eps, dim",
         tests: &["coordinates", "independence", "epsilon"],
     },
+    MechanismInfo {
+        name: "exponential",
+        description: "exponential mechanism over a utility vector and its neighbour (fl-ldp ExponentialMechanism)",
+        params: "eps, utilities, sensitivity?, form?",
+        tests: &["cells", "chi-square", "epsilon"],
+    },
+    MechanismInfo {
+        name: "rr-with-prior",
+        description: "RR-with-prior for label DP (Ghazi et al. 2021; fl-ldp RrWithPrior)",
+        params: "eps, prior",
+        tests: &["cells", "chi-square", "epsilon"],
+    },
+    MechanismInfo {
+        name: "laplace",
+        description: "Laplace on a probability vector, exact lattice sampler (fl-ldp ProbabilityVectorLaplace)",
+        params: "eps, dim",
+        tests: &["ks", "tails", "epsilon"],
+    },
 ];
 
 /// Looks a mechanism up by name.
@@ -109,12 +128,14 @@ pub(crate) fn int_param(params: &Params, name: &str, lo: u64, hi: u64) -> Result
 }
 
 /// The law of a grid point.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub(crate) enum Law {
     /// Finite outputs.
     Finite(FiniteLaw),
     /// Bit vectors.
     Bits(BitLaw),
+    /// Real vectors.
+    Reals(RealLaw),
 }
 
 impl Law {
@@ -122,6 +143,7 @@ impl Law {
         match self {
             Self::Finite(l) => l.inputs.len(),
             Self::Bits(l) => l.inputs.len(),
+            Self::Reals(l) => l.inputs.len(),
         }
     }
 
@@ -130,6 +152,7 @@ impl Law {
         match self {
             Self::Finite(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
             Self::Bits(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
+            Self::Reals(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
         }
     }
 }
@@ -150,6 +173,7 @@ impl PointAudit {
         match &self.law {
             Law::Finite(l) => l.test_count(&self.tests),
             Law::Bits(l) => l.test_count(&self.tests),
+            Law::Reals(l) => l.test_count(&self.tests),
         }
     }
 
@@ -158,6 +182,7 @@ impl PointAudit {
         match &self.law {
             Law::Finite(l) => usize::from(self.tests.has("epsilon") && l.epsilon.is_some()),
             Law::Bits(l) => l.epsilon_count(&self.tests),
+            Law::Reals(l) => l.epsilon_count(&self.tests),
         }
     }
 
@@ -166,6 +191,7 @@ impl PointAudit {
         match &self.law {
             Law::Finite(l) => l.plan_probabilities(),
             Law::Bits(l) => l.plan_probabilities(),
+            Law::Reals(l) => l.plan_probabilities(),
         }
     }
 
@@ -205,6 +231,18 @@ impl PointAudit {
                     .collect::<Result<_>>()?;
                 l.analyze(&stats, &self.tests)
             }
+            Law::Reals(l) => {
+                let cols: Vec<Vec<Vec<f64>>> = draws
+                    .into_iter()
+                    .map(|d| match d {
+                        Draws::Reals(c) => Ok(c),
+                        _ => Err(AuditError::Mechanism(
+                            "sampler returned the wrong kind of output".into(),
+                        )),
+                    })
+                    .collect::<Result<_>>()?;
+                l.analyze(&cols, &self.tests)
+            }
         }
     }
 }
@@ -213,19 +251,21 @@ fn class_labels(k: usize) -> Vec<String> {
     (0..k).map(|c| c.to_string()).collect()
 }
 
-fn finite_law<M>(m: &M, inputs: &[M::Input], json_inputs: Vec<Value>) -> Result<FiniteLaw>
+fn finite_law<M>(m: &M, inputs: &[&M::Input], json_inputs: Vec<Value>) -> Result<FiniteLaw>
 where
     M: FiniteOutputs,
-    M::Input: Sized,
 {
-    let outputs = class_labels(m.output_count());
+    let first = *inputs
+        .first()
+        .ok_or_else(|| AuditError::Mechanism("a finite law needs at least one input".into()))?;
+    let outputs = class_labels(m.output_count(first)?);
     let mut rows = Vec::with_capacity(inputs.len());
     for (x, j) in inputs.iter().zip(json_inputs) {
         let label = match &j {
             Value::Number(n) => n.to_string(),
             other => other.to_string(),
         };
-        rows.push((label, j, m.output_probabilities(x)?));
+        rows.push((label, j, m.output_probabilities(*x)?));
     }
     Ok(FiniteLaw {
         outputs,
@@ -266,6 +306,79 @@ fn embedding(params: &Params) -> Result<(EmbeddingDp, usize)> {
     Ok((EmbeddingDp::new(Some(eps)), dim))
 }
 
+fn f64_list(params: &Params, name: &str, what: &str) -> Result<Vec<f64>> {
+    let v = param(params, name, what)?;
+    let list = v
+        .as_array()
+        .and_then(|a| a.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>());
+    match list {
+        Some(l) if !l.is_empty() && l.iter().all(|x| x.is_finite()) => Ok(l),
+        _ => Err(AuditError::usage(format!(
+            "parameter `{name}` must be {what}, got {v}"
+        ))),
+    }
+}
+
+/// The exponential mechanism and its two neighbouring utility vectors: `utilities` and
+/// the same with output 0 raised by the sensitivity (a valid neighbour for both forms).
+fn exponential(params: &Params) -> Result<(ExponentialMechanism, Vec<Vec<f64>>)> {
+    let eps = eps_param(params)?;
+    let u = f64_list(params, "utilities", "a non-empty array of finite numbers")?;
+    let sensitivity = match params.get("sensitivity") {
+        None => 1.0,
+        Some(v) => v.as_f64().ok_or_else(|| {
+            AuditError::usage(format!("parameter `sensitivity` must be a number, got {v}"))
+        })?,
+    };
+    let form = match params.get("form").and_then(Value::as_str) {
+        None | Some("standard") => ExponentialForm::Standard,
+        Some("monotone") => ExponentialForm::Monotone,
+        Some(other) => {
+            return Err(AuditError::usage(format!(
+                "parameter `form` must be \"standard\" or \"monotone\", got {other}"
+            )));
+        }
+    };
+    let m = ExponentialMechanism::new(eps, sensitivity, form)?;
+    let mut v = u.clone();
+    if let Some(x) = v.first_mut() {
+        *x += sensitivity;
+    }
+    Ok((m, vec![u, v]))
+}
+
+fn prior(params: &Params) -> Result<RrWithPrior> {
+    let p = f64_list(
+        params,
+        "prior",
+        "an array of at least 2 non-negative numbers",
+    )?;
+    Ok(RrWithPrior::new(eps_param(params)?, &p)?)
+}
+
+fn laplace(params: &Params) -> Result<(ProbabilityVectorLaplace, usize)> {
+    let eps = eps_param(params)?;
+    let dim = int_param(params, "dim", 2, 1024)?;
+    Ok((
+        ProbabilityVectorLaplace::new(eps, dim, LaplaceOptions::default())?,
+        dim,
+    ))
+}
+
+/// Laplace inputs: the one-hot neighbours e_0 and e_1 (L1 distance 2, the sensitivity)
+/// and the uniform vector.
+fn laplace_inputs(dim: usize) -> Vec<(String, Vec<f64>)> {
+    let mut e0 = vec![0.0; dim];
+    let mut e1 = vec![0.0; dim];
+    e0[0] = 1.0;
+    e1[1] = 1.0;
+    vec![
+        ("e0".into(), e0),
+        ("e1".into(), e1),
+        ("uniform".into(), vec![1.0 / dim as f64; dim]),
+    ]
+}
+
 /// The law and output form of `mechanism` at `params`.
 ///
 /// # Errors
@@ -274,26 +387,28 @@ pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, OutputKind)>
     match info(mechanism)?.name {
         "rr-binary" => {
             let m = BinaryRandomizedResponse::new(eps_param(params)?);
-            let l = finite_law(&m, &[false, true], vec![json!(0), json!(1)])?;
+            let l = finite_law(&m, &[&false, &true], vec![json!(0), json!(1)])?;
             Ok((Law::Finite(l), OutputKind::Class(2)))
         }
         "label-dp-binary" => {
             let m = LabelDp::new(eps_param(params)?);
-            let l = finite_law(m.binary(), &[false, true], vec![json!(0), json!(1)])?;
+            let l = finite_law(m.binary(), &[&false, &true], vec![json!(0), json!(1)])?;
             Ok((Law::Finite(l), OutputKind::Class(2)))
         }
         "rr-kary" => {
             let k = int_param(params, "k", 2, 1 << 16)?;
             let m = KaryRandomizedResponse::new(eps_param(params)?, k)?;
             let xs: Vec<usize> = (0..k).collect();
-            let l = finite_law(&m, &xs, xs.iter().map(|&c| json!(c)).collect())?;
+            let refs: Vec<&usize> = xs.iter().collect();
+            let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
             Ok((Law::Finite(l), OutputKind::Class(k)))
         }
         "label-dp-onehot" => {
             let k = int_param(params, "classes", 2, 1 << 16)?;
             let m = LabelDp::new(eps_param(params)?).one_hot(k)?;
             let xs: Vec<usize> = (0..k).collect();
-            let l = finite_law(&m, &xs, xs.iter().map(|&c| json!(c)).collect())?;
+            let refs: Vec<&usize> = xs.iter().collect();
+            let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
             Ok((Law::Finite(l), OutputKind::Class(k)))
         }
         "embedding-dp" => {
@@ -309,6 +424,42 @@ pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, OutputKind)>
                 epsilon: Some((m.per_coordinate_epsilon(), m.per_vector_epsilon(dim))),
             };
             Ok((Law::Bits(l), OutputKind::Bits(dim)))
+        }
+        "exponential" => {
+            let (m, inputs) = exponential(params)?;
+            let refs: Vec<&[f64]> = inputs.iter().map(Vec::as_slice).collect();
+            let l = finite_law(&m, &refs, inputs.iter().map(|u| json!(u)).collect())?;
+            let k = inputs.first().map_or(0, Vec::len);
+            Ok((Law::Finite(l), OutputKind::Class(k)))
+        }
+        "rr-with-prior" => {
+            let m = prior(params)?;
+            let xs = m.inputs();
+            let refs: Vec<&usize> = xs.iter().collect();
+            let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
+            Ok((Law::Finite(l), OutputKind::Class(xs.len())))
+        }
+        "laplace" => {
+            let (m, dim) = laplace(params)?;
+            let inputs = laplace_inputs(dim);
+            for (_, x) in &inputs {
+                m.coordinate_cdf(x, 0, 0.0)?;
+            }
+            let xs: Vec<Vec<f64>> = inputs.iter().map(|(_, x)| x.clone()).collect();
+            let claimed = m.privacy().epsilon;
+            let scale = m.noise_scale();
+            let law = RealLaw {
+                dim,
+                inputs: inputs.into_iter().map(|(l, x)| (l, json!(x), x)).collect(),
+                cdf: Box::new(move |i, j, y| {
+                    xs.get(i)
+                        .and_then(|x| m.coordinate_cdf(x, j, y).ok())
+                        .unwrap_or(f64::NAN)
+                }),
+                scale,
+                epsilon: Some(claimed),
+            };
+            Ok((Law::Reals(law), OutputKind::Reals(dim)))
         }
         other => Err(AuditError::usage(format!("no law for mechanism `{other}`"))),
     }
@@ -392,6 +543,34 @@ pub(crate) fn sampler(mechanism: &str, params: &Params) -> Result<Internal> {
                     s.add(&bits);
                 }
                 Ok(Draws::Bits(s))
+            }))
+        }
+        "exponential" => {
+            let (m, inputs) = exponential(params)?;
+            Ok(Internal::new(move |i, n, rng| {
+                let u = inputs.get(i).map_or(&[][..], Vec::as_slice);
+                Ok(Draws::Counts(m.sample_counts(u, n, rng)?))
+            }))
+        }
+        "rr-with-prior" => {
+            let m = prior(params)?;
+            Ok(Internal::new(move |i, n, rng| {
+                Ok(Draws::Counts(m.sample_counts(&i, n, rng)?))
+            }))
+        }
+        "laplace" => {
+            let (m, dim) = laplace(params)?;
+            let inputs: Vec<Vec<f64>> = laplace_inputs(dim).into_iter().map(|(_, x)| x).collect();
+            Ok(Internal::new(move |i, n, rng| {
+                let x = inputs.get(i).map_or(&[][..], Vec::as_slice);
+                let mut cols = vec![Vec::with_capacity(n as usize); dim];
+                for _ in 0..n {
+                    let y = m.sample(x, rng)?;
+                    for (c, v) in cols.iter_mut().zip(y) {
+                        c.push(v);
+                    }
+                }
+                Ok(Draws::Reals(cols))
             }))
         }
         other => Err(AuditError::usage(format!(
