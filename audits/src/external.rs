@@ -100,7 +100,7 @@ impl ExternalMechanism {
             stdin,
             lines: rx,
             timeout,
-            command: command.join(" "),
+            command: command.join(" ").escape_debug().to_string(),
             requests: 0,
         })
     }

@@ -1,6 +1,8 @@
 //! End-to-end tests of the `fl-audit` binary: exit statuses, the report and its schema,
 //! reproducibility, `external` against the shipped Python examples and misbehaving
 //! children. Every statistical outcome uses a fixed seed (the examples take `--seed`).
+// Test helpers outside #[test] functions: a failing unwrap is a failing test.
+#![allow(clippy::unwrap_used)]
 
 use std::{
     path::{Path, PathBuf},
@@ -143,27 +145,61 @@ fn usage_errors_exit_2_with_one_line_and_no_report() {
     std::fs::write(&file, b"x").unwrap();
     let unwritable = file.join("sub");
     for (args, what) in [
-        (vec!["run", "--suite", "nope", "--out", o_str], "unknown suite"),
-        (vec!["run", "--samples", "abc", "--out", o_str], "invalid value"),
+        (
+            vec!["run", "--suite", "nope", "--out", o_str],
+            "unknown suite",
+        ),
+        (
+            vec!["run", "--samples", "abc", "--out", o_str],
+            "invalid value",
+        ),
         (vec!["run", "--samples", "0", "--out", o_str], "0"),
         (vec!["run", "--alpha", "2", "--out", o_str], "alpha"),
+        (vec!["run", "--out", unwritable.to_str().unwrap()], "file"),
         (
-            vec!["run", "--out", unwritable.to_str().unwrap()],
-            "Not a directory",
+            vec!["epsilon", "--mechanism", "nope", "--eps", "1"],
+            "unknown mechanism",
         ),
-        (vec!["epsilon", "--mechanism", "nope", "--eps", "1"], "unknown mechanism"),
-        (vec!["epsilon", "--mechanism", "rr-kary", "--eps", "1"], "--classes"),
-        (vec!["epsilon", "--mechanism", "rr-binary", "--eps", "-1"], "eps"),
-        (vec!["epsilon", "--mechanism", "rr-binary", "--eps", "x"], "invalid value"),
         (
-            vec!["external", "--mechanism", "embedding-dp", "--eps", "1", "--", "true"],
+            vec!["epsilon", "--mechanism", "rr-kary", "--eps", "1"],
+            "--classes",
+        ),
+        (
+            vec!["epsilon", "--mechanism", "rr-binary", "--eps", "-1"],
+            "eps",
+        ),
+        (
+            vec!["epsilon", "--mechanism", "rr-binary", "--eps", "x"],
+            "invalid value",
+        ),
+        (
+            vec![
+                "external",
+                "--mechanism",
+                "embedding-dp",
+                "--eps",
+                "1",
+                "--",
+                "true",
+            ],
             "--dim",
         ),
         (
-            vec!["external", "--mechanism", "rr-kary", "--eps", "1", "--", "true"],
+            vec![
+                "external",
+                "--mechanism",
+                "rr-kary",
+                "--eps",
+                "1",
+                "--",
+                "true",
+            ],
             "external audits support",
         ),
-        (vec!["external", "--mechanism", "rr-binary", "--eps", "1"], "COMMAND"),
+        (
+            vec!["external", "--mechanism", "rr-binary", "--eps", "1"],
+            "COMMAND",
+        ),
         (vec!["frobnicate"], "unrecognized subcommand"),
     ] {
         let o = run(&args);
@@ -172,12 +208,24 @@ fn usage_errors_exit_2_with_one_line_and_no_report() {
         assert!(err.contains(what), "{args:?}: {err}");
     }
     assert!(!out.exists(), "no report after a usage error");
-    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "no temporaries left");
+    assert_eq!(
+        std::fs::read_dir(&d).unwrap().count(),
+        1,
+        "no temporaries left"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
 fn external(mechanism: &str, extra: &[&str], script: &str, samples: &str) -> Output {
-    let mut args = vec!["external", "--mechanism", mechanism, "--eps", "1", "--samples", samples];
+    let mut args = vec![
+        "external",
+        "--mechanism",
+        mechanism,
+        "--eps",
+        "1",
+        "--samples",
+        samples,
+    ];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", "python3"]);
     let path = example(script);
@@ -202,10 +250,22 @@ fn external_examples_pass_and_fail() {
         ("laplace", vec!["--dim", "3"], "20000"),
     ] {
         let good = external(mechanism, &extra, "mechanism_correct.py", samples);
-        assert_eq!(code(&good), 0, "{mechanism}: {}{}", stdout(&good), stderr(&good));
+        assert_eq!(
+            code(&good),
+            0,
+            "{mechanism}: {}{}",
+            stdout(&good),
+            stderr(&good)
+        );
         assert!(stdout(&good).contains("PASS"), "{}", stdout(&good));
         let bad = external(mechanism, &extra, "mechanism_wrong.py", samples);
-        assert_eq!(code(&bad), 1, "{mechanism}: {}{}", stdout(&bad), stderr(&bad));
+        assert_eq!(
+            code(&bad),
+            1,
+            "{mechanism}: {}{}",
+            stdout(&bad),
+            stderr(&bad)
+        );
         let out = stdout(&bad);
         assert!(out.contains("FAIL") && out.contains("eps_lb"), "{out}");
     }
@@ -214,13 +274,22 @@ fn external_examples_pass_and_fail() {
 #[test]
 fn misbehaving_children_exit_2() {
     for (script, what) in [
-        ("import sys; sys.stdin.readline(); sys.exit(3)", "closed its stdout"),
-        ("import sys, time; sys.stdin.readline(); time.sleep(60)", "timeout"),
+        (
+            "import sys; sys.stdin.readline(); sys.exit(3)",
+            "closed its stdout",
+        ),
+        (
+            "import sys, time; sys.stdin.readline(); time.sleep(60)",
+            "timeout",
+        ),
         (
             "import sys; sys.stdin.readline(); print('{\"outputs\": [1, 0]}', flush=True)",
             "wrong count",
         ),
-        ("import sys; sys.stdin.readline(); print('oops', flush=True)", "malformed"),
+        (
+            "import sys; sys.stdin.readline(); print('oops', flush=True)",
+            "malformed",
+        ),
         (
             "import sys\nfor l in sys.stdin: print('{\"outputs\": [7]}', flush=True)",
             "expected an integer",
@@ -265,7 +334,13 @@ fn misbehaving_children_exit_2() {
 fn list_epsilon_and_plan_commands() {
     let o = run(&["list"]);
     assert_eq!(code(&o), 0);
-    for name in ["rr-binary", "rr-kary", "embedding-dp", "laplace", "exponential"] {
+    for name in [
+        "rr-binary",
+        "rr-kary",
+        "embedding-dp",
+        "laplace",
+        "exponential",
+    ] {
         assert!(stdout(&o).contains(name), "{name}");
     }
     let o = run(&[

@@ -2,6 +2,8 @@
 //! sampler (the same suite with the sampler's ε scaled while the expected law keeps the
 //! claimed ε), with a fixed seed and the run's family-wise α = 10^-3. The positive
 //! control (the same suites passing with the correct sampler) is in `tests/cli.rs`.
+// Test helpers outside #[test] functions: a failing unwrap is a failing test.
+#![allow(clippy::unwrap_used)]
 
 use fl_audit::{
     engine::{self, RunOptions},
@@ -45,7 +47,13 @@ fn every_builtin_suite_rejects_a_miscalibrated_sampler() {
 
 #[test]
 fn a_leakier_sampler_is_a_certified_epsilon_violation() {
-    for name in ["rr-binary", "label-dp-binary", "rr-kary", "embedding-dp", "laplace"] {
+    for name in [
+        "rr-binary",
+        "label-dp-binary",
+        "rr-kary",
+        "embedding-dp",
+        "laplace",
+    ] {
         let s = suite::builtin()
             .unwrap()
             .into_iter()
