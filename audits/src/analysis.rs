@@ -1,0 +1,648 @@
+//! From observations and exact laws to test outcomes. Every statistic is computed by
+//! fl-stats; this module only decides which tests to run on which counts.
+
+use serde_json::{Value, json};
+
+use crate::{
+    error::Result,
+    report::{Panel, PanelData},
+    suite::Params,
+};
+
+/// One unadjusted test outcome of a grid point.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Outcome {
+    /// The test's name.
+    pub test: String,
+    /// What the test is about (input, output, coordinate), added to the point's params.
+    pub about: Params,
+    /// Observations used.
+    pub samples: u64,
+    /// The statistic (may be infinite).
+    pub statistic: f64,
+    /// The p-value.
+    pub p_value: f64,
+}
+
+/// Counts from which one certified ε lower bound is computed: for each pair of
+/// neighbouring inputs, the counts of the same events under both.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EpsilonEvidence {
+    /// What the bound is about (`scope`), added to the point's params.
+    pub about: Params,
+    /// The claimed ε for this scope.
+    pub claimed: f64,
+    /// (counts under x, counts under x′) per pair of neighbours.
+    pub pairs: Vec<(Vec<u64>, Vec<u64>)>,
+}
+
+/// Everything a grid point produced.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct PointResult {
+    /// Test outcomes.
+    pub outcomes: Vec<Outcome>,
+    /// ε evidence.
+    pub evidence: Vec<EpsilonEvidence>,
+    /// Plot panels.
+    pub panels: Vec<Panel>,
+    /// Outputs drawn.
+    pub drawn: u64,
+}
+
+/// Which tests a suite asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct TestSet(pub Vec<String>);
+
+impl TestSet {
+    /// Whether `name` was asked for.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|t| t == name)
+    }
+}
+
+pub(crate) fn about(pairs: &[(&str, Value)]) -> Params {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), v.clone()))
+        .collect()
+}
+
+/// Exact two-sided binomial test of `k` successes in `n` trials against `p`; an output
+/// of probability 0 that was observed gives p-value 0 (it is impossible under H₀).
+pub(crate) fn binomial(test: &str, about: Params, k: u64, n: u64, p: f64) -> Result<Outcome> {
+    if p == 0.0 || p == 1.0 {
+        let impossible = if p == 0.0 { k > 0 } else { k < n };
+        return Ok(Outcome {
+            test: test.into(),
+            about,
+            samples: n,
+            statistic: if n == 0 { 0.0 } else { k as f64 / n as f64 },
+            p_value: if impossible { 0.0 } else { 1.0 },
+        });
+    }
+    let t = fl_stats::binomial_test(k, n, p, fl_stats::Alternative::TwoSided)?;
+    Ok(Outcome {
+        test: test.into(),
+        about,
+        samples: n,
+        statistic: t.estimate(),
+        p_value: t.p_value,
+    })
+}
+
+/// Pearson chi-square goodness of fit (fl-stats' default sparse-cell merging).
+pub(crate) fn chi_square(
+    test: &str,
+    about: Params,
+    observed: &[u64],
+    law: &[f64],
+) -> Result<Outcome> {
+    let t = fl_stats::chi_square_gof(observed, law)?;
+    Ok(Outcome {
+        test: test.into(),
+        about,
+        samples: observed.iter().sum(),
+        statistic: t.statistic,
+        p_value: t.p_value,
+    })
+}
+
+/// One-sample Kolmogorov–Smirnov test of `samples` against `cdf`.
+pub(crate) fn ks(
+    test: &str,
+    about: Params,
+    samples: &[f64],
+    cdf: impl Fn(f64) -> f64,
+) -> Result<Outcome> {
+    let t = fl_stats::ks_one_sample(samples, cdf)?;
+    Ok(Outcome {
+        test: test.into(),
+        about,
+        samples: samples.len() as u64,
+        statistic: t.statistic,
+        p_value: t.p_value,
+    })
+}
+
+/// A finite-output mechanism's law at one grid point.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FiniteLaw {
+    /// Output labels (`output_count` of them).
+    pub outputs: Vec<String>,
+    /// Per input: label, the input as JSON (for the protocol), P(output | input).
+    pub inputs: Vec<(String, Value, Vec<f64>)>,
+    /// Claimed ε and the pairs of input indices that are neighbours, if ε is audited.
+    pub epsilon: Option<(f64, Vec<(usize, usize)>)>,
+}
+
+impl FiniteLaw {
+    /// Tests this law produces per the test set (an estimate used for planning).
+    pub(crate) fn test_count(&self, tests: &TestSet) -> usize {
+        let k = self.outputs.len();
+        let mut per_input = 0;
+        if tests.has("cells") {
+            per_input += if k == 2 { 1 } else { k };
+        }
+        if tests.has("chi-square") && k > 2 {
+            per_input += 1;
+        }
+        per_input * self.inputs.len()
+    }
+
+    /// Every positive probability that a 1 % relative error must be detected in.
+    pub(crate) fn plan_probabilities(&self) -> Vec<f64> {
+        self.inputs
+            .iter()
+            .flat_map(|(_, _, law)| law.iter().copied().filter(|&p| p > 0.0 && p < 1.0))
+            .collect()
+    }
+
+    /// Runs the requested tests on `counts` (one histogram per input).
+    pub(crate) fn analyze(&self, counts: &[Vec<u64>], tests: &TestSet) -> Result<PointResult> {
+        let mut r = PointResult::default();
+        for ((label, _, law), c) in self.inputs.iter().zip(counts) {
+            let n: u64 = c.iter().sum();
+            r.drawn += n;
+            if tests.has("cells") {
+                if law.len() == 2 {
+                    // One test per input: the two cells are the same test.
+                    let o = usize::from(law[1] <= law[0]);
+                    let a = about(&[("input", json!(label)), ("output", json!(self.outputs[o]))]);
+                    r.outcomes
+                        .push(binomial("cell-binomial", a, c[o], n, law[o])?);
+                } else {
+                    for (o, (&k, &p)) in c.iter().zip(law).enumerate() {
+                        if p == 0.0 && k == 0 {
+                            continue;
+                        }
+                        let a =
+                            about(&[("input", json!(label)), ("output", json!(self.outputs[o]))]);
+                        r.outcomes.push(binomial("cell-binomial", a, k, n, p)?);
+                    }
+                }
+            }
+            if tests.has("chi-square") && law.len() > 2 {
+                let a = about(&[("input", json!(label))]);
+                r.outcomes.push(chi_square("chi-square", a, c, law)?);
+            }
+            r.panels.push(Panel {
+                title: format!("input {label}"),
+                data: PanelData::Bars {
+                    labels: self.outputs.clone(),
+                    expected: law.clone(),
+                    observed: c.iter().map(|&k| k as f64 / n.max(1) as f64).collect(),
+                },
+            });
+        }
+        if tests.has("epsilon")
+            && let Some((claimed, pairs)) = &self.epsilon
+        {
+            {
+                let pairs = pairs
+                    .iter()
+                    .filter_map(|&(a, b)| Some((counts.get(a)?.clone(), counts.get(b)?.clone())))
+                    .collect();
+                r.evidence.push(EpsilonEvidence {
+                    about: about(&[("scope", json!("output"))]),
+                    claimed: *claimed,
+                    pairs,
+                });
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// The neighbour pairs used for ε bounds over `k` inputs: every pair for k ≤ 4, else a
+/// ring (i, i+1 mod k), so every input is in two pairs.
+pub(crate) fn neighbour_pairs(k: usize) -> Vec<(usize, usize)> {
+    if k <= 4 {
+        (0..k)
+            .flat_map(|a| (a + 1..k).map(move |b| (a, b)))
+            .collect()
+    } else {
+        (0..k).map(|i| (i, (i + 1) % k)).collect()
+    }
+}
+
+/// A product-of-bits mechanism's law at one grid point.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BitLaw {
+    /// Output dimension D.
+    pub dim: usize,
+    /// Per input: label, the input as JSON, P(bit j = 1 | input) for each j.
+    pub inputs: Vec<(String, Value, Vec<f64>)>,
+    /// Claimed ε per coordinate and for the whole vector (when D ≤ [`FULL_VECTOR_MAX_DIM`]).
+    pub epsilon: Option<(f64, f64)>,
+}
+
+/// Whole-vector histograms (and the whole-vector ε bound) are kept up to this dimension.
+pub(crate) const FULL_VECTOR_MAX_DIM: usize = 10;
+
+/// Sufficient statistics of `n` bit vectors.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct BitStats {
+    /// Vectors observed.
+    pub n: u64,
+    /// Ones per coordinate.
+    pub ones: Vec<u64>,
+    /// Joint counts of coordinates (j, j+1), indexed 2·b_j + b_{j+1}.
+    pub pairs: Vec<[u64; 4]>,
+    /// Histogram of whole vectors (index Σ b_j 2^j) when D ≤ [`FULL_VECTOR_MAX_DIM`].
+    pub full: Option<Vec<u64>>,
+}
+
+impl BitStats {
+    /// Empty statistics for dimension `dim`.
+    pub(crate) fn new(dim: usize) -> Self {
+        Self {
+            n: 0,
+            ones: vec![0; dim],
+            pairs: vec![[0; 4]; dim.saturating_sub(1)],
+            full: (dim <= FULL_VECTOR_MAX_DIM).then(|| vec![0; 1 << dim]),
+        }
+    }
+
+    /// Adds one vector.
+    pub(crate) fn add(&mut self, bits: &[bool]) {
+        self.n += 1;
+        let mut index = 0usize;
+        for (j, &b) in bits.iter().enumerate() {
+            if b {
+                if let Some(o) = self.ones.get_mut(j) {
+                    *o += 1;
+                }
+                index |= 1 << j.min(usize::BITS as usize - 1);
+            }
+            if let (Some(p), Some(&next)) = (self.pairs.get_mut(j), bits.get(j + 1)) {
+                p[2 * usize::from(b) + usize::from(next)] += 1;
+            }
+        }
+        if let Some(c) = self.full.as_mut().and_then(|f| f.get_mut(index)) {
+            *c += 1;
+        }
+    }
+
+    /// Merges another batch.
+    pub(crate) fn merge(&mut self, other: &Self) {
+        self.n += other.n;
+        for (a, b) in self.ones.iter_mut().zip(&other.ones) {
+            *a += b;
+        }
+        for (a, b) in self.pairs.iter_mut().zip(&other.pairs) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+        if let (Some(a), Some(b)) = (self.full.as_mut(), other.full.as_ref()) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+    }
+}
+
+impl BitLaw {
+    /// Tests this law produces (an estimate used for planning).
+    pub(crate) fn test_count(&self, tests: &TestSet) -> usize {
+        let mut per_input = 0;
+        if tests.has("coordinates") {
+            per_input += self.dim;
+        }
+        if tests.has("independence") {
+            per_input += self.dim.saturating_sub(1);
+        }
+        per_input * self.inputs.len()
+    }
+
+    /// ε statements this law produces.
+    pub(crate) fn epsilon_count(&self, tests: &TestSet) -> usize {
+        if tests.has("epsilon") && self.epsilon.is_some() {
+            1 + usize::from(self.dim <= FULL_VECTOR_MAX_DIM)
+        } else {
+            0
+        }
+    }
+
+    /// Every probability (of a one and of a zero) a 1 % relative error must be detected in.
+    pub(crate) fn plan_probabilities(&self) -> Vec<f64> {
+        self.inputs
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().flat_map(|&x| [x, 1.0 - x]))
+            .filter(|&p| p > 0.0 && p < 1.0)
+            .collect()
+    }
+
+    /// Runs the requested tests.
+    pub(crate) fn analyze(&self, stats: &[BitStats], tests: &TestSet) -> Result<PointResult> {
+        let mut r = PointResult::default();
+        for ((label, _, p), s) in self.inputs.iter().zip(stats) {
+            r.drawn += s.n;
+            if tests.has("coordinates") {
+                for (j, (&k, &pj)) in s.ones.iter().zip(p).enumerate() {
+                    let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
+                    r.outcomes
+                        .push(binomial("coordinate-binomial", a, k, s.n, pj)?);
+                }
+            }
+            if tests.has("independence") {
+                for (j, joint) in s.pairs.iter().enumerate() {
+                    let (a, b) = (p[j], p[j + 1]);
+                    let law = [(1.0 - a) * (1.0 - b), (1.0 - a) * b, a * (1.0 - b), a * b];
+                    let ab = about(&[("input", json!(label)), ("coordinates", json!([j, j + 1]))]);
+                    r.outcomes
+                        .push(chi_square("pair-independence", ab, joint, &law)?);
+                }
+            }
+            r.panels.push(Panel {
+                title: format!("input {label}: P(bit = 1) per coordinate"),
+                data: PanelData::Bars {
+                    labels: (0..self.dim).map(|j| j.to_string()).collect(),
+                    expected: p.clone(),
+                    observed: s
+                        .ones
+                        .iter()
+                        .map(|&k| k as f64 / s.n.max(1) as f64)
+                        .collect(),
+                },
+            });
+        }
+        if tests.has("epsilon")
+            && let (Some((per_coordinate, whole)), [first, second, ..]) = (self.epsilon, stats)
+        {
+            {
+                let pairs = first
+                    .ones
+                    .iter()
+                    .zip(&second.ones)
+                    .map(|(&a, &b)| (vec![first.n - a, a], vec![second.n - b, b]))
+                    .collect();
+                r.evidence.push(EpsilonEvidence {
+                    about: about(&[("scope", json!("coordinate"))]),
+                    claimed: per_coordinate,
+                    pairs,
+                });
+                if let (Some(a), Some(b)) = (&first.full, &second.full) {
+                    r.evidence.push(EpsilonEvidence {
+                        about: about(&[("scope", json!("vector"))]),
+                        claimed: whole,
+                        pairs: vec![(a.clone(), b.clone())],
+                    });
+                }
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// The CDF of output coordinate `coordinate` under input number `input`.
+pub(crate) type CdfFn = dyn Fn(usize, usize, f64) -> f64 + Send + Sync;
+
+/// A real-valued product mechanism's law at one grid point (coordinates independent).
+pub(crate) struct RealLaw {
+    /// Output dimension D.
+    pub dim: usize,
+    /// Per input: label, the input as JSON, and the centre of each coordinate's law.
+    pub inputs: Vec<(String, Value, Vec<f64>)>,
+    /// Each coordinate's CDF (from the mechanism crate).
+    pub cdf: Box<CdfFn>,
+    /// The noise scale b (tail thresholds are 3b and 6b from the centre).
+    pub scale: f64,
+    /// Claimed ε for the first two inputs (the box event of the module docs).
+    pub epsilon: Option<f64>,
+}
+
+impl std::fmt::Debug for RealLaw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealLaw")
+            .field("dim", &self.dim)
+            .field("inputs", &self.inputs)
+            .field("scale", &self.scale)
+            .field("epsilon", &self.epsilon)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tail thresholds, in units of the scale.
+const TAILS: [f64; 2] = [3.0, 6.0];
+
+impl RealLaw {
+    /// Tests this law produces.
+    pub(crate) fn test_count(&self, tests: &TestSet) -> usize {
+        let mut per_input = 0;
+        if tests.has("ks") {
+            per_input += self.dim;
+        }
+        if tests.has("tails") {
+            per_input += self.dim * 2 * TAILS.len();
+        }
+        per_input * self.inputs.len()
+    }
+
+    /// ε statements this law produces.
+    pub(crate) fn epsilon_count(&self, tests: &TestSet) -> usize {
+        usize::from(
+            tests.has("epsilon")
+                && self.epsilon.is_some()
+                && self.inputs.len() >= 2
+                && self.dim >= 2,
+        )
+    }
+
+    /// Tail probabilities at the first threshold (planning).
+    pub(crate) fn plan_probabilities(&self) -> Vec<f64> {
+        let mut out = Vec::new();
+        for (i, (_, _, c)) in self.inputs.iter().enumerate() {
+            for (j, &cj) in c.iter().enumerate() {
+                let t = TAILS[0] * self.scale;
+                out.push(1.0 - (self.cdf)(i, j, cj + t));
+                out.push((self.cdf)(i, j, cj - t));
+            }
+        }
+        out.retain(|&p| p > 0.0 && p < 1.0);
+        out
+    }
+
+    /// Runs the requested tests on per-input, per-coordinate samples.
+    pub(crate) fn analyze(
+        &self,
+        samples: &[Vec<Vec<f64>>],
+        tests: &TestSet,
+    ) -> Result<PointResult> {
+        let mut r = PointResult::default();
+        for (i, ((label, _, centre), cols)) in self.inputs.iter().zip(samples).enumerate() {
+            for (j, col) in cols.iter().enumerate() {
+                let n = col.len() as u64;
+                r.drawn += n;
+                if tests.has("ks") {
+                    let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
+                    r.outcomes
+                        .push(ks("ks-lattice-law", a, col, |y| (self.cdf)(i, j, y))?);
+                }
+                if tests.has("tails") {
+                    let c = centre.get(j).copied().unwrap_or(0.0);
+                    for t in TAILS {
+                        let hi = c + t * self.scale;
+                        let lo = c - t * self.scale;
+                        let above = col.iter().filter(|&&y| y > hi).count() as u64;
+                        let below = col.iter().filter(|&&y| y <= lo).count() as u64;
+                        let a = about(&[
+                            ("input", json!(label)),
+                            ("coordinate", json!(j)),
+                            ("threshold", json!(format!("> centre + {t}b"))),
+                        ]);
+                        r.outcomes.push(binomial(
+                            "tail-binomial",
+                            a,
+                            above,
+                            n,
+                            1.0 - (self.cdf)(i, j, hi),
+                        )?);
+                        let a = about(&[
+                            ("input", json!(label)),
+                            ("coordinate", json!(j)),
+                            ("threshold", json!(format!("<= centre - {t}b"))),
+                        ]);
+                        r.outcomes.push(binomial(
+                            "tail-binomial",
+                            a,
+                            below,
+                            n,
+                            (self.cdf)(i, j, lo),
+                        )?);
+                    }
+                }
+                if j < 2 {
+                    r.panels.push(cdf_panel(
+                        format!("input {label}, coordinate {j}"),
+                        col,
+                        |y| (self.cdf)(i, j, y),
+                    ));
+                }
+            }
+        }
+        if self.epsilon_count(tests) == 1
+            && let (Some(claimed), [x, y, ..], [sx, sy, ..]) =
+                (self.epsilon, self.inputs.as_slice(), samples)
+        {
+            // E = {Y_0 > max(x_0, y_0), Y_1 <= min(x_1, y_1)}: for one-hot neighbours its
+            // likelihood ratio is e^(2/b) = e^ε for the Laplace law.
+            let t0 = x.2[0].max(y.2[0]);
+            let t1 = x.2[1].min(y.2[1]);
+            let count = |cols: &Vec<Vec<f64>>| {
+                let n = cols[0].len() as u64;
+                let e = cols[0]
+                    .iter()
+                    .zip(&cols[1])
+                    .filter(|&(&a, &b)| a > t0 && b <= t1)
+                    .count() as u64;
+                vec![n - e, e]
+            };
+            r.evidence.push(EpsilonEvidence {
+                about: about(&[
+                    ("scope", json!("vector")),
+                    ("event", json!("Y0 > t0 and Y1 <= t1")),
+                ]),
+                claimed,
+                pairs: vec![(count(sx), count(sy))],
+            });
+        }
+        Ok(r)
+    }
+}
+
+/// Evaluation points for a CDF panel: quantiles of the sample.
+pub(crate) fn cdf_panel(title: String, samples: &[f64], cdf: impl Fn(f64) -> f64) -> Panel {
+    let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let points = 200usize.min(n);
+    let mut xs = Vec::with_capacity(points);
+    let mut empirical = Vec::with_capacity(points);
+    for i in 0..points {
+        // From the 0.5 % to the 99.5 % quantile.
+        let q = 0.005 + 0.99 * i as f64 / (points.max(2) - 1) as f64;
+        let idx = ((q * n as f64) as usize).min(n.saturating_sub(1));
+        let x = sorted[idx];
+        if xs.last().is_some_and(|&l: &f64| l >= x) {
+            continue;
+        }
+        xs.push(x);
+        empirical.push(sorted.partition_point(|&v| v <= x) as f64 / n as f64);
+    }
+    let expected = xs.iter().map(|&x| cdf(x)).collect();
+    Panel {
+        title,
+        data: PanelData::Cdf {
+            xs,
+            expected,
+            empirical,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rr_law() -> FiniteLaw {
+        let p = 0.731_058_578_630_004_9;
+        FiniteLaw {
+            outputs: vec!["0".into(), "1".into()],
+            inputs: vec![
+                ("0".into(), json!(0), vec![p, 1.0 - p]),
+                ("1".into(), json!(1), vec![1.0 - p, p]),
+            ],
+            epsilon: Some((1.0, vec![(0, 1)])),
+        }
+    }
+
+    #[test]
+    fn finite_tests_accept_the_law_and_reject_a_shift() {
+        let law = rr_law();
+        let tests = TestSet(vec!["cells".into(), "chi-square".into(), "epsilon".into()]);
+        assert_eq!(law.test_count(&tests), 2);
+        let good = law
+            .analyze(&[vec![73_100, 26_900], vec![26_900, 73_100]], &tests)
+            .unwrap();
+        assert_eq!(good.outcomes.len(), 2);
+        assert!(good.outcomes.iter().all(|o| o.p_value > 0.01));
+        assert_eq!(good.evidence.len(), 1);
+        let bad = law
+            .analyze(&[vec![75_000, 25_000], vec![26_900, 73_100]], &tests)
+            .unwrap();
+        assert!(bad.outcomes[0].p_value < 1e-10);
+    }
+
+    #[test]
+    fn impossible_outputs_have_p_value_zero() {
+        let o = binomial("t", Params::new(), 1, 10, 0.0).unwrap();
+        assert_eq!(o.p_value, 0.0);
+        assert_eq!(
+            binomial("t", Params::new(), 0, 10, 0.0).unwrap().p_value,
+            1.0
+        );
+    }
+
+    #[test]
+    fn bit_stats_count_pairs_and_vectors() {
+        let mut s = BitStats::new(3);
+        s.add(&[true, false, true]);
+        s.add(&[true, true, true]);
+        assert_eq!(s.ones, vec![2, 1, 2]);
+        assert_eq!(s.pairs, vec![[0, 0, 1, 1], [0, 1, 0, 1]]);
+        let full = s.full.clone().unwrap();
+        assert_eq!(full[0b101], 1);
+        assert_eq!(full[0b111], 1);
+        let mut t = BitStats::new(3);
+        t.merge(&s);
+        assert_eq!(t, s);
+    }
+
+    #[test]
+    fn neighbour_pairs_cover_every_input() {
+        assert_eq!(neighbour_pairs(2), vec![(0, 1)]);
+        assert_eq!(neighbour_pairs(3).len(), 3);
+        assert_eq!(neighbour_pairs(10).len(), 10);
+    }
+}

@@ -1,0 +1,603 @@
+//! The command line (a contract: see `docs/AUDIT_PROTOCOL.md` and the README).
+//!
+//! ```text
+//! fl-audit run [--suite NAME|all] [--samples N] [--seed S] [--alpha A] [--out DIR]
+//! fl-audit list
+//! fl-audit epsilon --mechanism NAME --eps E [--classes K] [--samples N] [--seed S]
+//! fl-audit plan --mechanism NAME --eps E --detect DELTA [--alpha A] [--power P]
+//! fl-audit external --mechanism NAME --eps E [--classes K] [--dim D] [--samples N]
+//!                   [--alpha A] -- COMMAND [ARGS...]
+//! ```
+//!
+//! Exit status: 0 pass, 1 fail, 2 usage error (including every error that prevents a
+//! verdict).
+
+use std::{io::IsTerminal, path::PathBuf, process::ExitCode, time::Duration};
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+use crate::{
+    engine::{self, DEFAULT_ALPHA, DEFAULT_SEED, RunOptions, SuitePoint},
+    error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result},
+    external::ExternalMechanism,
+    registry,
+    report::{OutputDir, Report, fmt_p},
+    source::External,
+    suite::{self, Params, Samples, Suite, params_label},
+};
+
+/// Default samples per input of `epsilon`.
+pub const DEFAULT_EPSILON_SAMPLES: u64 = 2_000_000;
+/// Default samples per input of `external`.
+pub const DEFAULT_EXTERNAL_SAMPLES: u64 = 1_000_000;
+/// Default outputs per request of `external`.
+pub const DEFAULT_BATCH: u64 = 10_000;
+/// Default seconds to wait for each response of `external`.
+pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+
+/// fl-audit: statistical conformance audits of differential-privacy mechanisms.
+#[derive(Debug, Parser)]
+#[command(name = "fl-audit", version, about, long_about = None)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run conformance suites and write report.md, report.json and SVG plots.
+    Run {
+        /// A suite name, `all`, or the path of a suite file.
+        #[arg(long, value_name = "NAME|all", default_value = "all")]
+        suite: String,
+        /// Samples per input for every suite (default: each suite's own, planned sizes).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        samples: Option<u64>,
+        /// The run seed (the same seed gives the same report).
+        #[arg(long, value_name = "S", default_value_t = DEFAULT_SEED)]
+        seed: u64,
+        /// Family-wise significance level over the whole run.
+        #[arg(long, value_name = "A", default_value_t = DEFAULT_ALPHA)]
+        alpha: f64,
+        /// Report directory.
+        #[arg(long, value_name = "DIR", default_value = "target/fl-audit")]
+        out: PathBuf,
+    },
+    /// List the suites (and the mechanisms they can use).
+    List,
+    /// Certified empirical lower bound on ε, compared with the claim.
+    Epsilon {
+        /// Mechanism (see `list`).
+        #[arg(long, value_name = "NAME")]
+        mechanism: String,
+        /// The claimed ε.
+        #[arg(long, value_name = "E")]
+        eps: f64,
+        /// Number of classes (rr-kary, label-dp-onehot).
+        #[arg(long, value_name = "K")]
+        classes: Option<u64>,
+        /// Samples per input.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_EPSILON_SAMPLES,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        samples: u64,
+        /// Seed.
+        #[arg(long, value_name = "S", default_value_t = DEFAULT_SEED)]
+        seed: u64,
+    },
+    /// Samples per input needed to detect a relative error in the keep/flip probabilities.
+    Plan {
+        /// Mechanism (see `list`).
+        #[arg(long, value_name = "NAME")]
+        mechanism: String,
+        /// The claimed ε.
+        #[arg(long, value_name = "E")]
+        eps: f64,
+        /// Relative error to detect in every keep/flip probability (0.01 = 1 %).
+        #[arg(long, value_name = "DELTA")]
+        detect: f64,
+        /// Family-wise significance level of the mechanism's audit.
+        #[arg(long, value_name = "A", default_value_t = DEFAULT_ALPHA)]
+        alpha: f64,
+        /// Power (probability of detecting the error).
+        #[arg(long, value_name = "P", default_value_t = 0.99)]
+        power: f64,
+        /// Number of classes (rr-kary, label-dp-onehot).
+        #[arg(long, value_name = "K")]
+        classes: Option<u64>,
+        /// Dimension (embedding-dp).
+        #[arg(long, value_name = "D")]
+        dim: Option<u64>,
+    },
+    /// Audit an implementation in any language over newline-delimited JSON.
+    External {
+        /// Mechanism: rr-binary, label-dp-binary, label-dp-onehot, embedding-dp, laplace.
+        #[arg(long, value_name = "NAME")]
+        mechanism: String,
+        /// The claimed ε.
+        #[arg(long, value_name = "E")]
+        eps: f64,
+        /// Number of classes (label-dp-onehot).
+        #[arg(long, value_name = "K")]
+        classes: Option<u64>,
+        /// Dimension (embedding-dp, laplace).
+        #[arg(long, value_name = "D")]
+        dim: Option<u64>,
+        /// Samples per input.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_EXTERNAL_SAMPLES,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        samples: u64,
+        /// Family-wise significance level.
+        #[arg(long, value_name = "A", default_value_t = DEFAULT_ALPHA)]
+        alpha: f64,
+        /// Outputs per request (extension of the specified interface).
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH,
+              value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        batch: u64,
+        /// Seconds to wait for each response (extension of the specified interface).
+        #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS)]
+        timeout: f64,
+        /// The command that runs the mechanism, after `--`.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+}
+
+/// External mechanisms the protocol defines.
+pub const EXTERNAL_MECHANISMS: &[&str] = &[
+    "rr-binary",
+    "label-dp-binary",
+    "label-dp-onehot",
+    "embedding-dp",
+    "laplace",
+];
+
+/// Parses `std::env::args` and runs the command; the process exit status.
+#[must_use]
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            // clap: 0 for --help/--version, 2 for usage errors.
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(EXIT_USAGE));
+        }
+    };
+    match execute(cli.command) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("fl-audit: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// Runs a parsed command; `Ok(exit status)`.
+///
+/// # Errors
+/// Anything that prevents a verdict (exit status 2).
+pub fn execute(command: Command) -> Result<u8> {
+    match command {
+        Command::Run {
+            suite,
+            samples,
+            seed,
+            alpha,
+            out,
+        } => cmd_run(&suite, samples, seed, alpha, out),
+        Command::List => cmd_list(),
+        Command::Epsilon {
+            mechanism,
+            eps,
+            classes,
+            samples,
+            seed,
+        } => cmd_epsilon(&mechanism, eps, classes, samples, seed),
+        Command::Plan {
+            mechanism,
+            eps,
+            detect,
+            alpha,
+            power,
+            classes,
+            dim,
+        } => cmd_plan(&mechanism, eps, detect, alpha, power, classes, dim),
+        Command::External {
+            mechanism,
+            eps,
+            classes,
+            dim,
+            samples,
+            alpha,
+            batch,
+            timeout,
+            command,
+        } => cmd_external(
+            &mechanism, eps, classes, dim, samples, alpha, batch, timeout, &command,
+        ),
+    }
+}
+
+fn check_alpha(alpha: f64) -> Result<()> {
+    if alpha > 0.0 && alpha < 1.0 {
+        Ok(())
+    } else {
+        Err(AuditError::usage(format!(
+            "--alpha must be strictly between 0 and 1, got {alpha}"
+        )))
+    }
+}
+
+fn print_summary(report: &Report) {
+    println!(
+        "{:<28} {:<18} {:>6} {:>7} {:>6} {:>12} {:>10}  verdict",
+        "suite", "mechanism", "points", "tests", "failed", "min adj. p", "eps_lb/eps"
+    );
+    for s in &report.suites {
+        let rows: Vec<_> = report
+            .results
+            .iter()
+            .filter(|r| r.suite == s.name)
+            .collect();
+        let eps: Vec<_> = report
+            .epsilon
+            .iter()
+            .filter(|e| e.suite == s.name)
+            .collect();
+        let failed =
+            rows.iter().filter(|r| !r.passed).count() + eps.iter().filter(|e| !e.passed()).count();
+        let min_p = rows
+            .iter()
+            .map(|r| r.adjusted_p_value)
+            .fold(f64::INFINITY, f64::min);
+        let ratio = eps
+            .iter()
+            .filter(|e| e.claimed > 0.0)
+            .map(|e| e.lower_bound / e.claimed)
+            .fold(f64::NEG_INFINITY, f64::max);
+        println!(
+            "{:<28} {:<18} {:>6} {:>7} {:>6} {:>12} {:>10}  {}",
+            s.name,
+            s.mechanism,
+            s.points,
+            rows.len(),
+            failed,
+            if min_p.is_finite() {
+                fmt_p(min_p)
+            } else {
+                "-".into()
+            },
+            if ratio.is_finite() {
+                format!("{ratio:.3}")
+            } else {
+                "-".into()
+            },
+            if failed == 0 { "pass" } else { "FAIL" }
+        );
+    }
+}
+
+fn cmd_run(which: &str, samples: Option<u64>, seed: u64, alpha: f64, out: PathBuf) -> Result<u8> {
+    check_alpha(alpha)?;
+    let suites = engine::select(suite::all_suites()?, which)?;
+    // Fail fast on an unwritable destination, before a long run.
+    let dir = OutputDir::prepare(&out)?;
+    let options = RunOptions {
+        samples,
+        seed,
+        alpha,
+        progress: std::io::stderr().is_terminal() || std::env::var_os("CI").is_some(),
+    };
+    let report = engine::run(&suites, &options)?;
+    let files = engine::report_files(&report)?;
+    dir.commit(&files)?;
+    print_summary(&report);
+    println!(
+        "{}: {} tests and {} epsilon bounds at family-wise alpha = {}, {} samples, seed {}; report in {}",
+        if report.passed() { "PASS" } else { "FAIL" },
+        report.results.len(),
+        report.epsilon.len(),
+        alpha,
+        report.samples(),
+        seed,
+        out.display()
+    );
+    Ok(if report.passed() {
+        EXIT_PASS
+    } else {
+        EXIT_FAIL
+    })
+}
+
+fn cmd_list() -> Result<u8> {
+    let suites = suite::all_suites()?;
+    println!("suites (run with `fl-audit run --suite NAME`):");
+    for s in &suites {
+        let samples = match s.samples {
+            Samples::Fixed(n) => format!("{n} samples/input"),
+            Samples::Plan => "planned samples".into(),
+        };
+        println!(
+            "  {:<28} {:<18} {:>4} points, {:<22} {}",
+            s.name,
+            s.mechanism,
+            s.points().len(),
+            samples,
+            s.description
+        );
+    }
+    println!("\nmechanisms (suite `mechanism`, tests):");
+    for m in registry::MECHANISMS {
+        println!(
+            "  {:<18} params: {:<22} tests: {:<40} {}",
+            m.name,
+            m.params,
+            m.tests.join(", "),
+            m.description
+        );
+    }
+    println!(
+        "\nAdd suites without recompiling: put suite files in a directory and set {}=DIR.",
+        suite::SUITE_DIR_ENV
+    );
+    Ok(EXIT_PASS)
+}
+
+/// The parameters of a mechanism from command-line options.
+fn cli_params(mechanism: &str, eps: f64, classes: Option<u64>, dim: Option<u64>) -> Result<Params> {
+    let info = registry::info(mechanism)?;
+    if !eps.is_finite() || eps < 0.0 {
+        return Err(AuditError::usage(format!(
+            "--eps must be a finite number >= 0, got {eps}"
+        )));
+    }
+    let mut p = Params::new();
+    p.insert("eps".into(), json!(eps));
+    let wants = |k: &str| info.params.split(", ").any(|x| x == k);
+    if wants("k") || wants("classes") {
+        let k = classes.ok_or_else(|| {
+            AuditError::usage(format!("mechanism `{mechanism}` needs --classes K"))
+        })?;
+        p.insert(if wants("k") { "k" } else { "classes" }.into(), json!(k));
+    }
+    if wants("dim") {
+        let d =
+            dim.ok_or_else(|| AuditError::usage(format!("mechanism `{mechanism}` needs --dim D")))?;
+        p.insert("dim".into(), json!(d));
+    }
+    Ok(p)
+}
+
+fn adhoc_suite(
+    mechanism: &str,
+    params: Params,
+    seed: u64,
+    samples: u64,
+    tests: Vec<String>,
+) -> Suite {
+    Suite {
+        name: mechanism.to_string(),
+        description: String::new(),
+        mechanism: mechanism.to_string(),
+        params,
+        grid: Default::default(),
+        seed,
+        samples: Samples::Fixed(samples),
+        tests,
+        sampler: None,
+    }
+}
+
+fn cmd_epsilon(
+    mechanism: &str,
+    eps: f64,
+    classes: Option<u64>,
+    samples: u64,
+    seed: u64,
+) -> Result<u8> {
+    let info = registry::info(mechanism)?;
+    if !info.tests.contains(&"epsilon") {
+        return Err(AuditError::usage(format!(
+            "mechanism `{mechanism}` has no epsilon lower bound"
+        )));
+    }
+    let params = cli_params(mechanism, eps, classes, None)?;
+    let suite = adhoc_suite(mechanism, params, seed, samples, vec!["epsilon".into()]);
+    let report = engine::run(
+        &[suite],
+        &RunOptions {
+            seed,
+            ..RunOptions::default()
+        },
+    )?;
+    let mut violated = false;
+    for e in &report.epsilon {
+        let scope = e
+            .params
+            .get("scope")
+            .map_or_else(String::new, |s| format!(" ({s})"));
+        println!(
+            "{mechanism}{scope}: claimed epsilon = {}, certified lower bound = {:.6} at confidence {} ({samples} samples per input)",
+            e.claimed, e.lower_bound, e.confidence
+        );
+        violated |= !e.passed();
+    }
+    if violated {
+        println!("VIOLATION: the certified lower bound exceeds the claimed epsilon");
+        Ok(EXIT_FAIL)
+    } else {
+        println!("consistent with the claim");
+        Ok(EXIT_PASS)
+    }
+}
+
+fn cmd_plan(
+    mechanism: &str,
+    eps: f64,
+    detect: f64,
+    alpha: f64,
+    power: f64,
+    classes: Option<u64>,
+    dim: Option<u64>,
+) -> Result<u8> {
+    check_alpha(alpha)?;
+    if !(detect > 0.0 && detect < 1.0) {
+        return Err(AuditError::usage(format!(
+            "--detect is a relative error strictly between 0 and 1 (0.01 = 1 %), got {detect}"
+        )));
+    }
+    if !(power > 0.0 && power < 1.0) {
+        return Err(AuditError::usage(format!(
+            "--power must be strictly between 0 and 1, got {power}"
+        )));
+    }
+    let params = cli_params(mechanism, eps, classes, dim)?;
+    let tests: Vec<String> = registry::info(mechanism)?
+        .tests
+        .iter()
+        .map(|t| (*t).to_string())
+        .collect();
+    let audit = registry::point(mechanism, &params, &params, &tests)?;
+    let family = (audit.test_count() + audit.epsilon_count()).max(1);
+    let alpha_each = alpha / family as f64;
+    let mut probs = audit.plan_probabilities();
+    probs.sort_by(f64::total_cmp);
+    probs.dedup();
+    println!(
+        "{mechanism} at {}: {} tests + {} epsilon bounds, alpha = {alpha} family-wise ({} per test), power {power}",
+        params_label(&params),
+        audit.test_count(),
+        audit.epsilon_count(),
+        fmt_p(alpha_each)
+    );
+    for &p in &probs {
+        let n = engine::planned_samples(&[p], detect, alpha_each, power)?;
+        println!(
+            "  probability {:<12} error {:<12} {n:>14} samples per input",
+            fmt_p(p),
+            fmt_p(detect * p.min(1.0 - p))
+        );
+    }
+    let n = engine::planned_samples(&probs, detect, alpha_each, power)?;
+    println!(
+        "samples per input: {n} ({} inputs, {} outputs in all)",
+        audit.inputs(),
+        n.saturating_mul(audit.inputs() as u64)
+    );
+    Ok(EXIT_PASS)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cmd_external(
+    mechanism: &str,
+    eps: f64,
+    classes: Option<u64>,
+    dim: Option<u64>,
+    samples: u64,
+    alpha: f64,
+    batch: u64,
+    timeout: f64,
+    command: &[String],
+) -> Result<u8> {
+    check_alpha(alpha)?;
+    if !EXTERNAL_MECHANISMS.contains(&mechanism) {
+        return Err(AuditError::usage(format!(
+            "external audits support {}; got `{mechanism}`",
+            EXTERNAL_MECHANISMS.join(", ")
+        )));
+    }
+    if !(timeout.is_finite() && timeout > 0.0 && timeout <= 86_400.0) {
+        return Err(AuditError::usage(format!(
+            "--timeout must be between 0 and 86400 seconds, got {timeout}"
+        )));
+    }
+    let params = cli_params(mechanism, eps, classes, dim)?;
+    let tests: Vec<String> = registry::info(mechanism)?
+        .tests
+        .iter()
+        .map(|t| (*t).to_string())
+        .collect();
+    let (law, kind) = registry::law(mechanism, &params)?;
+    let inputs = law.protocol_inputs();
+    let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
+    let source = External {
+        mechanism: child,
+        inputs,
+        kind,
+        batch,
+    };
+    let audit = registry::PointAudit {
+        law,
+        tests: crate::analysis::TestSet(tests.clone()),
+        source: Box::new(source),
+    };
+    let suite = adhoc_suite(mechanism, params.clone(), 0, samples, tests);
+    let options = RunOptions {
+        samples: Some(samples),
+        seed: 0,
+        alpha,
+        progress: std::io::stderr().is_terminal(),
+    };
+    let point = SuitePoint {
+        suite: 0,
+        params: params.clone(),
+        audit,
+        seed: 0,
+    };
+    let report = engine::execute(&[suite], vec![point], &options)?;
+    println!(
+        "fl-audit external: {mechanism} at {} against `{}`: {} inputs x {samples} samples, alpha = {alpha} over {} tests and {} epsilon bounds",
+        params_label(&params),
+        command.join(" "),
+        report.suites.first().map_or(0, |s| s.samples_drawn) / samples.max(1),
+        report.results.len(),
+        report.epsilon.len()
+    );
+    let eps_line = report
+        .epsilon
+        .iter()
+        .map(|e| {
+            let scope = e
+                .params
+                .get("scope")
+                .map_or_else(String::new, |s| format!("{s} "));
+            format!(
+                "{scope}eps_lb = {:.4} (claimed {}, confidence {})",
+                e.lower_bound, e.claimed, e.confidence
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    if report.passed() {
+        let min_p = report
+            .results
+            .iter()
+            .map(|r| r.adjusted_p_value)
+            .fold(1.0, f64::min);
+        println!(
+            "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {eps_line}",
+            fmt_p(min_p)
+        );
+        return Ok(EXIT_PASS);
+    }
+    let mut failing: Vec<_> = report.results.iter().filter(|r| !r.passed).collect();
+    failing.sort_by(|a, b| a.adjusted_p_value.total_cmp(&b.adjusted_p_value));
+    if let Some(worst) = failing.first() {
+        let mut about = worst.params.clone();
+        for k in params.keys() {
+            about.remove(k);
+        }
+        println!(
+            "FAIL: {} [{}] adjusted p = {} ({} failing tests); {eps_line}",
+            worst.test,
+            params_label(&about),
+            fmt_p(worst.adjusted_p_value),
+            failing.len()
+        );
+    } else {
+        println!("FAIL: certified epsilon violation; {eps_line}");
+    }
+    Ok(EXIT_FAIL)
+}

@@ -1,0 +1,358 @@
+//! `fl-audit run`: builds every grid point of the selected suites, splits the family-wise
+//! α, chooses sample sizes, draws in parallel (reproducibly), corrects for multiple
+//! testing over the whole run and assembles the report.
+//!
+//! α split: with m_t hypothesis tests and m_e ε statements in the run, the tests share
+//! α·m_t/(m_t+m_e) through Holm's step-down correction and each ε statement holds at
+//! confidence 1 − α/(m_t+m_e) (its neighbour pairs share that by Bonferroni). By the union
+//! bound the probability that a correct mechanism fails anything is at most α.
+
+use std::{path::Path, time::Instant};
+
+use rayon::prelude::*;
+use serde_json::json;
+
+use crate::{
+    analysis::PointResult,
+    error::{AuditError, Result},
+    progress::{Progress, ProgressBar},
+    registry::{self, PointAudit},
+    report::{EpsilonRow, Report, SuiteSummary, TestRow, versions},
+    source::mix,
+    suite::{Params, Samples, Suite},
+};
+
+/// The default run seed.
+pub const DEFAULT_SEED: u64 = 20_261_101;
+/// The default family-wise α.
+pub const DEFAULT_ALPHA: f64 = 1e-3;
+/// The relative error in every keep/flip probability the planned sample sizes detect.
+pub const PLAN_RELATIVE_ERROR: f64 = 0.01;
+/// The power the planned sample sizes reach.
+pub const PLAN_POWER: f64 = 0.99;
+
+/// Options of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOptions {
+    /// Samples per input for every suite (overrides the suites' own and the planner).
+    pub samples: Option<u64>,
+    /// The run seed.
+    pub seed: u64,
+    /// The family-wise α.
+    pub alpha: f64,
+    /// Draw the progress bar on stderr.
+    pub progress: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            samples: None,
+            seed: DEFAULT_SEED,
+            alpha: DEFAULT_ALPHA,
+            progress: false,
+        }
+    }
+}
+
+/// Selects suites by name: `all` (every suite), a suite name, or the path of a suite file.
+///
+/// # Errors
+/// Unknown name (the message lists the known ones), unreadable or invalid file.
+pub fn select(suites: Vec<Suite>, which: &str) -> Result<Vec<Suite>> {
+    if which == "all" {
+        return Ok(suites);
+    }
+    let path = Path::new(which);
+    if which.ends_with(".json") || path.is_file() {
+        return Ok(vec![Suite::load(path)?]);
+    }
+    let names: Vec<String> = suites.iter().map(|s| s.name.clone()).collect();
+    match suites.into_iter().find(|s| s.name == which) {
+        Some(s) => Ok(vec![s]),
+        None => Err(AuditError::usage(format!(
+            "unknown suite `{which}`; known suites: all, {}",
+            names.join(", ")
+        ))),
+    }
+}
+
+struct Point {
+    suite: usize,
+    params: Params,
+    audit: PointAudit,
+    seed: u64,
+    samples: u64,
+}
+
+/// Samples per input needed to detect a relative error `relative` in each probability of
+/// `probabilities` with an exact two-sided binomial test at level `alpha_each` and power
+/// `power` (fl-stats' planner); the largest over the probabilities.
+///
+/// # Errors
+/// When the planner rejects its inputs.
+pub fn planned_samples(
+    probabilities: &[f64],
+    relative: f64,
+    alpha_each: f64,
+    power: f64,
+) -> Result<u64> {
+    let mut n = 1u64;
+    for &p in probabilities {
+        let delta = relative * p.min(1.0 - p);
+        n = n.max(binomial_sample_size(p, delta, alpha_each, power)?);
+    }
+    Ok(n)
+}
+
+/// The planner entry point of fl-stats (wired here in one place).
+fn binomial_sample_size(p: f64, delta: f64, alpha: f64, power: f64) -> Result<u64> {
+    let _ = (p, delta, alpha, power);
+    Err(AuditError::usage(
+        "samples \"plan\" needs fl-stats' planner, which this build does not have; give --samples",
+    ))
+}
+
+/// Builds a suite's grid points (validating mechanism, parameters and tests).
+///
+/// # Errors
+/// [`AuditError::Suite`] naming the suite and the problem.
+pub(crate) fn build_points(suite: &Suite) -> Result<Vec<(Params, PointAudit)>> {
+    suite
+        .points()
+        .into_iter()
+        .map(|p| {
+            let sp = suite.sampler_params(&p);
+            registry::point(&suite.mechanism, &p, &sp, &suite.tests)
+                .map(|a| (p, a))
+                .map_err(|e| AuditError::suite(&suite.name, e.to_string()))
+        })
+        .collect()
+}
+
+/// Runs `suites` and returns the report (nothing is written here).
+///
+/// # Errors
+/// Invalid suites or options, and mechanism or statistics errors.
+pub fn run(suites: &[Suite], options: &RunOptions) -> Result<Report> {
+    let mut points = Vec::new();
+    for (si, suite) in suites.iter().enumerate() {
+        for (pi, (params, audit)) in build_points(suite)?.into_iter().enumerate() {
+            points.push(SuitePoint {
+                suite: si,
+                params,
+                audit,
+                seed: mix(mix(options.seed, suite.seed), pi as u64),
+            });
+        }
+    }
+    execute(suites, points, options)
+}
+
+/// A grid point of suite number `suite`, ready to run.
+pub(crate) struct SuitePoint {
+    /// Index into the suites.
+    pub suite: usize,
+    /// The law's parameters.
+    pub params: Params,
+    /// The audit.
+    pub audit: PointAudit,
+    /// Its seed.
+    pub seed: u64,
+}
+
+/// Plans, runs and corrects `points` (of `suites`).
+pub(crate) fn execute(
+    suites: &[Suite],
+    points: Vec<SuitePoint>,
+    options: &RunOptions,
+) -> Result<Report> {
+    let alpha = fl_stats::Alpha::new(options.alpha)
+        .map_err(|_| {
+            AuditError::usage(format!("--alpha must be in (0, 1), got {}", options.alpha))
+        })?
+        .value();
+    if options.samples == Some(0) {
+        return Err(AuditError::usage("--samples must be at least 1"));
+    }
+    let mut points: Vec<Point> = points
+        .into_iter()
+        .map(|p| Point {
+            suite: p.suite,
+            params: p.params,
+            audit: p.audit,
+            seed: p.seed,
+            samples: 0,
+        })
+        .collect();
+    let m_tests: usize = points.iter().map(|p| p.audit.test_count()).sum();
+    let m_eps: usize = points.iter().map(|p| p.audit.epsilon_count()).sum();
+    let family = (m_tests + m_eps).max(1) as f64;
+    let alpha_each = alpha / family;
+    for p in &mut points {
+        p.samples = match (options.samples, suites[p.suite].samples) {
+            (Some(n), _) | (None, Samples::Fixed(n)) => n,
+            (None, Samples::Plan) => planned_samples(
+                &p.audit.plan_probabilities(),
+                PLAN_RELATIVE_ERROR,
+                alpha_each,
+                PLAN_POWER,
+            )
+            .map_err(|e| AuditError::suite(&suites[p.suite].name, e.to_string()))?,
+        };
+    }
+    let total: u64 = points
+        .iter()
+        .map(|p| p.samples.saturating_mul(p.audit.inputs() as u64))
+        .fold(0, u64::saturating_add);
+    let bar = ProgressBar::start("fl-audit run", total, options.progress);
+    let progress: Progress = bar.progress();
+    let started = Instant::now();
+    let results: Vec<(usize, Result<PointResult>, f64)> = points
+        .par_iter_mut()
+        .enumerate()
+        .map(|(i, p)| {
+            let t = Instant::now();
+            let r = p.audit.run(p.samples, p.seed, &progress);
+            (i, r, t.elapsed().as_secs_f64())
+        })
+        .collect();
+    bar.finish();
+    let _ = started;
+    let mut summaries: Vec<SuiteSummary> = suites
+        .iter()
+        .map(|s| SuiteSummary {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            mechanism: s.mechanism.clone(),
+            seed: s.seed,
+            points: 0,
+            samples_per_input: Vec::new(),
+            samples_drawn: 0,
+            sampler_overrides: s.sampler.clone(),
+            panels: Vec::new(),
+            seconds: 0.0,
+        })
+        .collect();
+    let mut rows = Vec::new();
+    let mut evidence = Vec::new();
+    for (i, r, secs) in results {
+        let p = &points[i];
+        let suite = &suites[p.suite];
+        let r = r.map_err(|e| {
+            AuditError::suite(
+                &suite.name,
+                format!(
+                    "{} at {}: {e}",
+                    suite.mechanism,
+                    crate::suite::params_label(&p.params)
+                ),
+            )
+        })?;
+        let s = &mut summaries[p.suite];
+        s.points += 1;
+        s.samples_per_input.push(p.samples);
+        s.samples_drawn += r.drawn;
+        s.seconds += secs;
+        let label = crate::suite::params_label(&p.params);
+        for mut panel in r.panels {
+            panel.title = format!("{label}: {}", panel.title);
+            s.panels.push(panel);
+        }
+        for o in r.outcomes {
+            let mut params = p.params.clone();
+            params.extend(o.about);
+            rows.push(TestRow {
+                suite: suite.name.clone(),
+                mechanism: suite.mechanism.clone(),
+                params,
+                test: o.test,
+                samples: o.samples,
+                statistic: o.statistic.is_finite().then_some(o.statistic),
+                p_value: o.p_value,
+                adjusted_p_value: o.p_value,
+                passed: true,
+            });
+        }
+        for e in r.evidence {
+            let mut params = p.params.clone();
+            params.extend(e.about.clone());
+            evidence.push((suite.name.clone(), suite.mechanism.clone(), params, e));
+        }
+    }
+    // Recount with what actually ran (the planning count is an estimate).
+    let m_tests = rows.len();
+    let m_eps = evidence.len();
+    let family = (m_tests + m_eps).max(1) as f64;
+    let alpha_tests = alpha * m_tests as f64 / family;
+    if !rows.is_empty() {
+        let p: Vec<f64> = rows.iter().map(|r| r.p_value).collect();
+        let adjusted = fl_stats::holm(&p)?;
+        for (r, &a) in rows.iter_mut().zip(&adjusted.adjusted) {
+            r.adjusted_p_value = a;
+            r.passed = a > alpha_tests;
+        }
+    }
+    let mut eps_rows = Vec::new();
+    let confidence = 1.0 - alpha / family;
+    for (suite, mechanism, params, e) in evidence {
+        let pairs = e.pairs.len().max(1) as f64;
+        let per_pair = fl_stats::Confidence::new(1.0 - (alpha / family) / pairs)?;
+        let mut lb = 0.0f64;
+        for (a, b) in &e.pairs {
+            lb = lb.max(fl_stats::epsilon_lower_bound(a, b, per_pair)?.epsilon);
+        }
+        eps_rows.push(EpsilonRow {
+            suite,
+            mechanism,
+            params,
+            claimed: e.claimed,
+            lower_bound: lb,
+            confidence,
+        });
+    }
+    Ok(Report {
+        alpha,
+        alpha_tests,
+        seed: options.seed,
+        versions: versions(),
+        suites: summaries,
+        results: rows,
+        epsilon: eps_rows,
+    })
+}
+
+/// The files of a report directory: `report.json`, `report.md` and one SVG per suite.
+///
+/// # Errors
+/// Serialisation failure (not expected).
+pub fn report_files(report: &Report) -> Result<Vec<(String, Vec<u8>)>> {
+    let svg_names: Vec<String> = report
+        .suites
+        .iter()
+        .map(|s| format!("{}.svg", s.name))
+        .collect();
+    let json = serde_json::to_string_pretty(&report.to_json())
+        .map_err(|e| AuditError::Mechanism(format!("cannot serialise the report: {e}")))?;
+    let mut files = vec![
+        ("report.json".to_string(), json.into_bytes()),
+        (
+            "report.md".to_string(),
+            crate::report::render_markdown(report, &svg_names).into_bytes(),
+        ),
+    ];
+    for (s, name) in report.suites.iter().zip(svg_names) {
+        files.push((name, crate::report::render_svg(s).into_bytes()));
+    }
+    Ok(files)
+}
+
+/// A one-line description of the planning assumptions, for `list` and the README.
+#[must_use]
+pub fn plan_note() -> serde_json::Value {
+    json!({
+        "relative_error": PLAN_RELATIVE_ERROR,
+        "power": PLAN_POWER,
+        "alpha": DEFAULT_ALPHA,
+    })
+}

@@ -1,0 +1,98 @@
+//! The one error type of the tool. Every variant prints as one line that names the problem;
+//! [`AuditError::exit_code`] maps it to the documented exit status.
+
+use core::fmt;
+
+/// Exit status: every test passed (or the command succeeded).
+pub const EXIT_PASS: u8 = 0;
+/// Exit status: at least one test failed after the family-wise correction.
+pub const EXIT_FAIL: u8 = 1;
+/// Exit status: a usage error (bad option, unknown suite or mechanism, unreadable suite
+/// file, unwritable output directory, misbehaving external mechanism).
+pub const EXIT_USAGE: u8 = 2;
+
+/// Everything that stops a command before it reaches a verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// A command-line option or a combination of options is not allowed.
+    Usage(String),
+    /// A suite file cannot be read or does not follow the suite format.
+    Suite {
+        /// The file or suite name.
+        source: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+    /// A mechanism or statistics crate rejected a parameter or a computation.
+    Mechanism(String),
+    /// Reading or writing a file failed.
+    Io {
+        /// The path involved.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// An external mechanism misbehaved (could not start, exited, timed out, answered
+    /// with malformed JSON or the wrong number of outputs).
+    External(String),
+}
+
+impl AuditError {
+    /// The exit status this error ends the program with (always [`EXIT_USAGE`]: a run that
+    /// did not reach a verdict is never reported as a pass or a fail).
+    #[must_use]
+    pub const fn exit_code(&self) -> u8 {
+        EXIT_USAGE
+    }
+
+    /// A usage error.
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self::Usage(message.into())
+    }
+
+    /// A suite error for `source`.
+    pub(crate) fn suite(source: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Suite {
+            source: source.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An I/O error on `path`.
+    pub(crate) fn io(path: impl AsRef<std::path::Path>, err: &std::io::Error) -> Self {
+        Self::Io {
+            path: path.as_ref().display().to_string(),
+            message: err.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for AuditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Usage(m) => write!(f, "{m}"),
+            Self::Suite { source, message } => write!(f, "suite `{source}`: {message}"),
+            Self::Mechanism(m) => write!(f, "{m}"),
+            Self::Io { path, message } => write!(f, "{path}: {message}"),
+            Self::External(m) => write!(f, "external mechanism: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for AuditError {}
+
+impl From<fl_stats::Error> for AuditError {
+    fn from(e: fl_stats::Error) -> Self {
+        Self::Mechanism(format!("statistics: {e}"))
+    }
+}
+
+impl From<fl_ldp::Error> for AuditError {
+    fn from(e: fl_ldp::Error) -> Self {
+        Self::Mechanism(format!("mechanism: {e}"))
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T> = core::result::Result<T, AuditError>;

@@ -1,0 +1,20 @@
+#![doc = include_str!("../README.md")]
+
+mod analysis;
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod external;
+pub mod progress;
+pub mod protocol;
+pub mod registry;
+pub mod report;
+mod source;
+pub mod suite;
+
+/// Generated at build time: the embedded suite files and the compiler version.
+mod builtin {
+    include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
+}
+
+pub use error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result};

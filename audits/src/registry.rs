@@ -1,0 +1,608 @@
+//! The mechanism registry: for each audited mechanism, its exact law at a grid point (from
+//! the mechanism crate's law functions), the inputs the audit uses, and its sampler (the
+//! mechanism crate's sampler). No formula is written here: probabilities come from
+//! fl-ldp / fl-signds, statistics from fl-stats.
+
+use serde_json::{Value, json};
+
+use crate::{
+    analysis::{BitLaw, BitStats, FiniteLaw, PointResult, RealLaw, TestSet, neighbour_pairs},
+    error::{AuditError, Result},
+    progress::Progress,
+    protocol::OutputKind,
+    source::{Draws, Internal, Source, mix},
+    suite::Params,
+};
+
+use fl_ldp::{
+    BinaryRandomizedResponse, BitProduct, CoordinateCdf, EmbeddingDp, Epsilon, ExponentialForm,
+    ExponentialMechanism, FiniteInputs, FiniteOutputs, KaryRandomizedResponse, LabelDp,
+    LaplaceOptions, Mechanism, ProbabilityVectorLaplace, RrWithPrior,
+};
+
+/// What `fl-audit list` and the suite validator know about a mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MechanismInfo {
+    /// Registry name used in suite files and on the command line.
+    pub name: &'static str,
+    /// One line.
+    pub description: &'static str,
+    /// Parameters (suite `params`/`grid` keys).
+    pub params: &'static str,
+    /// Tests a suite may ask for.
+    pub tests: &'static [&'static str],
+}
+
+/// Every mechanism the tool can audit.
+pub const MECHANISMS: &[MechanismInfo] = &[
+    MechanismInfo {
+        name: "rr-binary",
+        description: "binary randomized response (fl-ldp BinaryRandomizedResponse)",
+        params: "eps",
+        tests: &["cells", "epsilon"],
+    },
+    MechanismInfo {
+        name: "rr-kary",
+        description: "k-ary randomized response / GRR (fl-ldp KaryRandomizedResponse)",
+        params: "eps, k",
+        tests: &["cells", "chi-square", "epsilon"],
+    },
+    MechanismInfo {
+        name: "label-dp-binary",
+        description: "LabelDP on binary labels, through LabelDp::privatize (shape [n])",
+        params: "eps",
+        tests: &["cells", "epsilon"],
+    },
+    MechanismInfo {
+        name: "label-dp-onehot",
+        description: "LabelDP on one-hot labels, through LabelDp::privatize (shape [n, classes])",
+        params: "eps, classes",
+        tests: &["cells", "chi-square", "epsilon"],
+    },
+    MechanismInfo {
+        name: "embedding-dp",
+        description: "EmbeddingDP: sign quantisation then RR at eps/2 per coordinate (fl-ldp EmbeddingDp)",
+        params: "eps, dim",
+        tests: &["coordinates", "independence", "epsilon"],
+    },
+    MechanismInfo {
+        name: "exponential",
+        description: "exponential mechanism over a utility vector and its neighbour (fl-ldp ExponentialMechanism)",
+        params: "eps, utilities, sensitivity?, form?",
+        tests: &["cells", "chi-square", "epsilon"],
+    },
+    MechanismInfo {
+        name: "rr-with-prior",
+        description: "RR-with-prior for label DP (Ghazi et al. 2021; fl-ldp RrWithPrior)",
+        params: "eps, prior",
+        tests: &["cells", "chi-square", "epsilon"],
+    },
+    MechanismInfo {
+        name: "laplace",
+        description: "Laplace on a probability vector, exact lattice sampler (fl-ldp ProbabilityVectorLaplace)",
+        params: "eps, dim",
+        tests: &["ks", "tails", "epsilon"],
+    },
+];
+
+/// Looks a mechanism up by name.
+///
+/// # Errors
+/// [`AuditError::Usage`] naming the known mechanisms.
+pub fn info(name: &str) -> Result<&'static MechanismInfo> {
+    MECHANISMS.iter().find(|m| m.name == name).ok_or_else(|| {
+        let names: Vec<&str> = MECHANISMS.iter().map(|m| m.name).collect();
+        AuditError::usage(format!(
+            "unknown mechanism `{name}`; known mechanisms: {}",
+            names.join(", ")
+        ))
+    })
+}
+
+fn param<'a>(params: &'a Params, name: &str, what: &str) -> Result<&'a Value> {
+    params
+        .get(name)
+        .ok_or_else(|| AuditError::usage(format!("missing parameter `{name}` ({what})")))
+}
+
+/// A finite, non-negative ε parameter.
+pub(crate) fn eps_param(params: &Params) -> Result<Epsilon> {
+    let v = param(params, "eps", "the claimed epsilon, a finite number >= 0")?;
+    let x = v
+        .as_f64()
+        .ok_or_else(|| AuditError::usage(format!("parameter `eps` must be a number, got {v}")))?;
+    Epsilon::new(x).map_err(|e| AuditError::usage(format!("parameter `eps`: {e}")))
+}
+
+/// An integer parameter in `lo..=hi`.
+pub(crate) fn int_param(params: &Params, name: &str, lo: u64, hi: u64) -> Result<usize> {
+    let what = format!("an integer from {lo} to {hi}");
+    let v = param(params, name, &what)?;
+    match v.as_u64() {
+        Some(x) if (lo..=hi).contains(&x) => usize::try_from(x)
+            .map_err(|_| AuditError::usage(format!("parameter `{name}` is too large"))),
+        _ => Err(AuditError::usage(format!(
+            "parameter `{name}` must be {what}, got {v}"
+        ))),
+    }
+}
+
+/// The law of a grid point.
+#[derive(Debug)]
+pub(crate) enum Law {
+    /// Finite outputs.
+    Finite(FiniteLaw),
+    /// Bit vectors.
+    Bits(BitLaw),
+    /// Real vectors.
+    Reals(RealLaw),
+}
+
+impl Law {
+    fn inputs(&self) -> usize {
+        match self {
+            Self::Finite(l) => l.inputs.len(),
+            Self::Bits(l) => l.inputs.len(),
+            Self::Reals(l) => l.inputs.len(),
+        }
+    }
+
+    /// The protocol inputs, in input order.
+    pub(crate) fn protocol_inputs(&self) -> Vec<Value> {
+        match self {
+            Self::Finite(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
+            Self::Bits(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
+            Self::Reals(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
+        }
+    }
+}
+
+/// One grid point ready to run: its law, its tests and where its samples come from.
+pub(crate) struct PointAudit {
+    /// The expected law.
+    pub law: Law,
+    /// The tests asked for.
+    pub tests: TestSet,
+    /// The sample source.
+    pub source: Box<dyn Source>,
+}
+
+impl PointAudit {
+    /// Hypothesis tests this point will run (used to split α before sampling).
+    pub(crate) fn test_count(&self) -> usize {
+        match &self.law {
+            Law::Finite(l) => l.test_count(&self.tests),
+            Law::Bits(l) => l.test_count(&self.tests),
+            Law::Reals(l) => l.test_count(&self.tests),
+        }
+    }
+
+    /// ε statements this point will make.
+    pub(crate) fn epsilon_count(&self) -> usize {
+        match &self.law {
+            Law::Finite(l) => usize::from(self.tests.has("epsilon") && l.epsilon.is_some()),
+            Law::Bits(l) => l.epsilon_count(&self.tests),
+            Law::Reals(l) => l.epsilon_count(&self.tests),
+        }
+    }
+
+    /// Probabilities in which a relative error must be detectable (planning).
+    pub(crate) fn plan_probabilities(&self) -> Vec<f64> {
+        match &self.law {
+            Law::Finite(l) => l.plan_probabilities(),
+            Law::Bits(l) => l.plan_probabilities(),
+            Law::Reals(l) => l.plan_probabilities(),
+        }
+    }
+
+    /// Number of inputs (each gets `n` samples).
+    pub(crate) fn inputs(&self) -> usize {
+        self.law.inputs()
+    }
+
+    /// Draws `n` samples per input and runs the tests.
+    pub(crate) fn run(&mut self, n: u64, seed: u64, progress: &Progress) -> Result<PointResult> {
+        let mut draws = Vec::with_capacity(self.inputs());
+        for i in 0..self.inputs() {
+            draws.push(self.source.draw(i, n, mix(seed, i as u64), progress)?);
+        }
+        match &self.law {
+            Law::Finite(l) => {
+                let counts: Vec<Vec<u64>> = draws
+                    .into_iter()
+                    .map(|d| match d {
+                        Draws::Counts(c) => Ok(c),
+                        _ => Err(AuditError::Mechanism(
+                            "sampler returned the wrong kind of output".into(),
+                        )),
+                    })
+                    .collect::<Result<_>>()?;
+                l.analyze(&counts, &self.tests)
+            }
+            Law::Bits(l) => {
+                let stats: Vec<BitStats> = draws
+                    .into_iter()
+                    .map(|d| match d {
+                        Draws::Bits(s) => Ok(s),
+                        _ => Err(AuditError::Mechanism(
+                            "sampler returned the wrong kind of output".into(),
+                        )),
+                    })
+                    .collect::<Result<_>>()?;
+                l.analyze(&stats, &self.tests)
+            }
+            Law::Reals(l) => {
+                let cols: Vec<Vec<Vec<f64>>> = draws
+                    .into_iter()
+                    .map(|d| match d {
+                        Draws::Reals(c) => Ok(c),
+                        _ => Err(AuditError::Mechanism(
+                            "sampler returned the wrong kind of output".into(),
+                        )),
+                    })
+                    .collect::<Result<_>>()?;
+                l.analyze(&cols, &self.tests)
+            }
+        }
+    }
+}
+
+fn class_labels(k: usize) -> Vec<String> {
+    (0..k).map(|c| c.to_string()).collect()
+}
+
+fn finite_law<M>(m: &M, inputs: &[&M::Input], json_inputs: Vec<Value>) -> Result<FiniteLaw>
+where
+    M: FiniteOutputs,
+{
+    let first = *inputs
+        .first()
+        .ok_or_else(|| AuditError::Mechanism("a finite law needs at least one input".into()))?;
+    let outputs = class_labels(m.output_count(first)?);
+    let mut rows = Vec::with_capacity(inputs.len());
+    for (x, j) in inputs.iter().zip(json_inputs) {
+        let label = match &j {
+            Value::Number(n) => n.to_string(),
+            other => other.to_string(),
+        };
+        rows.push((label, j, m.output_probabilities(*x)?));
+    }
+    Ok(FiniteLaw {
+        outputs,
+        epsilon: Some((m.privacy().epsilon, neighbour_pairs(inputs.len()))),
+        inputs: rows,
+    })
+}
+
+/// The inputs of an EmbeddingDP audit of dimension `dim`: alternating signs, their
+/// negation (the two neighbours that reach the whole-vector claim), and a boundary input
+/// with zeros and subnormals.
+fn embedding_inputs(dim: usize) -> Vec<(String, Vec<f64>)> {
+    let a: Vec<f64> = (0..dim)
+        .map(|j| {
+            let m = 0.25 + j as f64;
+            if j % 2 == 0 { m } else { -m }
+        })
+        .collect();
+    let b: Vec<f64> = a.iter().map(|x| -x).collect();
+    let c: Vec<f64> = (0..dim)
+        .map(|j| match j % 4 {
+            0 => 0.0,
+            1 => 5e-324,
+            2 => -0.0,
+            _ => -5e-324,
+        })
+        .collect();
+    vec![
+        ("alternating".into(), a),
+        ("negated".into(), b),
+        ("boundary".into(), c),
+    ]
+}
+
+fn embedding(params: &Params) -> Result<(EmbeddingDp, usize)> {
+    let eps = eps_param(params)?;
+    let dim = int_param(params, "dim", 1, 4096)?;
+    Ok((EmbeddingDp::new(Some(eps)), dim))
+}
+
+fn f64_list(params: &Params, name: &str, what: &str) -> Result<Vec<f64>> {
+    let v = param(params, name, what)?;
+    let list = v
+        .as_array()
+        .and_then(|a| a.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>());
+    match list {
+        Some(l) if !l.is_empty() && l.iter().all(|x| x.is_finite()) => Ok(l),
+        _ => Err(AuditError::usage(format!(
+            "parameter `{name}` must be {what}, got {v}"
+        ))),
+    }
+}
+
+/// The exponential mechanism and its two neighbouring utility vectors: `utilities` and
+/// the same with output 0 raised by the sensitivity (a valid neighbour for both forms).
+fn exponential(params: &Params) -> Result<(ExponentialMechanism, Vec<Vec<f64>>)> {
+    let eps = eps_param(params)?;
+    let u = f64_list(params, "utilities", "a non-empty array of finite numbers")?;
+    let sensitivity = match params.get("sensitivity") {
+        None => 1.0,
+        Some(v) => v.as_f64().ok_or_else(|| {
+            AuditError::usage(format!("parameter `sensitivity` must be a number, got {v}"))
+        })?,
+    };
+    let form = match params.get("form").and_then(Value::as_str) {
+        None | Some("standard") => ExponentialForm::Standard,
+        Some("monotone") => ExponentialForm::Monotone,
+        Some(other) => {
+            return Err(AuditError::usage(format!(
+                "parameter `form` must be \"standard\" or \"monotone\", got {other}"
+            )));
+        }
+    };
+    let m = ExponentialMechanism::new(eps, sensitivity, form)?;
+    let mut v = u.clone();
+    if let Some(x) = v.first_mut() {
+        *x += sensitivity;
+    }
+    Ok((m, vec![u, v]))
+}
+
+fn prior(params: &Params) -> Result<RrWithPrior> {
+    let p = f64_list(
+        params,
+        "prior",
+        "an array of at least 2 non-negative numbers",
+    )?;
+    Ok(RrWithPrior::new(eps_param(params)?, &p)?)
+}
+
+fn laplace(params: &Params) -> Result<(ProbabilityVectorLaplace, usize)> {
+    let eps = eps_param(params)?;
+    let dim = int_param(params, "dim", 2, 1024)?;
+    Ok((
+        ProbabilityVectorLaplace::new(eps, dim, LaplaceOptions::default())?,
+        dim,
+    ))
+}
+
+/// Laplace inputs: the one-hot neighbours e_0 and e_1 (L1 distance 2, the sensitivity)
+/// and the uniform vector.
+fn laplace_inputs(dim: usize) -> Vec<(String, Vec<f64>)> {
+    let mut e0 = vec![0.0; dim];
+    let mut e1 = vec![0.0; dim];
+    e0[0] = 1.0;
+    e1[1] = 1.0;
+    vec![
+        ("e0".into(), e0),
+        ("e1".into(), e1),
+        ("uniform".into(), vec![1.0 / dim as f64; dim]),
+    ]
+}
+
+/// The law and output form of `mechanism` at `params`.
+///
+/// # Errors
+/// Unknown mechanism, missing or invalid parameters.
+pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, OutputKind)> {
+    match info(mechanism)?.name {
+        "rr-binary" => {
+            let m = BinaryRandomizedResponse::new(eps_param(params)?);
+            let l = finite_law(&m, &[&false, &true], vec![json!(0), json!(1)])?;
+            Ok((Law::Finite(l), OutputKind::Class(2)))
+        }
+        "label-dp-binary" => {
+            let m = LabelDp::new(eps_param(params)?);
+            let l = finite_law(m.binary(), &[&false, &true], vec![json!(0), json!(1)])?;
+            Ok((Law::Finite(l), OutputKind::Class(2)))
+        }
+        "rr-kary" => {
+            let k = int_param(params, "k", 2, 1 << 16)?;
+            let m = KaryRandomizedResponse::new(eps_param(params)?, k)?;
+            let xs: Vec<usize> = (0..k).collect();
+            let refs: Vec<&usize> = xs.iter().collect();
+            let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
+            Ok((Law::Finite(l), OutputKind::Class(k)))
+        }
+        "label-dp-onehot" => {
+            let k = int_param(params, "classes", 2, 1 << 16)?;
+            let m = LabelDp::new(eps_param(params)?).one_hot(k)?;
+            let xs: Vec<usize> = (0..k).collect();
+            let refs: Vec<&usize> = xs.iter().collect();
+            let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
+            Ok((Law::Finite(l), OutputKind::Class(k)))
+        }
+        "embedding-dp" => {
+            let (m, dim) = embedding(params)?;
+            let mut inputs = Vec::new();
+            for (label, x) in embedding_inputs(dim) {
+                let p = m.one_probabilities(&x)?;
+                inputs.push((label, json!(x), p));
+            }
+            let l = BitLaw {
+                dim,
+                inputs,
+                epsilon: Some((m.per_coordinate_epsilon(), m.per_vector_epsilon(dim))),
+            };
+            Ok((Law::Bits(l), OutputKind::Bits(dim)))
+        }
+        "exponential" => {
+            let (m, inputs) = exponential(params)?;
+            let refs: Vec<&[f64]> = inputs.iter().map(Vec::as_slice).collect();
+            let l = finite_law(&m, &refs, inputs.iter().map(|u| json!(u)).collect())?;
+            let k = inputs.first().map_or(0, Vec::len);
+            Ok((Law::Finite(l), OutputKind::Class(k)))
+        }
+        "rr-with-prior" => {
+            let m = prior(params)?;
+            let xs = m.inputs();
+            let refs: Vec<&usize> = xs.iter().collect();
+            let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
+            Ok((Law::Finite(l), OutputKind::Class(xs.len())))
+        }
+        "laplace" => {
+            let (m, dim) = laplace(params)?;
+            let inputs = laplace_inputs(dim);
+            for (_, x) in &inputs {
+                m.coordinate_cdf(x, 0, 0.0)?;
+            }
+            let xs: Vec<Vec<f64>> = inputs.iter().map(|(_, x)| x.clone()).collect();
+            let claimed = m.privacy().epsilon;
+            let scale = m.noise_scale();
+            let law = RealLaw {
+                dim,
+                inputs: inputs.into_iter().map(|(l, x)| (l, json!(x), x)).collect(),
+                cdf: Box::new(move |i, j, y| {
+                    xs.get(i)
+                        .and_then(|x| m.coordinate_cdf(x, j, y).ok())
+                        .unwrap_or(f64::NAN)
+                }),
+                scale,
+                epsilon: Some(claimed),
+            };
+            Ok((Law::Reals(law), OutputKind::Reals(dim)))
+        }
+        other => Err(AuditError::usage(format!("no law for mechanism `{other}`"))),
+    }
+}
+
+/// Labels per privatize call when sampling LabelDP (bounded memory).
+const LABEL_BATCH: u64 = 1 << 14;
+
+/// The project's sampler for `mechanism` at `params` (which may differ from the law's
+/// parameters in a mis-calibrated variant).
+///
+/// # Errors
+/// Unknown mechanism, missing or invalid parameters.
+pub(crate) fn sampler(mechanism: &str, params: &Params) -> Result<Internal> {
+    match info(mechanism)?.name {
+        "rr-binary" => {
+            let m = BinaryRandomizedResponse::new(eps_param(params)?);
+            Ok(Internal::new(move |i, n, rng| {
+                Ok(Draws::Counts(m.sample_counts(&(i == 1), n, rng)?))
+            }))
+        }
+        "rr-kary" => {
+            let k = int_param(params, "k", 2, 1 << 16)?;
+            let m = KaryRandomizedResponse::new(eps_param(params)?, k)?;
+            Ok(Internal::new(move |i, n, rng| {
+                Ok(Draws::Counts(m.sample_counts(&i, n, rng)?))
+            }))
+        }
+        "label-dp-binary" => {
+            let m = LabelDp::new(eps_param(params)?);
+            Ok(Internal::new(move |i, n, rng| {
+                let mut counts = vec![0u64; 2];
+                let mut left = n;
+                while left > 0 {
+                    let b = LABEL_BATCH.min(left);
+                    let labels = vec![u8::from(i == 1); b as usize];
+                    for y in m.privatize(&labels, &[b as usize], rng)? {
+                        counts[usize::from(y == 1)] += 1;
+                    }
+                    left -= b;
+                }
+                Ok(Draws::Counts(counts))
+            }))
+        }
+        "label-dp-onehot" => {
+            let k = int_param(params, "classes", 2, 1 << 16)?;
+            let m = LabelDp::new(eps_param(params)?);
+            Ok(Internal::new(move |i, n, rng| {
+                let mut counts = vec![0u64; k];
+                let rows = (LABEL_BATCH / k as u64).max(1);
+                let mut left = n;
+                while left > 0 {
+                    let b = rows.min(left) as usize;
+                    let mut labels = vec![0u8; b * k];
+                    for r in 0..b {
+                        labels[r * k + i] = 1;
+                    }
+                    let out = m.privatize(&labels, &[b, k], rng)?;
+                    for row in out.chunks_exact(k) {
+                        if let Some(c) = row.iter().position(|&v| v == 1) {
+                            counts[c] += 1;
+                        }
+                    }
+                    left -= b as u64;
+                }
+                Ok(Draws::Counts(counts))
+            }))
+        }
+        "embedding-dp" => {
+            let (m, dim) = embedding(params)?;
+            let inputs: Vec<Vec<f64>> = embedding_inputs(dim).into_iter().map(|(_, x)| x).collect();
+            Ok(Internal::new(move |i, n, rng| {
+                let mut s = BitStats::new(dim);
+                let x = inputs.get(i).map_or(&[][..], Vec::as_slice);
+                let mut bits = vec![false; dim];
+                for _ in 0..n {
+                    let y = m.sample(x, rng)?;
+                    for (b, &v) in bits.iter_mut().zip(&y) {
+                        *b = v == 1;
+                    }
+                    s.add(&bits);
+                }
+                Ok(Draws::Bits(s))
+            }))
+        }
+        "exponential" => {
+            let (m, inputs) = exponential(params)?;
+            Ok(Internal::new(move |i, n, rng| {
+                let u = inputs.get(i).map_or(&[][..], Vec::as_slice);
+                Ok(Draws::Counts(m.sample_counts(u, n, rng)?))
+            }))
+        }
+        "rr-with-prior" => {
+            let m = prior(params)?;
+            Ok(Internal::new(move |i, n, rng| {
+                Ok(Draws::Counts(m.sample_counts(&i, n, rng)?))
+            }))
+        }
+        "laplace" => {
+            let (m, dim) = laplace(params)?;
+            let inputs: Vec<Vec<f64>> = laplace_inputs(dim).into_iter().map(|(_, x)| x).collect();
+            Ok(Internal::new(move |i, n, rng| {
+                let x = inputs.get(i).map_or(&[][..], Vec::as_slice);
+                let mut cols = vec![Vec::with_capacity(n as usize); dim];
+                for _ in 0..n {
+                    let y = m.sample(x, rng)?;
+                    for (c, v) in cols.iter_mut().zip(y) {
+                        c.push(v);
+                    }
+                }
+                Ok(Draws::Reals(cols))
+            }))
+        }
+        other => Err(AuditError::usage(format!(
+            "no sampler for mechanism `{other}`"
+        ))),
+    }
+}
+
+/// A grid point of a suite: law at `params`, sampler at `sampler_params`.
+///
+/// # Errors
+/// Unknown mechanism or test, invalid parameters.
+pub(crate) fn point(
+    mechanism: &str,
+    params: &Params,
+    sampler_params: &Params,
+    tests: &[String],
+) -> Result<PointAudit> {
+    let info = info(mechanism)?;
+    for t in tests {
+        if !info.tests.contains(&t.as_str()) {
+            return Err(AuditError::usage(format!(
+                "mechanism `{mechanism}` has no test `{t}`; its tests: {}",
+                info.tests.join(", ")
+            )));
+        }
+    }
+    let (law, _) = law(mechanism, params)?;
+    let source = sampler(mechanism, sampler_params)?;
+    Ok(PointAudit {
+        law,
+        tests: TestSet(tests.to_vec()),
+        source: Box::new(source),
+    })
+}

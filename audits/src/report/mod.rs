@@ -1,0 +1,256 @@
+//! The run report: one model, three renderings (`report.json` per the specification's
+//! schema, `report.md` for people, one SVG plot per suite), written atomically.
+
+mod markdown;
+mod svg;
+mod write;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::suite::Params;
+
+pub use markdown::render_markdown;
+pub use svg::render_svg;
+pub use write::{OutputDir, write_atomically};
+
+/// One hypothesis test's row in the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestRow {
+    /// The suite that ran the test.
+    pub suite: String,
+    /// The mechanism's registry name.
+    pub mechanism: String,
+    /// The grid point's parameters, plus the input (and output cell) the test is about.
+    pub params: Params,
+    /// The test's name, e.g. `cell-binomial`.
+    pub test: String,
+    /// Observations the test used.
+    pub samples: u64,
+    /// The test statistic (`None` when it is not finite, e.g. an impossible output was
+    /// observed).
+    pub statistic: Option<f64>,
+    /// The unadjusted p-value.
+    pub p_value: f64,
+    /// The Holm-adjusted p-value over every test of the run.
+    pub adjusted_p_value: f64,
+    /// `adjusted_p_value > α_tests`.
+    pub passed: bool,
+}
+
+/// One certified ε lower bound in the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpsilonRow {
+    /// The suite that computed it.
+    pub suite: String,
+    /// The mechanism's registry name.
+    pub mechanism: String,
+    /// The grid point's parameters and what the bound is about (`scope`).
+    pub params: Params,
+    /// The ε the mechanism claims for this scope.
+    pub claimed: f64,
+    /// The certified lower bound ε̂_lb.
+    pub lower_bound: f64,
+    /// The confidence of the bound.
+    pub confidence: f64,
+}
+
+impl EpsilonRow {
+    /// `true` unless the data certify a violation (ε̂_lb > claimed).
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.lower_bound <= self.claimed
+    }
+}
+
+/// The data of one plot panel: empirical against expected law.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PanelData {
+    /// A finite law: one bar per output.
+    Bars {
+        /// Output labels.
+        labels: Vec<String>,
+        /// Expected probabilities.
+        expected: Vec<f64>,
+        /// Observed frequencies.
+        observed: Vec<f64>,
+    },
+    /// A CDF against the empirical CDF at the same abscissae.
+    Cdf {
+        /// Abscissae (increasing).
+        xs: Vec<f64>,
+        /// The expected CDF at `xs`.
+        expected: Vec<f64>,
+        /// The empirical CDF at `xs`.
+        empirical: Vec<f64>,
+    },
+}
+
+/// One plot panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    /// The panel's title (grid point and input).
+    pub title: String,
+    /// What it shows.
+    pub data: PanelData,
+}
+
+/// What the report says about one suite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteSummary {
+    /// The suite's name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// The mechanism's registry name.
+    pub mechanism: String,
+    /// The suite's own seed.
+    pub seed: u64,
+    /// Grid points run.
+    pub points: usize,
+    /// Samples per input at each grid point (in grid order).
+    pub samples_per_input: Vec<u64>,
+    /// Total outputs drawn.
+    pub samples_drawn: u64,
+    /// Sampler-only overrides, if the suite is a deliberately mis-calibrated variant.
+    pub sampler_overrides: Option<Params>,
+    /// Plot panels.
+    pub panels: Vec<Panel>,
+    /// Wall-clock seconds spent (not part of the reproducible JSON).
+    pub seconds: f64,
+}
+
+/// A complete run report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The family-wise significance level of the whole run.
+    pub alpha: f64,
+    /// The share of α given to the hypothesis tests (Holm over all of them).
+    pub alpha_tests: f64,
+    /// The run seed.
+    pub seed: u64,
+    /// Versions of the tool, the audited crates and the compiler.
+    pub versions: BTreeMap<String, String>,
+    /// The suites in run order.
+    pub suites: Vec<SuiteSummary>,
+    /// Every test, in run order.
+    pub results: Vec<TestRow>,
+    /// Every ε lower bound, in run order.
+    pub epsilon: Vec<EpsilonRow>,
+}
+
+fn num(x: f64) -> Value {
+    if x.is_finite() { json!(x) } else { Value::Null }
+}
+
+impl Report {
+    /// Total outputs drawn over the run.
+    #[must_use]
+    pub fn samples(&self) -> u64 {
+        self.suites.iter().map(|s| s.samples_drawn).sum()
+    }
+
+    /// `true` when every test passed after correction and no ε bound exceeds its claim.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.results.iter().all(|r| r.passed) && self.epsilon.iter().all(EpsilonRow::passed)
+    }
+
+    /// Tests and ε bounds that failed.
+    #[must_use]
+    pub fn failures(&self) -> usize {
+        self.results.iter().filter(|r| !r.passed).count()
+            + self.epsilon.iter().filter(|e| !e.passed()).count()
+    }
+
+    /// `report.json`: the specification's schema (`alpha`, `seed`, `samples`, `results`,
+    /// `epsilon`) plus `tool`, `versions`, `alpha_tests`, `passed` and `suites`. Contains
+    /// no timings, so the same seed gives the same bytes.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let results: Vec<Value> = self
+            .results
+            .iter()
+            .map(|r| {
+                json!({
+                    "suite": r.suite,
+                    "mechanism": r.mechanism,
+                    "params": r.params,
+                    "test": r.test,
+                    "samples": r.samples,
+                    "statistic": r.statistic.map_or(Value::Null, num),
+                    "p_value": num(r.p_value),
+                    "adjusted_p_value": num(r.adjusted_p_value),
+                    "passed": r.passed,
+                })
+            })
+            .collect();
+        let epsilon: Vec<Value> = self
+            .epsilon
+            .iter()
+            .map(|e| {
+                json!({
+                    "mechanism": e.mechanism,
+                    "params": e.params,
+                    "claimed": num(e.claimed),
+                    "lower_bound": num(e.lower_bound),
+                    "confidence": num(e.confidence),
+                })
+            })
+            .collect();
+        let suites: Vec<Value> = self
+            .suites
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "mechanism": s.mechanism,
+                    "seed": s.seed,
+                    "points": s.points,
+                    "samples_per_input": s.samples_per_input,
+                    "samples": s.samples_drawn,
+                    "sampler_overrides": s.sampler_overrides,
+                })
+            })
+            .collect();
+        json!({
+            "tool": "fl-audit",
+            "versions": self.versions,
+            "alpha": num(self.alpha),
+            "alpha_tests": num(self.alpha_tests),
+            "seed": self.seed,
+            "samples": self.samples(),
+            "passed": self.passed(),
+            "suites": suites,
+            "results": results,
+            "epsilon": epsilon,
+        })
+    }
+}
+
+/// Formats a probability or p-value compactly.
+#[must_use]
+pub fn fmt_p(p: f64) -> String {
+    if p == 0.0 {
+        "0".into()
+    } else if p >= 1e-3 {
+        format!("{p:.4}")
+    } else {
+        format!("{p:.2e}")
+    }
+}
+
+/// The versions recorded in every report.
+#[must_use]
+pub fn versions() -> BTreeMap<String, String> {
+    let v = env!("CARGO_PKG_VERSION").to_string();
+    let mut m = BTreeMap::new();
+    m.insert("fl-audit".into(), v.clone());
+    // The audited crates are workspace members and share the workspace version.
+    m.insert("fl-ldp".into(), v.clone());
+    m.insert("fl-signds".into(), v.clone());
+    m.insert("fl-stats".into(), v);
+    m.insert("rustc".into(), crate::builtin::RUSTC_VERSION.into());
+    m
+}

@@ -1,0 +1,371 @@
+//! End-to-end tests of the `fl-audit` binary: exit statuses, the report and its schema,
+//! reproducibility, `external` against the shipped Python examples and misbehaving
+//! children. Every statistical outcome uses a fixed seed (the examples take `--seed`).
+// Test helpers outside #[test] functions: a failing unwrap is a failing test.
+#![allow(clippy::unwrap_used)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fl-audit"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fl-audit-it-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn example(name: &str) -> String {
+    root().join("examples").join(name).display().to_string()
+}
+
+#[test]
+fn run_writes_a_schema_valid_reproducible_report() {
+    let d = scratch("run");
+    let out_a = d.join("a");
+    let out_b = d.join("b");
+    for out in [&out_a, &out_b] {
+        let o = run(&[
+            "run",
+            "--samples",
+            "20000",
+            "--seed",
+            "7",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).contains("PASS"));
+    }
+    let a = std::fs::read(out_a.join("report.json")).unwrap();
+    let b = std::fs::read(out_b.join("report.json")).unwrap();
+    assert_eq!(a, b, "same seed, same report");
+    let report: serde_json::Value = serde_json::from_slice(&a).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("report.schema.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&report)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(report["seed"], 7);
+    assert_eq!(report["alpha"], 1e-3);
+    assert!(report["versions"]["fl-ldp"].is_string());
+    assert!(report["results"].as_array().unwrap().len() > 100);
+    assert!(!report["epsilon"].as_array().unwrap().is_empty());
+    // The schema is not vacuous: a report missing a contract field fails it.
+    let mut broken = report.clone();
+    broken.as_object_mut().unwrap().remove("epsilon");
+    assert!(!validator.is_valid(&broken));
+    // Every suite has its plot; report.md links it.
+    let md = std::fs::read_to_string(out_a.join("report.md")).unwrap();
+    for s in report["suites"].as_array().unwrap() {
+        let name = s["name"].as_str().unwrap();
+        let svg = std::fs::read_to_string(out_a.join(format!("{name}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("</svg>"));
+        assert!(md.contains(&format!("({name}.svg)")));
+    }
+    // A different seed gives different samples.
+    let out_c = d.join("c");
+    let o = run(&[
+        "run",
+        "--suite",
+        "rr-binary",
+        "--samples",
+        "20000",
+        "--seed",
+        "8",
+        "--out",
+        out_c.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0);
+    assert_ne!(std::fs::read(out_c.join("report.json")).unwrap(), a);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_failing_run_exits_1_and_still_writes_its_report() {
+    let d = scratch("fail");
+    let suite = d.join("bad.json");
+    std::fs::write(
+        &suite,
+        r#"{"name":"bad","mechanism":"rr-binary","params":{"eps":1},"seed":1,
+            "samples":200000,"tests":["cells","epsilon"],"sampler":{"eps":1.5}}"#,
+    )
+    .unwrap();
+    let out = d.join("out");
+    let o = run(&[
+        "run",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("FAIL"));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["passed"], false);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_line_and_no_report() {
+    let d = scratch("usage");
+    let out = d.join("never");
+    let o_str = out.to_str().unwrap();
+    let file = d.join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let unwritable = file.join("sub");
+    for (args, what) in [
+        (
+            vec!["run", "--suite", "nope", "--out", o_str],
+            "unknown suite",
+        ),
+        (
+            vec!["run", "--samples", "abc", "--out", o_str],
+            "invalid value",
+        ),
+        (vec!["run", "--samples", "0", "--out", o_str], "0"),
+        (vec!["run", "--alpha", "2", "--out", o_str], "alpha"),
+        (vec!["run", "--out", unwritable.to_str().unwrap()], "file"),
+        (
+            vec!["epsilon", "--mechanism", "nope", "--eps", "1"],
+            "unknown mechanism",
+        ),
+        (
+            vec!["epsilon", "--mechanism", "rr-kary", "--eps", "1"],
+            "--classes",
+        ),
+        (
+            vec!["epsilon", "--mechanism", "rr-binary", "--eps", "-1"],
+            "eps",
+        ),
+        (
+            vec!["epsilon", "--mechanism", "rr-binary", "--eps", "x"],
+            "invalid value",
+        ),
+        (
+            vec![
+                "external",
+                "--mechanism",
+                "embedding-dp",
+                "--eps",
+                "1",
+                "--",
+                "true",
+            ],
+            "--dim",
+        ),
+        (
+            vec![
+                "external",
+                "--mechanism",
+                "rr-kary",
+                "--eps",
+                "1",
+                "--",
+                "true",
+            ],
+            "external audits support",
+        ),
+        (
+            vec!["external", "--mechanism", "rr-binary", "--eps", "1"],
+            "COMMAND",
+        ),
+        (vec!["frobnicate"], "unrecognized subcommand"),
+    ] {
+        let o = run(&args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(what), "{args:?}: {err}");
+    }
+    assert!(!out.exists(), "no report after a usage error");
+    assert_eq!(
+        std::fs::read_dir(&d).unwrap().count(),
+        1,
+        "no temporaries left"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+fn external(mechanism: &str, extra: &[&str], script: &str, samples: &str) -> Output {
+    let mut args = vec![
+        "external",
+        "--mechanism",
+        mechanism,
+        "--eps",
+        "1",
+        "--samples",
+        samples,
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "python3"]);
+    let path = example(script);
+    args.push(&path);
+    args.extend_from_slice(&["--mechanism", mechanism, "--eps", "1", "--seed", "11"]);
+    let classes: Vec<&str> = extra
+        .windows(2)
+        .filter(|w| w[0] == "--classes")
+        .flat_map(|w| ["--classes", w[1]])
+        .collect();
+    args.extend_from_slice(&classes);
+    run(&args)
+}
+
+#[test]
+fn external_examples_pass_and_fail() {
+    for (mechanism, extra, samples) in [
+        ("rr-binary", vec![], "100000"),
+        ("label-dp-binary", vec![], "100000"),
+        ("label-dp-onehot", vec!["--classes", "4"], "50000"),
+        ("embedding-dp", vec!["--dim", "3"], "30000"),
+        ("laplace", vec!["--dim", "3"], "20000"),
+    ] {
+        let good = external(mechanism, &extra, "mechanism_correct.py", samples);
+        assert_eq!(
+            code(&good),
+            0,
+            "{mechanism}: {}{}",
+            stdout(&good),
+            stderr(&good)
+        );
+        assert!(stdout(&good).contains("PASS"), "{}", stdout(&good));
+        let bad = external(mechanism, &extra, "mechanism_wrong.py", samples);
+        assert_eq!(
+            code(&bad),
+            1,
+            "{mechanism}: {}{}",
+            stdout(&bad),
+            stderr(&bad)
+        );
+        let out = stdout(&bad);
+        assert!(out.contains("FAIL") && out.contains("eps_lb"), "{out}");
+    }
+}
+
+#[test]
+fn misbehaving_children_exit_2() {
+    for (script, what) in [
+        (
+            "import sys; sys.stdin.readline(); sys.exit(3)",
+            "closed its stdout",
+        ),
+        (
+            "import sys, time; sys.stdin.readline(); time.sleep(60)",
+            "timeout",
+        ),
+        (
+            "import sys; sys.stdin.readline(); print('{\"outputs\": [1, 0]}', flush=True)",
+            "wrong count",
+        ),
+        (
+            "import sys; sys.stdin.readline(); print('oops', flush=True)",
+            "malformed",
+        ),
+        (
+            "import sys\nfor l in sys.stdin: print('{\"outputs\": [7]}', flush=True)",
+            "expected an integer",
+        ),
+        ("raise SystemExit(1)", "external mechanism"),
+    ] {
+        let o = run(&[
+            "external",
+            "--mechanism",
+            "rr-binary",
+            "--eps",
+            "1",
+            "--samples",
+            "1",
+            "--timeout",
+            "1",
+            "--",
+            "python3",
+            "-c",
+            script,
+        ]);
+        assert_eq!(code(&o), 2, "{script}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(what), "{script}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(!err.contains("panicked"));
+    }
+    let o = run(&[
+        "external",
+        "--mechanism",
+        "rr-binary",
+        "--eps",
+        "1",
+        "--",
+        "/nonexistent/mechanism",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot start"));
+}
+
+#[test]
+fn list_epsilon_and_plan_commands() {
+    let o = run(&["list"]);
+    assert_eq!(code(&o), 0);
+    for name in [
+        "rr-binary",
+        "rr-kary",
+        "embedding-dp",
+        "laplace",
+        "exponential",
+    ] {
+        assert!(stdout(&o).contains(name), "{name}");
+    }
+    let o = run(&[
+        "epsilon",
+        "--mechanism",
+        "rr-kary",
+        "--classes",
+        "3",
+        "--eps",
+        "1",
+        "--samples",
+        "200000",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("certified lower bound"));
+    assert!(stdout(&o).contains("consistent"));
+}
+
+#[test]
+fn help_exits_0() {
+    let o = run(&["--help"]);
+    assert_eq!(code(&o), 0);
+    for sub in ["run", "list", "epsilon", "plan", "external"] {
+        assert!(stdout(&o).contains(sub));
+    }
+}
