@@ -434,7 +434,7 @@ pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, OutputKind)>
         }
         "rr-with-prior" => {
             let m = prior(params)?;
-            let xs = m.inputs();
+            let xs = m.inputs()?;
             let refs: Vec<&usize> = xs.iter().collect();
             let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
             Ok((Law::Finite(l), OutputKind::Class(xs.len())))
