@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
 use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
 use crypto_bigint::{
-    BoxedUint, Choice, ConcatenatingMul, CtAssign, Gcd, MontyForm, MontyMultiplier, NonZero,
+    BoxedUint, Choice, ConcatenatingMul, CtAssign, CtLt, Gcd, MontyForm, MontyMultiplier, NonZero,
     RandomMod,
 };
 use num_bigint::{BigInt, BigUint, Sign};
@@ -149,9 +149,9 @@ impl EncryptionKey {
     /// gᵐ = 1 + m·n mod n² (no exponentiation: g = n + 1), in Montgomery form.
     pub(crate) fn g_pow(&self, m: &Plaintext) -> Result<BoxedMontyForm> {
         let inner = &self.inner;
-        if m.value.nlimbs() != inner.n_limbs
-            || m.value.cmp_vartime(&inner.n) != core::cmp::Ordering::Less
-        {
+        // The comparison is constant-time (the plaintext may be secret); only its result
+        // (valid or not) steers the control flow.
+        if m.value.nlimbs() != inner.n_limbs || !bool::from(m.value.ct_lt(&inner.n)) {
             return Err(Error::PlaintextOutOfRange {
                 allowed: "0 <= m < n (a plaintext of this key)",
             });
@@ -433,8 +433,9 @@ impl EncryptionKey {
     }
 
     /// Encrypted dot product with public scalars: Enc(Σ kᵢ·xᵢ) = Π cᵢ^kᵢ, by simultaneous
-    /// multi-exponentiation (shared squarings). Negative kᵢ use the inverse ciphertext.
-    /// Variable time in the scalars.
+    /// multi-exponentiation (shared squarings). The terms with negative kᵢ are accumulated
+    /// separately with |kᵢ| and inverted once at the end (one inversion mod n² instead of
+    /// one per negative scalar). Variable time in the scalars.
     ///
     /// # Errors
     /// [`Error::LengthMismatch`], [`Error::KeyMismatch`].
@@ -445,20 +446,25 @@ impl EncryptionKey {
                 right: ks.len(),
             });
         }
-        let mut bases = Vec::with_capacity(cs.len());
+        let (mut pos, mut pos_k, mut neg, mut neg_k) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (c, &k) in cs.iter().zip(ks) {
             self.check_ciphertext(c)?;
-            bases.push(if k < 0 {
-                invert_public(&c.value)?
+            if k < 0 {
+                neg.push(&c.value);
+                neg_k.push(k.unsigned_abs());
             } else {
-                c.value.clone()
-            });
+                pos.push(&c.value);
+                pos_k.push(k.unsigned_abs());
+            }
         }
-        let refs: Vec<&BoxedMontyForm> = bases.iter().collect();
-        let exps: Vec<u64> = ks.iter().map(|k| k.unsigned_abs()).collect();
-        Ok(Ciphertext {
-            value: multi_pow_u64(self.params(), &refs, &exps, false),
-        })
+        let params = self.params();
+        let mut value = multi_pow_u64(params, &pos, &pos_k, false);
+        if !neg.is_empty() {
+            let negative = multi_pow_u64(params, &neg, &neg_k, false);
+            value = value.mul(&invert_public(&negative)?);
+        }
+        Ok(Ciphertext { value })
     }
 
     /// Encrypted dot product with caller-secret scalars, constant time in the scalars:
