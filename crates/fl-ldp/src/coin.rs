@@ -93,18 +93,26 @@ impl Bernoulli {
 
     /// Flips the coin: `true` with probability exactly p.
     pub fn sample<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> bool {
-        if self.certain {
-            return true;
-        }
         let r = rng.next_u64();
-        if r != self.first_word || self.words <= 1 {
-            return r < self.first_word;
+        self.flip_with_word(r, rng)
+    }
+
+    /// Decides the coin from its first uniform word `r` (drawing continuation words from
+    /// `rng` only in the rare case that `r` equals p's first word and p's expansion is
+    /// longer than one word, i.e. with probability 2^−64, and never for p ≥ 2^−11).
+    ///
+    /// The hot path is branch-free: `r < first_word`, or-ed with `certain` for p = 1.
+    #[inline(always)]
+    pub(crate) fn flip_with_word<R: CryptoRng + ?Sized>(&self, r: u64, rng: &mut R) -> bool {
+        if r == self.first_word && self.words > 1 {
+            return self.sample_tail(rng);
         }
-        self.sample_tail(rng)
+        (r < self.first_word) | self.certain
     }
 
     /// The rare continuation after the first word of U equalled p's first word.
     #[cold]
+    #[inline(never)]
     fn sample_tail<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> bool {
         for i in 1..self.words {
             let w = self.word(i);
@@ -117,17 +125,63 @@ impl Bernoulli {
         false
     }
 
+    /// Flips the coin once for every element of `out` (`true` = heads): a batch API for
+    /// mechanisms that need many coins with the same bias. Same law as repeated
+    /// [`Bernoulli::sample`]: one 64-bit word per coin, independent coins.
+    pub fn fill<R: CryptoRng + ?Sized>(&self, rng: &mut R, out: &mut [bool]) {
+        for o in out.iter_mut() {
+            let r = rng.next_u64();
+            *o = self.flip_with_word(r, rng);
+        }
+    }
+
     /// Flips the coin once per bit of `out` (bit `j` of `out[i]` is coin `64·i + j`):
     /// a batch API for mechanisms that need many coins with the same bias.
     pub fn fill_bits<R: CryptoRng + ?Sized>(&self, rng: &mut R, out: &mut [u64]) {
         for word in out.iter_mut() {
             let mut acc = 0u64;
             for j in 0..64 {
-                acc |= u64::from(self.sample(rng)) << j;
+                let r = rng.next_u64();
+                acc |= u64::from(self.flip_with_word(r, rng)) << j;
             }
             *word = acc;
         }
     }
+}
+
+/// A uniform integer in `[0, n)`, exactly (Lemire's nearly divisionless method: the
+/// 128-bit product of a uniform word and `n`, rejecting the at most `n − 1` low values that
+/// would bias it). Returns 0 for `n ≤ 1` without drawing.
+///
+/// The number of words drawn depends only on the random words and on `n` (a rejection
+/// happens with probability below n/2^64), never on the value returned.
+#[inline]
+pub(crate) fn uniform_below<R: CryptoRng + ?Sized>(rng: &mut R, n: u64) -> u64 {
+    if n <= 1 {
+        return 0;
+    }
+    let mut m = u128::from(rng.next_u64()) * u128::from(n);
+    if (m as u64) < n {
+        let threshold = n.wrapping_neg() % n;
+        while (m as u64) < threshold {
+            m = u128::from(rng.next_u64()) * u128::from(n);
+        }
+    }
+    (m >> 64) as u64
+}
+
+/// A uniform integer in `[0, n)` from one uniform 32-bit value `r` (Lemire, 32-bit), with
+/// rejection drawing fresh words from `rng`; `n` must be in `1..=2^32`.
+#[inline(always)]
+pub(crate) fn uniform_below_u32<R: CryptoRng + ?Sized>(r: u32, n: u64, rng: &mut R) -> u64 {
+    let mut m = u64::from(r) * n;
+    if (m as u32 as u64) < n {
+        let threshold = (1u64 << 32).wrapping_sub(n) % n;
+        while (m as u32 as u64) < threshold {
+            m = u64::from(rng.next_u32()) * n;
+        }
+    }
+    m >> 32
 }
 
 /// 2^e for e in the range of finite f64 powers of two, subnormals included.

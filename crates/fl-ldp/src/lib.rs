@@ -1,9 +1,40 @@
 #![doc = include_str!("../README.md")]
 
+pub mod binary;
+pub mod categorical;
 pub mod coin;
+pub mod embedding;
 pub mod epsilon;
 pub mod error;
+mod exact;
+pub mod exponential;
+pub mod frequency;
+pub mod kary;
+pub mod label;
+pub mod laplace;
+pub mod mechanism;
+mod numeric;
+pub mod prior;
 
+pub use binary::{BinaryRandomizedResponse, CountEstimate};
+pub use categorical::Categorical;
 pub use coin::Bernoulli;
+pub use embedding::EmbeddingDp;
 pub use epsilon::{Epsilon, Probability, logistic, logistic_complement};
 pub use error::{Error, Result};
+pub use exponential::{ExponentialForm, ExponentialMechanism};
+pub use frequency::{
+    FrequencyOracle, FrequencyProtocol, OlhReport, OptimizedLocalHashing, OptimizedUnaryEncoding,
+    Report, SupportCounter,
+};
+pub use kary::KaryRandomizedResponse;
+pub use label::{LabelDp, LabelKind, LabelValue};
+pub use laplace::{
+    DiscreteLaplace, LaplaceCalibration, LaplaceOptions, LatticeLaw, ProbabilityVectorLaplace,
+    TimingMode,
+};
+pub use mechanism::{
+    BitProduct, CoordinateCdf, FiniteInputs, FiniteOutputs, Mechanism, Neighbouring, PrivacyClaim,
+    law_epsilon,
+};
+pub use prior::RrWithPrior;

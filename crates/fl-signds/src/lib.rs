@@ -1,17 +1,19 @@
 #![doc = include_str!("../README.md")]
 
-use core::fmt;
+pub mod client;
+pub mod error;
+pub mod law;
+pub mod params;
+pub mod report;
+pub mod selection;
+pub mod server;
+pub mod topk;
 
-/// Everything that can go wrong in this crate. It has no variants until the crate has
-/// operations that can fail; every variant added names what was wrong and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Error {}
-
-impl fmt::Display for Error {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {}
-    }
-}
-
-impl std::error::Error for Error {}
+pub use client::{Client, ClientOutput, PrivacySpent};
+pub use error::{Error, Result};
+pub use law::SelectionLaw;
+pub use params::{Params, Profile, Warning};
+pub use report::{Report, Sign};
+pub use server::{
+    Broadcast, Phase, Round, RoundSummary, Server, StepRule, StepSizeEstimator, Transition,
+};

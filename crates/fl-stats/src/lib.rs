@@ -1,17 +1,31 @@
 #![doc = include_str!("../README.md")]
 
-use core::fmt;
+pub mod binomial;
+pub mod chisquare;
+pub mod epsilon;
+pub mod error;
+pub mod kolmogorov;
+pub mod ks;
+pub mod multiple;
+mod special;
+pub mod test;
 
-/// Everything that can go wrong in this crate. It has no variants until the crate has
-/// operations that can fail; every variant added names what was wrong and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Error {}
-
-impl fmt::Display for Error {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {}
-    }
-}
-
-impl std::error::Error for Error {}
+pub use binomial::{
+    BinomialTest, Interval, binomial_test, clopper_pearson, clopper_pearson_lower,
+    clopper_pearson_upper,
+};
+pub use chisquare::{
+    ChiSquareOptions, ChiSquareTest, Divergence, SparseCells, chi_square_gof,
+    chi_square_gof_samples, chi_square_gof_with, chi_square_sf, count_categories,
+};
+pub use epsilon::{
+    Direction, EpsilonLowerBound, Witness, epsilon_lower_bound, epsilon_lower_bound_samples,
+    epsilon_lower_bound_thresholds,
+};
+pub use error::{Error, PROBABILITY_SUM_TOLERANCE, Result};
+pub use kolmogorov::{
+    kolmogorov_limit_sf, kolmogorov_smirnov_cdf, kolmogorov_smirnov_sf, smirnov_sf,
+};
+pub use ks::{KsTest, TwoSampleKsTest, TwoSampleMethod, ks_one_sample, ks_two_sample};
+pub use multiple::{Adjusted, Correction, benjamini_hochberg, holm};
+pub use test::{Alpha, Alternative, Confidence, Decision, HypothesisTest, TestSummary};
