@@ -18,7 +18,6 @@ use rand::CryptoRng;
 
 /// Window width of the multi-exponentiation tables.
 const WINDOW: u32 = 4;
-const TABLE: usize = 1 << WINDOW;
 
 /// Maps `f` over `xs`, in parallel with the `rayon` feature.
 pub(crate) fn map_slice<T, U, F>(xs: &[T], f: F) -> Vec<U>
@@ -48,35 +47,48 @@ pub(crate) fn multi_pow_u64(
     exps: &[u64],
     ct: bool,
 ) -> BoxedMontyForm {
-    let one = BoxedMontyForm::one(params);
-    let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
-    let mut tables: Vec<BoxedMontyForm> = Vec::with_capacity(bases.len() * TABLE);
-    for base in bases {
-        tables.push(one.clone());
-        let mut power = (*base).clone();
-        for _ in 1..TABLE {
-            tables.push(power.clone());
-            mm.mul_assign(&mut power, base);
-        }
-    }
-    let bits = if ct {
+    let max_bits = if ct {
         64
     } else {
-        let max = exps.iter().copied().max().unwrap_or(0);
-        (64 - max.leading_zeros()).div_ceil(WINDOW) * WINDOW
+        64 - exps.iter().copied().max().unwrap_or(0).leading_zeros()
     };
+    // Window width: fixed for the constant-time variant; for public exponents the width
+    // that minimises table building (2^w − 2 multiplications per base) plus window
+    // multiplications (⌈bits/w⌉ per base).
+    let w = if ct {
+        WINDOW
+    } else {
+        (1..=5u32)
+            .min_by_key(|&w| (1u32 << w) - 2 + max_bits.div_ceil(w))
+            .unwrap_or(WINDOW)
+    };
+    let size = 1usize << w;
+    let one = BoxedMontyForm::one(params);
+    let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
+    let mut tables: Vec<BoxedMontyForm> = Vec::with_capacity(bases.len() * size);
+    for base in bases {
+        tables.push(one.clone());
+        tables.push((*base).clone());
+        for _ in 2..size {
+            let mut next = tables.last().cloned().unwrap_or_else(|| one.clone());
+            mm.mul_assign(&mut next, base);
+            tables.push(next);
+        }
+    }
+    let windows = max_bits.div_ceil(w);
+    let mask = (size - 1) as u64;
     let mut acc = one.clone();
     let mut selected = one;
     let mut started = ct;
-    for window in (0..bits / WINDOW).rev() {
+    for window in (0..windows).rev() {
         if started {
-            for _ in 0..WINDOW {
+            for _ in 0..w {
                 mm.square_assign(&mut acc);
             }
         }
         for (i, &e) in exps.iter().enumerate() {
-            let digit = ((e >> (window * WINDOW)) & (TABLE as u64 - 1)) as usize;
-            let row = &tables[i * TABLE..(i + 1) * TABLE];
+            let digit = ((e >> (window * w)) & mask) as usize;
+            let row = &tables[i * size..(i + 1) * size];
             if ct {
                 for (j, entry) in row.iter().enumerate() {
                     selected.ct_assign(entry, Choice::from_u64_eq(digit as u64, j as u64));
@@ -522,5 +534,47 @@ impl EncryptionKey {
         map_slice(weights, |row| self.dot_secret_i64(cs, row))
             .into_iter()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crypto_bigint::Odd;
+
+    #[test]
+    fn multi_pow_matches_pow_for_every_window_width() {
+        let modulus = Odd::new(BoxedUint::from(0xffff_ffff_ffff_ffc5u64))
+            .into_option()
+            .unwrap();
+        let params = BoxedMontyParams::new_vartime(modulus);
+        let x = BoxedMontyForm::new(BoxedUint::from(123_456_789u64), &params);
+        let y = BoxedMontyForm::new(BoxedUint::from(987_654_321u64), &params);
+        let exps = [
+            0u64,
+            1,
+            2,
+            3,
+            7,
+            15,
+            16,
+            17,
+            255,
+            1 << 20,
+            (1 << 32) - 1,
+            u64::MAX,
+        ];
+        for &a in &exps {
+            let want = x.pow(&BoxedUint::from(a));
+            for ct in [false, true] {
+                assert_eq!(multi_pow_u64(&params, &[&x], &[a], ct), want, "{a} {ct}");
+            }
+            for &b in &exps {
+                let want2 = want.mul(&y.pow(&BoxedUint::from(b)));
+                for ct in [false, true] {
+                    assert_eq!(multi_pow_u64(&params, &[&x, &y], &[a, b], ct), want2);
+                }
+            }
+        }
     }
 }
