@@ -100,6 +100,37 @@ pub(crate) fn check_keygen_bits(bits: u32, insecure: bool) -> Result<()> {
 /// num-bigint temporaries that cannot be wiped (num-bigint has no zeroize support); run it
 /// where a local timing attacker is not a concern.
 ///
+/// The RNG bound is enforced at compile time: a generator that is not a `CryptoRng` is
+/// rejected (threats.md P3).
+///
+/// ```compile_fail
+/// # use core::convert::Infallible;
+/// struct Counter(u64); // a deterministic, non-cryptographic generator
+/// impl rand::TryRng for Counter {
+///     type Error = Infallible;
+///     fn try_next_u32(&mut self) -> Result<u32, Infallible> { self.0 += 1; Ok(self.0 as u32) }
+///     fn try_next_u64(&mut self) -> Result<u64, Infallible> { self.0 += 1; Ok(self.0) }
+///     fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), Infallible> { d.fill(7); Ok(()) }
+/// }
+/// let _ = fl_paillier::keygen(2048, &mut Counter(0)); // error: `Counter: CryptoRng` is not satisfied
+/// ```
+///
+/// (The same type compiles once it claims to be cryptographic, which shows that the bound,
+/// not another error, is what rejects it above:)
+///
+/// ```no_run
+/// # use core::convert::Infallible;
+/// # struct Counter(u64);
+/// # impl rand::TryRng for Counter {
+/// #     type Error = Infallible;
+/// #     fn try_next_u32(&mut self) -> Result<u32, Infallible> { self.0 += 1; Ok(self.0 as u32) }
+/// #     fn try_next_u64(&mut self) -> Result<u64, Infallible> { self.0 += 1; Ok(self.0) }
+/// #     fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), Infallible> { d.fill(7); Ok(()) }
+/// # }
+/// impl rand::TryCryptoRng for Counter {} // (a lie, for this illustration only)
+/// let _ = fl_paillier::keygen(2048, &mut Counter(0));
+/// ```
+///
 /// # Errors
 /// [`Error::UnsupportedKeySize`] for any other size.
 pub fn keygen<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Result<DecryptionKey> {

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
 use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
 use crypto_bigint::{
-    BoxedUint, Choice, ConcatenatingMul, CtAssign, Gcd, MontyForm, MontyMultiplier, NonZero,
+    BoxedUint, Choice, ConcatenatingMul, CtAssign, CtLt, Gcd, MontyForm, MontyMultiplier, NonZero,
     RandomMod,
 };
 use num_bigint::{BigInt, BigUint, Sign};
@@ -18,7 +18,6 @@ use rand::CryptoRng;
 
 /// Window width of the multi-exponentiation tables.
 const WINDOW: u32 = 4;
-const TABLE: usize = 1 << WINDOW;
 
 /// Maps `f` over `xs`, in parallel with the `rayon` feature.
 pub(crate) fn map_slice<T, U, F>(xs: &[T], f: F) -> Vec<U>
@@ -48,35 +47,48 @@ pub(crate) fn multi_pow_u64(
     exps: &[u64],
     ct: bool,
 ) -> BoxedMontyForm {
-    let one = BoxedMontyForm::one(params);
-    let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
-    let mut tables: Vec<BoxedMontyForm> = Vec::with_capacity(bases.len() * TABLE);
-    for base in bases {
-        tables.push(one.clone());
-        let mut power = (*base).clone();
-        for _ in 1..TABLE {
-            tables.push(power.clone());
-            mm.mul_assign(&mut power, base);
-        }
-    }
-    let bits = if ct {
+    let max_bits = if ct {
         64
     } else {
-        let max = exps.iter().copied().max().unwrap_or(0);
-        (64 - max.leading_zeros()).div_ceil(WINDOW) * WINDOW
+        64 - exps.iter().copied().max().unwrap_or(0).leading_zeros()
     };
+    // Window width: fixed for the constant-time variant; for public exponents the width
+    // that minimises table building (2^w − 2 multiplications per base) plus window
+    // multiplications (⌈bits/w⌉ per base).
+    let w = if ct {
+        WINDOW
+    } else {
+        (1..=5u32)
+            .min_by_key(|&w| (1u32 << w) - 2 + max_bits.div_ceil(w))
+            .unwrap_or(WINDOW)
+    };
+    let size = 1usize << w;
+    let one = BoxedMontyForm::one(params);
+    let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
+    let mut tables: Vec<BoxedMontyForm> = Vec::with_capacity(bases.len() * size);
+    for base in bases {
+        tables.push(one.clone());
+        tables.push((*base).clone());
+        for _ in 2..size {
+            let mut next = tables.last().cloned().unwrap_or_else(|| one.clone());
+            mm.mul_assign(&mut next, base);
+            tables.push(next);
+        }
+    }
+    let windows = max_bits.div_ceil(w);
+    let mask = (size - 1) as u64;
     let mut acc = one.clone();
     let mut selected = one;
     let mut started = ct;
-    for window in (0..bits / WINDOW).rev() {
+    for window in (0..windows).rev() {
         if started {
-            for _ in 0..WINDOW {
+            for _ in 0..w {
                 mm.square_assign(&mut acc);
             }
         }
         for (i, &e) in exps.iter().enumerate() {
-            let digit = ((e >> (window * WINDOW)) & (TABLE as u64 - 1)) as usize;
-            let row = &tables[i * TABLE..(i + 1) * TABLE];
+            let digit = ((e >> (window * w)) & mask) as usize;
+            let row = &tables[i * size..(i + 1) * size];
             if ct {
                 for (j, entry) in row.iter().enumerate() {
                     selected.ct_assign(entry, Choice::from_u64_eq(digit as u64, j as u64));
@@ -149,9 +161,9 @@ impl EncryptionKey {
     /// gᵐ = 1 + m·n mod n² (no exponentiation: g = n + 1), in Montgomery form.
     pub(crate) fn g_pow(&self, m: &Plaintext) -> Result<BoxedMontyForm> {
         let inner = &self.inner;
-        if m.value.nlimbs() != inner.n_limbs
-            || m.value.cmp_vartime(&inner.n) != core::cmp::Ordering::Less
-        {
+        // The comparison is constant-time (the plaintext may be secret); only its result
+        // (valid or not) steers the control flow.
+        if m.value.nlimbs() != inner.n_limbs || !bool::from(m.value.ct_lt(&inner.n)) {
             return Err(Error::PlaintextOutOfRange {
                 allowed: "0 <= m < n (a plaintext of this key)",
             });
@@ -433,8 +445,9 @@ impl EncryptionKey {
     }
 
     /// Encrypted dot product with public scalars: Enc(Σ kᵢ·xᵢ) = Π cᵢ^kᵢ, by simultaneous
-    /// multi-exponentiation (shared squarings). Negative kᵢ use the inverse ciphertext.
-    /// Variable time in the scalars.
+    /// multi-exponentiation (shared squarings). The terms with negative kᵢ are accumulated
+    /// separately with |kᵢ| and inverted once at the end (one inversion mod n² instead of
+    /// one per negative scalar). Variable time in the scalars.
     ///
     /// # Errors
     /// [`Error::LengthMismatch`], [`Error::KeyMismatch`].
@@ -445,20 +458,25 @@ impl EncryptionKey {
                 right: ks.len(),
             });
         }
-        let mut bases = Vec::with_capacity(cs.len());
+        let (mut pos, mut pos_k, mut neg, mut neg_k) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (c, &k) in cs.iter().zip(ks) {
             self.check_ciphertext(c)?;
-            bases.push(if k < 0 {
-                invert_public(&c.value)?
+            if k < 0 {
+                neg.push(&c.value);
+                neg_k.push(k.unsigned_abs());
             } else {
-                c.value.clone()
-            });
+                pos.push(&c.value);
+                pos_k.push(k.unsigned_abs());
+            }
         }
-        let refs: Vec<&BoxedMontyForm> = bases.iter().collect();
-        let exps: Vec<u64> = ks.iter().map(|k| k.unsigned_abs()).collect();
-        Ok(Ciphertext {
-            value: multi_pow_u64(self.params(), &refs, &exps, false),
-        })
+        let params = self.params();
+        let mut value = multi_pow_u64(params, &pos, &pos_k, false);
+        if !neg.is_empty() {
+            let negative = multi_pow_u64(params, &neg, &neg_k, false);
+            value = value.mul(&invert_public(&negative)?);
+        }
+        Ok(Ciphertext { value })
     }
 
     /// Encrypted dot product with caller-secret scalars, constant time in the scalars:
@@ -516,5 +534,47 @@ impl EncryptionKey {
         map_slice(weights, |row| self.dot_secret_i64(cs, row))
             .into_iter()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crypto_bigint::Odd;
+
+    #[test]
+    fn multi_pow_matches_pow_for_every_window_width() {
+        let modulus = Odd::new(BoxedUint::from(0xffff_ffff_ffff_ffc5u64))
+            .into_option()
+            .unwrap();
+        let params = BoxedMontyParams::new_vartime(modulus);
+        let x = BoxedMontyForm::new(BoxedUint::from(123_456_789u64), &params);
+        let y = BoxedMontyForm::new(BoxedUint::from(987_654_321u64), &params);
+        let exps = [
+            0u64,
+            1,
+            2,
+            3,
+            7,
+            15,
+            16,
+            17,
+            255,
+            1 << 20,
+            (1 << 32) - 1,
+            u64::MAX,
+        ];
+        for &a in &exps {
+            let want = x.pow(&BoxedUint::from(a));
+            for ct in [false, true] {
+                assert_eq!(multi_pow_u64(&params, &[&x], &[a], ct), want, "{a} {ct}");
+            }
+            for &b in &exps {
+                let want2 = want.mul(&y.pow(&BoxedUint::from(b)));
+                for ct in [false, true] {
+                    assert_eq!(multi_pow_u64(&params, &[&x, &y], &[a, b], ct), want2);
+                }
+            }
+        }
     }
 }
