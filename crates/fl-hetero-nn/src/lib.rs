@@ -1,17 +1,27 @@
 #![doc = include_str!("../README.md")]
 
-use core::fmt;
+pub mod config;
+pub mod data;
+pub mod error;
+pub mod fixed;
+pub mod matrix;
+pub mod message;
+pub mod nn;
+pub mod packing;
+pub mod paillier;
+pub mod protocol;
+pub mod reference;
+pub mod scheme;
+mod secret;
+pub mod split;
+pub mod transport;
 
-/// Everything that can go wrong in this crate. It has no variants until the crate has
-/// operations that can fail; every variant added names what was wrong and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Error {}
-
-impl fmt::Display for Error {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {}
-    }
-}
-
-impl std::error::Error for Error {}
+pub use config::{Profile, ProtocolConfig};
+pub use error::Error;
+pub use fixed::FixedPoint;
+pub use matrix::Matrix;
+pub use message::{Message, Purpose};
+pub use paillier::Paillier;
+pub use protocol::{Guest, GuestEvent, Host, HostEvent};
+pub use reference::PlainInteractiveLayer;
+pub use scheme::HomomorphicScheme;

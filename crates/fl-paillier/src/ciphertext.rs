@@ -44,6 +44,14 @@ impl Plaintext {
         Self { value }
     }
 
+    /// The limbs of the residue, in place (for the valgrind harness, which declassifies a
+    /// decryption result before comparing it).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn as_words(&self) -> &[crypto_bigint::Word] {
+        self.value.as_words()
+    }
+
     /// The residue as an unsigned big integer in [0, n) (variable-time conversion: call it
     /// only on values you are free to reveal to a local timing observer).
     #[must_use]
@@ -84,6 +92,14 @@ impl PartialEq for Ciphertext {
 impl Eq for Ciphertext {}
 
 impl Ciphertext {
+    /// The Montgomery-form limbs in place (for the valgrind harness, which declassifies a
+    /// ciphertext computed from poisoned secrets).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn as_montgomery_words(&self) -> &[crypto_bigint::Word] {
+        self.value.as_montgomery().as_words()
+    }
+
     /// The ciphertext value c in (0, n²).
     #[must_use]
     pub fn to_biguint(&self) -> BigUint {

@@ -4,13 +4,17 @@ mod arith;
 pub mod ciphertext;
 pub mod encoding;
 pub mod error;
+pub mod fast;
 pub mod keys;
 mod ops;
 pub mod packing;
+#[cfg(feature = "serde")]
+pub mod phe;
 
 pub use ciphertext::{Ciphertext, Plaintext};
 pub use encoding::{FixedPoint, PheEncodedNumber, PheEncryptedNumber};
 pub use error::{Error, Result};
+pub use fast::{DjnEncryptor, DjnPublic, RandomizerPool};
 pub use keys::{
     DEFAULT_KEY_BITS, DecryptionKey, EncryptionKey, MAX_KEY_BITS, MIN_KEY_BITS, SUPPORTED_KEY_BITS,
     keygen, keygen_default,

@@ -11,6 +11,8 @@
 //! - `MindSporeCompatible`: upstream's f64 operation order, step by step, so that the
 //!   reference tables (h, ν_th, E(t, h), the inverse-CDF table) come out identical.
 
+use fl_ldp::Categorical;
+
 use crate::error::{Error, Result};
 use crate::params::{MAX_DIMENSION, MAX_OUTPUT_DIMENSION, Params, Profile};
 
@@ -52,28 +54,41 @@ pub struct OutputDimension {
     pub threshold: usize,
 }
 
+/// Unit roundoff of f64 (2^−53).
+const UNIT: f64 = f64::EPSILON / 2.0;
+
 /// ln C(n, r) for r = 0..=max_r, by the exact recurrence C(n, r+1) = C(n, r)·(n − r)/(r + 1)
-/// in log space (−∞ where r > n).
-fn ln_binomials(n: u64, max_r: usize) -> Vec<f64> {
-    let mut out = Vec::with_capacity(max_r + 1);
-    let mut acc = 0.0f64;
-    out.push(acc);
+/// in log space (−∞ where r > n), with a bound on the absolute error of each value.
+///
+/// Error model: the quotient is correctly rounded (relative error ≤ u), `ln` is within one
+/// ulp (≤ 2u relative; glibc's and every mainstream libm's `log` are), each addition is
+/// correctly rounded. One step therefore adds at most u·(1.01 + 2|term| + |acc|).
+fn ln_binomials(n: u64, max_r: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut values = Vec::with_capacity(max_r + 1);
+    let mut errors = Vec::with_capacity(max_r + 1);
+    let (mut acc, mut err) = (0.0f64, 0.0f64);
+    values.push(acc);
+    errors.push(err);
     for r in 0..max_r as u64 {
         if r >= n {
             acc = f64::NEG_INFINITY;
+            err = 0.0;
         } else {
-            acc += ((n - r) as f64 / (r + 1) as f64).ln();
+            let term = ((n - r) as f64 / (r + 1) as f64).ln();
+            acc += term;
+            err += UNIT * (1.01 + 2.0 * term.abs() + acc.abs());
         }
-        out.push(acc);
+        values.push(acc);
+        errors.push(err);
     }
-    out
+    (values, errors)
 }
 
-/// Log-space tables of ln C(K, ν) and ln C(d − K, m) up to `max_h`.
+/// Log-space tables of ln C(K, ν) and ln C(d − K, m) up to `max_h`, with error bounds.
 #[derive(Debug, Clone)]
 struct LnTables {
-    top: Vec<f64>,
-    rest: Vec<f64>,
+    top: (Vec<f64>, Vec<f64>),
+    rest: (Vec<f64>, Vec<f64>),
 }
 
 impl LnTables {
@@ -86,7 +101,23 @@ impl LnTables {
 
     /// ln ω_ν for ν = 0..=h.
     fn ln_omega(&self, h: usize) -> Vec<f64> {
-        (0..=h).map(|nu| self.top[nu] + self.rest[h - nu]).collect()
+        (0..=h)
+            .map(|nu| self.top.0[nu] + self.rest.0[h - nu])
+            .collect()
+    }
+
+    /// Bounds on |computed ln ω_ν − true ln ω_ν| (0 where ω_ν = 0, which is exact).
+    fn ln_omega_errors(&self, h: usize) -> Vec<f64> {
+        (0..=h)
+            .map(|nu| {
+                let v = self.top.0[nu] + self.rest.0[h - nu];
+                if v == f64::NEG_INFINITY {
+                    0.0
+                } else {
+                    self.top.1[nu] + self.rest.1[h - nu] + UNIT * v.abs()
+                }
+            })
+            .collect()
     }
 }
 
@@ -149,6 +180,25 @@ fn compat_omega(top_k: usize, dimension: usize, h: usize) -> Vec<f64> {
     let (k, rest) = (top_k as i64, (dimension - top_k) as i64);
     (0..=h as i64)
         .map(|nu| compat_comb(k, nu) * compat_comb(rest, h as i64 - nu))
+        .collect()
+}
+
+/// Bounds on |ln(upstream ω_ν) − ln(true ω_ν)|: each comb takes 2·min(r, n − r) correctly
+/// rounded steps (relative error ≤ 2u each), the product one more, then `ln` (≤ 1 ulp).
+fn compat_ln_omega_errors(top_k: usize, dimension: usize, h: usize, omega: &[f64]) -> Vec<f64> {
+    let rest = dimension - top_k;
+    (0..=h)
+        .map(|nu| {
+            let w = omega[nu];
+            if w == 0.0 {
+                return 0.0;
+            }
+            let t1 = nu.min(top_k.saturating_sub(nu));
+            let m = h - nu;
+            let t2 = m.min(rest.saturating_sub(m));
+            let steps = (2 * (t1 + t2) + 1) as f64;
+            1.01 * UNIT * steps * 1.01 + 2.0 * UNIT * w.ln().abs()
+        })
         .collect()
 }
 
@@ -367,13 +417,18 @@ pub struct SelectionLaw {
     threshold: usize,
     epsilon: f64,
     profile: Profile,
-    /// ln(ω_ν·exp(ε·1[ν ≥ ν_th])), −∞ where ω_ν = 0.
-    log_weights: Vec<f64>,
-    /// ln ω_ν.
+    /// The ε in the sampler's log-weights: ε minus the rounding slack (see
+    /// [`SelectionLaw::realised_epsilon`]).
+    sampling_epsilon: f64,
+    realised_epsilon: f64,
+    /// ln ω_ν (−∞ where ω_ν = 0).
     ln_omega: Vec<f64>,
+    /// fl-ldp's exact sampler for P(ν) ∝ exp(ln ω_ν + ε_s·1[ν ≥ ν_th]).
+    sampler: Categorical,
+    /// ln P(ν) of the sampled law.
+    log_probabilities: Vec<f64>,
     probabilities: Vec<f64>,
     cdf: Vec<f64>,
-    log_normalizer: f64,
 }
 
 impl SelectionLaw {
@@ -409,30 +464,29 @@ impl SelectionLaw {
                 allowed: "1 <= nu_th <= h",
             });
         }
-        let boost = |nu: usize| if nu >= threshold { epsilon } else { 0.0 };
-        let (ln_omega, probabilities, log_normalizer) = match profile {
+        let (ln_omega, errors, reference) = match profile {
             Profile::Exact => {
-                let ln_omega = LnTables::new(top_k, dimension, h).ln_omega(h);
-                let lw: Vec<f64> = (0..=h).map(|nu| ln_omega[nu] + boost(nu)).collect();
-                let max = lw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let sum: f64 = lw.iter().map(|&l| (l - max).exp()).sum();
-                let ln_z = max + sum.ln();
-                let p = lw.iter().map(|&l| (l - ln_z).exp()).collect();
-                (ln_omega, p, ln_z)
+                let tables = LnTables::new(top_k, dimension, h);
+                (tables.ln_omega(h), tables.ln_omega_errors(h), None)
             }
             Profile::MindSporeCompatible => {
                 let omega = compat_omega(top_k, dimension, h);
+                if omega.iter().any(|w| !w.is_finite()) {
+                    return Err(Error::NumericOverflow {
+                        what: "the selection weights",
+                    });
+                }
                 let exp_eps = epsilon.exp();
                 // Upstream's countInters: den = Σ_{i<ν_th} ω_i + e^ε·Σ_{i≥ν_th} ω_i.
                 let low = omega[..threshold].iter().fold(0.0f64, |a, &x| a + x);
                 let high = omega[threshold..].iter().fold(0.0f64, |a, &x| a + x);
                 let den = low + exp_eps * high;
-                if !den.is_finite() || omega.iter().any(|w| !w.is_finite()) {
+                if !den.is_finite() {
                     return Err(Error::NumericOverflow {
                         what: "the selection weights",
                     });
                 }
-                let p = omega
+                let p: Vec<f64> = omega
                     .iter()
                     .enumerate()
                     .map(|(nu, &w)| {
@@ -443,10 +497,39 @@ impl SelectionLaw {
                         }
                     })
                     .collect();
-                (omega.iter().map(|w| w.ln()).collect(), p, den.ln())
+                let errors = compat_ln_omega_errors(top_k, dimension, h, &omega);
+                (omega.iter().map(|w| w.ln()).collect(), errors, Some(p))
             }
         };
-        let log_weights: Vec<f64> = (0..=h).map(|nu| ln_omega[nu] + boost(nu)).collect();
+        // Directed rounding: the sampler uses ε_s = ε − slack so that the realised privacy
+        // loss, including every rounding in ln ω and in the addition of ε_s, is ≤ ε.
+        let slack = 2.02
+            * (0..=h)
+                .filter(|&nu| ln_omega[nu] > f64::NEG_INFINITY)
+                .map(|nu| errors[nu] + UNIT * (ln_omega[nu].abs() + epsilon))
+                .fold(0.0f64, f64::max);
+        let sampling_epsilon = (epsilon - slack).next_down();
+        if sampling_epsilon <= 0.0 {
+            return Err(Error::InvalidParameter {
+                name: "epsilon",
+                value: epsilon,
+                allowed: "larger than the rounding slack of the selection weights",
+            });
+        }
+        let realised_epsilon = (sampling_epsilon + slack).next_up().min(epsilon);
+        let log_weights: Vec<f64> = (0..=h)
+            .map(|nu| {
+                ln_omega[nu]
+                    + if nu >= threshold {
+                        sampling_epsilon
+                    } else {
+                        0.0
+                    }
+            })
+            .collect();
+        let sampler = Categorical::from_log_weights(&log_weights)?;
+        let log_probabilities = sampler.log_probabilities();
+        let probabilities = reference.unwrap_or_else(|| sampler.probabilities());
         let mut cdf = Vec::with_capacity(h + 1);
         let mut acc = 0.0f64;
         for &p in &probabilities {
@@ -460,11 +543,13 @@ impl SelectionLaw {
             threshold,
             epsilon,
             profile,
-            log_weights,
+            sampling_epsilon,
+            realised_epsilon,
             ln_omega,
+            sampler,
+            log_probabilities,
             probabilities,
             cdf,
-            log_normalizer,
         })
     }
 
@@ -531,10 +616,34 @@ impl SelectionLaw {
         self.threshold
     }
 
-    /// The ε of the exponential mechanism (the privacy loss of the selection).
+    /// The ε the law was requested with (profile-adjusted).
     #[must_use]
     pub fn epsilon(&self) -> f64 {
         self.epsilon
+    }
+
+    /// An upper bound on the privacy loss the sampler actually realises, ≤ [`Self::epsilon`].
+    ///
+    /// The sampler draws ν exactly from the f64 log-weights ln ω_ν + ε_s·1[ν ≥ ν_th]; the
+    /// computed ln ω_ν carries a bounded rounding error, so the likelihood ratio of one
+    /// output set under two top-k sets is at most exp(ε_s + slack), where slack bounds twice
+    /// the worst error. ε_s = ε − slack (rounded down), so the realised loss is ≤ ε.
+    /// The slack is about 1e−12 for h ≤ 100.
+    #[must_use]
+    pub fn realised_epsilon(&self) -> f64 {
+        self.realised_epsilon
+    }
+
+    /// ε_s, the boost in the sampler's log-weights (ε minus the rounding slack).
+    #[must_use]
+    pub fn sampling_epsilon(&self) -> f64 {
+        self.sampling_epsilon
+    }
+
+    /// fl-ldp's exact sampler of ν (P(ν) ∝ exp(ln ω_ν + ε_s·1[ν ≥ ν_th])), with its law.
+    #[must_use]
+    pub fn nu_sampler(&self) -> &Categorical {
+        &self.sampler
     }
 
     /// The profile the numbers were computed with.
@@ -543,17 +652,19 @@ impl SelectionLaw {
         self.profile
     }
 
-    /// P(ν) for ν = 0..=h.
+    /// P(ν) for ν = 0..=h: the law the sampler draws from (`Exact`), or upstream's f64
+    /// table (`MindSporeCompatible`, reproduced bit for bit; it differs from the sampled law
+    /// only by rounding, relative ≤ 1e−10).
     #[must_use]
     pub fn probabilities(&self) -> &[f64] {
         &self.probabilities
     }
 
-    /// The unnormalised log-weights ln(ω_ν) + ε·1[ν ≥ ν_th] (−∞ where ω_ν = 0) the sampler
+    /// The unnormalised log-weights ln ω_ν + ε_s·1[ν ≥ ν_th] (−∞ where ω_ν = 0) the sampler
     /// draws ν from.
     #[must_use]
     pub fn log_weights(&self) -> &[f64] {
-        &self.log_weights
+        self.sampler.log_weights()
     }
 
     /// F(ν) = Σ_{τ ≤ ν} P(τ) (accumulated in f64).
@@ -562,7 +673,7 @@ impl SelectionLaw {
         &self.cdf
     }
 
-    /// E[ν].
+    /// E\[ν\].
     #[must_use]
     pub fn expectation(&self) -> f64 {
         self.probabilities
@@ -572,17 +683,17 @@ impl SelectionLaw {
             .sum()
     }
 
-    /// ln P(J) for one output set J with |J ∩ S| = ν: ε·1[ν ≥ ν_th] − ln Z. −∞ when no such
-    /// set exists or ν > h.
+    /// ln P(J) for one output set J with |J ∩ S| = ν: ε_s·1[ν ≥ ν_th] − ln Z (= ln P(ν) −
+    /// ln ω_ν). −∞ when no such set exists or ν > h.
     #[must_use]
     pub fn set_log_probability(&self, nu: usize) -> f64 {
-        match (self.log_weights.get(nu), self.ln_omega.get(nu)) {
-            (Some(&lw), Some(&lo)) if lo > f64::NEG_INFINITY => lw - lo - self.log_normalizer,
+        match (self.log_probabilities.get(nu), self.ln_omega.get(nu)) {
+            (Some(&lp), Some(&lo)) if lo > f64::NEG_INFINITY => lp - lo,
             _ => f64::NEG_INFINITY,
         }
     }
 
-    /// P(j ∈ J) for one fixed index j: E[ν]/K inside the top-k set, (h − E[ν])/(d − K)
+    /// P(j ∈ J) for one fixed index j: E\[ν\]/K inside the top-k set, (h − E\[ν\])/(d − K)
     /// outside it (0 when the complement is empty).
     #[must_use]
     pub fn inclusion_probability(&self, in_top_k: bool) -> f64 {
@@ -667,6 +778,8 @@ mod tests {
         assert_eq!(compat_omega(2, 8, 3), vec![20.0, 30.0, 6.0, 0.0]);
         assert_eq!(compat_omega(2, 8, 4), vec![15.0, 40.0, 15.0, 0.0, 0.0]);
         let ln = LnTables::new(2, 8, 4).ln_omega(3);
+        let (_, err) = ln_binomials(1_000_000, 100);
+        assert!(err[100] > 0.0 && err[100] < 1e-11, "{}", err[100]);
         for (l, w) in ln.iter().zip([20.0f64, 30.0, 6.0, 0.0]) {
             assert!((l.exp() - w).abs() < 1e-12 || (w == 0.0 && *l == f64::NEG_INFINITY));
         }
@@ -856,7 +969,8 @@ mod tests {
         assert_eq!(f[1], 0.0531644007073437);
         assert_eq!(f[2], 1.0);
         assert_eq!(f[3], 1.0);
-        assert!((law.log_normalizer.exp() - 940.4789546154595).abs() < 1e-10);
+        // Upstream's den = 940.4789546154595: P(2) = 6e^5/den.
+        assert!((6.0 * 5f64.exp() / law.probabilities()[2] - 940.4789546154595).abs() < 1e-9);
         for (p, want) in
             law.probabilities()
                 .iter()
@@ -957,7 +1071,7 @@ mod tests {
         // Σ over all sets = Σ_ν ω_ν · P(set with ν) = 1.
         let total: f64 = (0..=4)
             .map(|nu| {
-                let w = LnTables::new(3, 10, 4).ln_omega(4)[nu].exp();
+                let w = LnTables::new(3, 10, 4).ln_omega(4)[nu].exp().round();
                 w * law.set_log_probability(nu).exp()
             })
             .sum();
@@ -968,6 +1082,8 @@ mod tests {
         assert_eq!(law.set_log_probability(9), f64::NEG_INFINITY);
         // Ratio of set probabilities is e^ε exactly at the threshold.
         let r = law.set_log_probability(2) - law.set_log_probability(1);
-        assert!((r - 2.0).abs() < 1e-12);
+        assert!((r - 2.0).abs() < 1e-12 && r <= 2.0);
+        assert!(law.realised_epsilon() <= 2.0 && law.realised_epsilon() > 2.0 - 1e-10);
+        assert!(law.sampling_epsilon() < 2.0);
     }
 }

@@ -1,12 +1,15 @@
 #![doc = include_str!("../README.md")]
 
+pub mod client;
 pub mod error;
 pub mod law;
 pub mod params;
 pub mod report;
+pub mod selection;
 pub mod server;
 pub mod topk;
 
+pub use client::{Client, ClientOutput, PrivacySpent};
 pub use error::{Error, Result};
 pub use law::SelectionLaw;
 pub use params::{Params, Profile, Warning};

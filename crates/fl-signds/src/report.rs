@@ -119,7 +119,6 @@ impl Report {
     }
 
     /// Assembles a report from parts the crate has already validated.
-    #[allow(dead_code)] // used by the client (next commit)
     pub(crate) fn from_valid_parts(
         dimension: u32,
         indices: Vec<u32>,

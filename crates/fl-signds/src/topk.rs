@@ -11,7 +11,8 @@
 //! earlier in the order), and the K largest keys are found by a two-pass radix selection:
 //! a histogram of the top 16 bits of the value key, then one pass that keeps the elements
 //! of the buckets above the K-th one and selects inside that bucket. Both passes are
-//! linear; no full sort. [`top_k_by_sort`] is the O(d log d) reference used by tests and
+//! linear; no full sort. Below d = 2^14 the keys are selected directly
+//! (`select_nth_unstable`, also linear). [`top_k_by_sort`] is the O(d log d) reference used by tests and
 //! benchmarks.
 
 use crate::error::{Error, Result};
@@ -66,6 +67,9 @@ fn check_update(update: &[f32], k: usize) -> Result<()> {
 /// [`Error::InvalidParameter`] for K > d, [`Error::NonFiniteUpdate`] for NaN or ±∞.
 pub fn top_k(update: &[f32], sign: Sign, k: usize) -> Result<Vec<u32>> {
     check_update(update, k)?;
+    if update.len() <= SMALL {
+        return top_k_small(update, sign, k);
+    }
     const BUCKETS: usize = 1 << 16;
     let mut histogram = vec![0u32; BUCKETS];
     for (i, &v) in update.iter().enumerate() {
@@ -106,6 +110,27 @@ pub fn top_k(update: &[f32], sign: Sign, k: usize) -> Result<Vec<u32>> {
     }
     out.extend(candidates.iter().map(|&c| c as u32));
     Ok(out)
+}
+
+/// Below this length the histogram (256 KiB) costs more than it saves: select directly on
+/// the 64-bit order keys.
+const SMALL: usize = 1 << 14;
+
+/// Linear-time selection on the order keys (`select_nth_unstable`), for small d.
+fn top_k_small(update: &[f32], sign: Sign, k: usize) -> Result<Vec<u32>> {
+    let mut keys = Vec::with_capacity(update.len());
+    for (i, &v) in update.iter().enumerate() {
+        if !v.is_finite() {
+            return Err(Error::NonFiniteUpdate { index: i });
+        }
+        keys.push(order_key(v, i as u32, sign));
+    }
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let pivot = keys.len() - k;
+    keys.select_nth_unstable(pivot);
+    Ok(keys[pivot..].iter().map(|&c| c as u32).collect())
 }
 
 /// The reference implementation: sorts all d indices by the total order (O(d log d)) and
@@ -219,6 +244,38 @@ mod tests {
             assert_eq!(e, Error::NonFiniteUpdate { index: 2 });
             assert!(top_k_by_sort(&[bad], Sign::Positive, 1).is_err());
         }
+    }
+
+    /// The histogram path (d > 2^14), with ties across and inside buckets.
+    #[test]
+    fn large_updates_match_full_sort() {
+        let d = 70_000usize;
+        for (modulus, k) in [
+            (1u32, 100),
+            (7, 17_500),
+            (50_000, 1),
+            (50_000, 12_345),
+            (3, 0),
+        ] {
+            let update: Vec<f32> = (0..d as u32)
+                .map(|i| {
+                    ((i.wrapping_mul(2_654_435_761) % modulus) as f32 - modulus as f32 / 2.0) * 1e-3
+                })
+                .collect();
+            for sign in [Sign::Positive, Sign::Negative] {
+                assert_eq!(
+                    sorted(top_k(&update, sign, k).unwrap()),
+                    sorted(top_k_by_sort(&update, sign, k).unwrap()),
+                    "modulus {modulus} k {k} {sign:?}"
+                );
+            }
+        }
+        let mut bad = vec![0.0f32; d];
+        bad[d - 1] = f32::NAN;
+        assert_eq!(
+            top_k(&bad, Sign::Positive, 5).unwrap_err(),
+            Error::NonFiniteUpdate { index: d - 1 }
+        );
     }
 
     proptest! {

@@ -1,0 +1,532 @@
+//! FATE's `hetero_nn-binary-0` on the breast vertical split: plaintext (f64), plaintext
+//! fixed point, FateFaithful and Hardened, same seed, side by side.
+//!
+//! ```text
+//! cargo run --release -p fl-hetero-nn --example breast                 # full run (100 epochs)
+//! cargo run --release -p fl-hetero-nn --example breast -- --quick      # CI: 2 epochs, 1024-bit test key
+//! cargo run --release -p fl-hetero-nn --example breast -- --transport tcp   # parties over loopback TCP
+//! # two processes:
+//! cargo run --release -p fl-hetero-nn --example breast -- --role host  --addr 127.0.0.1:7878
+//! cargo run --release -p fl-hetero-nn --example breast -- --role guest --addr 127.0.0.1:7878
+//! ```
+//! Options: `--epochs N`, `--seed S`, `--key-bits B`, `--profiles plain,fate,hardened`.
+
+// An example program: errors end it with a message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use fl_hetero_nn::data::{VerticalData, parse_csv};
+use fl_hetero_nn::split::{
+    GuestModel, HostModel, HostPart, SplitConfig, SplitInit, evaluate, train_epoch,
+};
+use fl_hetero_nn::transport::memory::{Pair, TrafficStats};
+use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig};
+use fl_hetero_nn::{
+    Error, Guest, Host, Matrix, Paillier, PlainInteractiveLayer, Profile, ProtocolConfig,
+};
+use rand::SeedableRng;
+use rand::rngs::ChaCha20Rng;
+
+const GUEST_CSV: &str = include_str!("../data/breast_hetero_guest.csv");
+const HOST_CSV: &str = include_str!("../data/breast_hetero_host.csv");
+
+struct Args {
+    epochs: usize,
+    seed: u64,
+    key_bits: u32,
+    tcp: bool,
+    role: Option<String>,
+    addr: String,
+    profiles: Vec<String>,
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        epochs: 100,
+        seed: 100,
+        key_bits: 2048,
+        tcp: false,
+        role: None,
+        addr: "127.0.0.1:7878".into(),
+        profiles: vec![
+            "plain".into(),
+            "fixed".into(),
+            "fate".into(),
+            "hardened".into(),
+        ],
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    let val = |i: usize| args.get(i + 1).cloned().unwrap_or_default();
+    while i < args.len() {
+        match args[i].as_str() {
+            "--quick" => {
+                a.epochs = 2;
+                a.key_bits = 1024;
+            }
+            "--epochs" => {
+                a.epochs = val(i).parse().expect("--epochs N");
+                i += 1;
+            }
+            "--seed" => {
+                a.seed = val(i).parse().expect("--seed S");
+                i += 1;
+            }
+            "--key-bits" => {
+                a.key_bits = val(i).parse().expect("--key-bits B");
+                i += 1;
+            }
+            "--transport" => {
+                a.tcp = val(i) == "tcp";
+                i += 1;
+            }
+            "--role" => {
+                a.role = Some(val(i));
+                i += 1;
+            }
+            "--addr" => {
+                a.addr = val(i);
+                i += 1;
+            }
+            "--profiles" => {
+                a.profiles = val(i).split(',').map(String::from).collect();
+                i += 1;
+            }
+            other => panic!("unknown option {other}; see the example's doc comment"),
+        }
+        i += 1;
+    }
+    a
+}
+
+fn checkpoints(epochs: usize) -> Vec<usize> {
+    let mut c: Vec<usize> = [1, 10, 25, 50, 75, 100]
+        .into_iter()
+        .filter(|&e| e <= epochs)
+        .collect();
+    if c.last() != Some(&epochs) {
+        c.push(epochs);
+    }
+    c
+}
+
+struct Run {
+    name: String,
+    points: Vec<(usize, f64, f64)>,
+    seconds_per_epoch: f64,
+    traffic_per_step: Option<(f64, f64)>,
+    predictions: Vec<f64>,
+}
+
+fn progress(name: &str, epoch: usize, total: usize, start: Instant) {
+    let width = 30;
+    let filled = epoch * width / total.max(1);
+    eprint!(
+        "\r{name:>10} [{}{}] {epoch}/{total} epochs, {:.0}s   ",
+        "#".repeat(filled),
+        "-".repeat(width - filled),
+        start.elapsed().as_secs_f64()
+    );
+    let _ = std::io::stderr().flush();
+    if epoch == total {
+        eprintln!();
+    }
+}
+
+fn config(cfg: &SplitConfig, profile: Profile, key_bits: u32) -> ProtocolConfig {
+    let mut c = cfg.protocol_config(profile);
+    c.min_key_bits = u64::from(key_bits.min(2048));
+    c
+}
+
+fn run_in_process(
+    name: &str,
+    cfg: &SplitConfig,
+    data: &VerticalData,
+    init: &SplitInit,
+    part: &mut dyn HostPart,
+    epochs: usize,
+) -> Result<Run, Error> {
+    let mut host = HostModel::new(init);
+    let mut guest = GuestModel::new(init, cfg);
+    let cps = checkpoints(epochs);
+    let mut points = Vec::new();
+    let mut preds = Vec::new();
+    let start = Instant::now();
+    let mut train_time = Duration::ZERO;
+    let mut train_traffic = TrafficStats::default();
+    let steps_per_epoch = cfg.batches(data.len()).len() as f64;
+    for epoch in 1..=epochs {
+        let t0 = Instant::now();
+        let before = part.traffic();
+        train_epoch(cfg, data, &mut host, &mut guest, part)?;
+        let after = part.traffic();
+        train_time += t0.elapsed();
+        train_traffic.host_to_guest_messages +=
+            after.host_to_guest_messages - before.host_to_guest_messages;
+        train_traffic.guest_to_host_messages +=
+            after.guest_to_host_messages - before.guest_to_host_messages;
+        train_traffic.host_to_guest_bytes += after.host_to_guest_bytes - before.host_to_guest_bytes;
+        train_traffic.guest_to_host_bytes += after.guest_to_host_bytes - before.guest_to_host_bytes;
+        if cps.contains(&epoch) {
+            let (auc, loss, p) = evaluate(cfg, data, &mut host, &mut guest, part)?;
+            points.push((epoch, auc, loss));
+            preds = p;
+        }
+        progress(name, epoch, epochs, start);
+    }
+    let steps = steps_per_epoch * epochs as f64;
+    let traffic = (train_traffic.messages() > 0).then(|| {
+        (
+            train_traffic.messages() as f64 / steps,
+            train_traffic.bytes() as f64 / steps,
+        )
+    });
+    Ok(Run {
+        name: name.into(),
+        points,
+        seconds_per_epoch: train_time.as_secs_f64() / epochs as f64,
+        traffic_per_step: traffic,
+        predictions: preds,
+    })
+}
+
+/// The host-part in f64 (no fixed point): a plain torch-like Linear with SGD(η).
+struct FloatPart {
+    lin: fl_hetero_nn::nn::Linear,
+    eta: f64,
+}
+
+impl HostPart for FloatPart {
+    fn forward(
+        &mut self,
+        _p: fl_hetero_nn::Purpose,
+        a: &Matrix<f64>,
+    ) -> Result<Matrix<f64>, Error> {
+        self.lin.forward(a)
+    }
+    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+        let g = self.lin.backward(delta)?;
+        self.lin
+            .step(fl_hetero_nn::nn::Optimizer::Sgd { lr: self.eta });
+        Ok(g)
+    }
+    fn traffic(&self) -> TrafficStats {
+        TrafficStats::default()
+    }
+}
+
+fn key(bits: u32, seed: u64) -> fl_paillier::DecryptionKey {
+    let t = Instant::now();
+    let dk = fl_paillier::keygen(bits, &mut ChaCha20Rng::seed_from_u64(seed ^ 0xC0FFEE))
+        .expect("key generation");
+    eprintln!(
+        "generated a {bits}-bit Paillier key in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    dk
+}
+
+fn secure_parties(
+    cfg: &SplitConfig,
+    init: &SplitInit,
+    profile: Profile,
+    key_bits: u32,
+    seed: u64,
+) -> Result<(Host<Paillier>, Guest<Paillier>, ChaCha20Rng, ChaCha20Rng), Error> {
+    let pc = config(cfg, profile, key_bits);
+    let mut host_rng = ChaCha20Rng::seed_from_u64(seed ^ 1);
+    let guest_rng = ChaCha20Rng::seed_from_u64(seed ^ 2);
+    let (hw, gw) = match profile {
+        Profile::Hardened => (Some(&init.host_part_weight), None),
+        _ => (None, Some(&init.host_part_weight)),
+    };
+    let host = Host::<Paillier>::new(pc, key(key_bits, seed), hw, &mut host_rng)?;
+    let guest = Guest::<Paillier>::new(pc, &init.host_part_bias, gw)?;
+    Ok((host, guest, host_rng, guest_rng))
+}
+
+fn run_tcp(
+    name: &str,
+    cfg: &SplitConfig,
+    data: &VerticalData,
+    init: &SplitInit,
+    profile: Profile,
+    args: &Args,
+) -> Result<Run, Error> {
+    let (mut host, mut guest, mut host_rng, mut guest_rng) =
+        secure_parties(cfg, init, profile, args.key_bits, args.seed)?;
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(fl_hetero_nn::error::TransportError::from)?;
+    let addr = listener
+        .local_addr()
+        .map_err(fl_hetero_nn::error::TransportError::from)?;
+    let cps = checkpoints(args.epochs);
+    let (cfg2, host_x, cps2) = (*cfg, data.host.clone(), cps.clone());
+    let mut host_model = HostModel::new(init);
+    let host_thread = std::thread::spawn(move || -> Result<TrafficStats, Error> {
+        let (sock, _) = listener
+            .accept()
+            .map_err(fl_hetero_nn::error::TransportError::from)?;
+        let mut stream = FramedStream::new(sock, TcpConfig::default(), true)?;
+        fl_hetero_nn::split::tcp::run_host(
+            &cfg2,
+            &host_x,
+            &mut host_model,
+            &mut host,
+            &mut stream,
+            &cps2,
+            &mut host_rng,
+        )?;
+        Ok(stream.stats)
+    });
+    let sock = TcpStream::connect(addr).map_err(fl_hetero_nn::error::TransportError::from)?;
+    let mut stream = FramedStream::new(sock, TcpConfig::default(), false)?;
+    let mut model = GuestModel::new(init, cfg);
+    let mut points = Vec::new();
+    let start = Instant::now();
+    fl_hetero_nn::split::tcp::run_guest(
+        cfg,
+        &data.guest,
+        &data.labels,
+        &mut model,
+        &mut guest,
+        &mut stream,
+        &cps,
+        &mut guest_rng,
+        &mut |epoch, _loss, cp| {
+            if let Some(cp) = cp {
+                points.push((cp.epoch, cp.auc, cp.loss));
+            }
+            progress(name, epoch, args.epochs, start);
+        },
+    )?;
+    let stats = host_thread.join().expect("host thread")?;
+    let steps = (cfg.batches(data.len()).len() * args.epochs) as f64;
+    Ok(Run {
+        name: name.into(),
+        points,
+        seconds_per_epoch: start.elapsed().as_secs_f64() / args.epochs as f64,
+        // Over TCP the counters include the prediction passes and the 4-byte frame headers.
+        traffic_per_step: Some((
+            stats.messages() as f64 / steps,
+            stats.bytes() as f64 / steps,
+        )),
+        predictions: Vec::new(),
+    })
+}
+
+fn run_role(
+    role: &str,
+    cfg: &SplitConfig,
+    data: &VerticalData,
+    init: &SplitInit,
+    args: &Args,
+) -> Result<(), Error> {
+    let cps = checkpoints(args.epochs);
+    let tio = fl_hetero_nn::error::TransportError::from;
+    match role {
+        "host" => {
+            let (mut host, _, mut rng, _) =
+                secure_parties(cfg, init, Profile::Hardened, args.key_bits, args.seed)?;
+            let listener = TcpListener::bind(&args.addr).map_err(tio)?;
+            eprintln!("host listening on {}", args.addr);
+            let (sock, _) = listener.accept().map_err(tio)?;
+            let mut stream = FramedStream::new(sock, TcpConfig::default(), true)?;
+            fl_hetero_nn::split::tcp::run_host(
+                cfg,
+                &data.host,
+                &mut HostModel::new(init),
+                &mut host,
+                &mut stream,
+                &cps,
+                &mut rng,
+            )?;
+            eprintln!("host done: {:?}", stream.stats);
+        }
+        "guest" => {
+            let pc = config(cfg, Profile::Hardened, args.key_bits);
+            let mut guest = Guest::<Paillier>::new(pc, &init.host_part_bias, None)?;
+            let mut rng = ChaCha20Rng::seed_from_u64(args.seed ^ 2);
+            let mut sock = None;
+            for _ in 0..600 {
+                if let Ok(s) = TcpStream::connect(&args.addr) {
+                    sock = Some(s);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let sock = sock.ok_or(fl_hetero_nn::error::TransportError::Closed)?;
+            let mut stream = FramedStream::new(sock, TcpConfig::default(), false)?;
+            fl_hetero_nn::split::tcp::run_guest(
+                cfg,
+                &data.guest,
+                &data.labels,
+                &mut GuestModel::new(init, cfg),
+                &mut guest,
+                &mut stream,
+                &cps,
+                &mut rng,
+                &mut |epoch, loss, cp| {
+                    if let Some(cp) = cp {
+                        println!(
+                            "epoch {epoch:>3}: train loss {loss:.5}, AUC {:.6}, loss {:.6}",
+                            cp.auc, cp.loss
+                        );
+                    }
+                },
+            )?;
+            eprintln!("guest done: {:?}", stream.stats);
+        }
+        other => panic!("--role must be host or guest, not {other}"),
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Error> {
+    let args = parse_args();
+    let mut cfg = SplitConfig::hetero_nn_binary_0();
+    cfg.epochs = args.epochs;
+    let data = VerticalData::align(parse_csv(GUEST_CSV, true)?, parse_csv(HOST_CSV, false)?)?;
+    let init = SplitInit::new(&cfg, args.seed)?;
+    if let Some(role) = &args.role {
+        return run_role(role, &cfg, &data, &init, &args);
+    }
+    println!(
+        "FATE hetero_nn-binary-0 on breast ({} rows; guest 10 + host 20 features), {} epochs, batch {}, seed {}, {}-bit Paillier, transport: {}",
+        data.len(),
+        cfg.epochs,
+        cfg.batch_size,
+        args.seed,
+        args.key_bits,
+        if args.tcp {
+            "TCP loopback"
+        } else {
+            "in-process"
+        }
+    );
+    let mut runs = Vec::new();
+    for p in &args.profiles {
+        let run = match p.as_str() {
+            "plain" => {
+                let lin = fl_hetero_nn::nn::Linear::from_parameters(
+                    init.host_part_weight.clone(),
+                    init.host_part_bias.clone(),
+                )?;
+                let mut part = FloatPart {
+                    lin,
+                    eta: cfg.learning_rate,
+                };
+                run_in_process("plain f64", &cfg, &data, &init, &mut part, cfg.epochs)?
+            }
+            "fixed" => {
+                let pc = config(&cfg, Profile::Hardened, args.key_bits);
+                let mut part =
+                    PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)?;
+                run_in_process("plain 2^-23", &cfg, &data, &init, &mut part, cfg.epochs)?
+            }
+            "fate" | "hardened" => {
+                let (profile, name) = if p == "fate" {
+                    (Profile::FateFaithful, "FateFaithful")
+                } else {
+                    (Profile::Hardened, "Hardened")
+                };
+                if args.tcp {
+                    run_tcp(name, &cfg, &data, &init, profile, &args)?
+                } else {
+                    let (host, guest, hr, gr) =
+                        secure_parties(&cfg, &init, profile, args.key_bits, args.seed)?;
+                    let mut pair = Pair::new(host, guest, hr, gr);
+                    pair.drive().map_err(|e| e.error)?;
+                    let _ = pair.poll_guest_event();
+                    run_in_process(name, &cfg, &data, &init, &mut pair, cfg.epochs)?
+                }
+            }
+            other => panic!("unknown profile {other}; use plain,fixed,fate,hardened"),
+        };
+        runs.push(run);
+    }
+    print_table(&runs);
+    Ok(())
+}
+
+fn print_table(runs: &[Run]) {
+    print!("\n{:>7}", "epoch");
+    for r in runs {
+        print!(" | {:>24}", format!("{} AUC / loss", r.name));
+    }
+    println!();
+    let n = runs.first().map_or(0, |r| r.points.len());
+    for k in 0..n {
+        print!("{:>7}", runs[0].points[k].0);
+        for r in runs {
+            let (_, auc, loss) = r.points.get(k).copied().unwrap_or((0, f64::NAN, f64::NAN));
+            print!(" | {:>24}", format!("{auc:.6} / {loss:.6}"));
+        }
+        println!();
+    }
+    print!("{:>7}", "s/epoch");
+    for r in runs {
+        print!(" | {:>24}", format!("{:.3}", r.seconds_per_epoch));
+    }
+    println!();
+    print!("{:>7}", "msg/step");
+    for r in runs {
+        print!(
+            " | {:>24}",
+            r.traffic_per_step
+                .map_or("-".into(), |(m, _)| format!("{m:.1}"))
+        );
+    }
+    println!();
+    print!("{:>7}", "KB/step");
+    for r in runs {
+        print!(
+            " | {:>24}",
+            r.traffic_per_step
+                .map_or("-".into(), |(_, b)| format!("{:.1}", b / 1024.0))
+        );
+    }
+    println!();
+    let fixed = runs.iter().find(|r| r.name == "plain 2^-23");
+    for r in runs
+        .iter()
+        .filter(|r| r.name == "FateFaithful" || r.name == "Hardened")
+    {
+        if let Some(f) = fixed {
+            let same_points = r
+                .points
+                .iter()
+                .zip(&f.points)
+                .all(|(a, b)| a.1.to_bits() == b.1.to_bits() && a.2.to_bits() == b.2.to_bits());
+            let same_preds = r.predictions.is_empty() || r.predictions == f.predictions;
+            println!(
+                "{}: AUC and loss {} the plaintext fixed-point run{}",
+                r.name,
+                if same_points {
+                    "bit-identical to"
+                } else {
+                    "DIFFER from"
+                },
+                if r.predictions.is_empty() {
+                    ""
+                } else if same_preds {
+                    " (all predictions identical)"
+                } else {
+                    " (predictions differ!)"
+                }
+            );
+        }
+    }
+    if let (Some(p), Some(f)) = (runs.iter().find(|r| r.name == "plain f64"), fixed)
+        && let (Some(a), Some(b)) = (p.points.last(), f.points.last())
+    {
+        println!(
+            "fixed point vs f64 final AUC: relative difference {:.2e} (FATE accepts ≤ 1e-2)",
+            ((a.1 - b.1) / a.1).abs()
+        );
+    }
+}

@@ -1,0 +1,375 @@
+//! Protocol configuration, security profiles and the public bounds every mask, slot width
+//! and range check is derived from.
+//!
+//! Both parties hold the same [`ProtocolConfig`]; the host announces it in its hello and the
+//! guest refuses a session whose configuration differs in any field. All bounds are public
+//! functions of the configuration, the batch size and the step counter, so slot widths and
+//! message sizes reveal nothing about the values they carry.
+
+use num_bigint::BigInt;
+use num_traits::One;
+
+use crate::error::{ApiMisuse, Error};
+use crate::fixed::FixedPoint;
+
+/// Security profile of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Profile {
+    /// FATE 1.x's choices: acc₀ = 0 (so the guest knows W₀ = W̃₀), masks uniform in
+    /// [−1024, 1024] (in the units of the masked value), no re-randomisation, no packing.
+    /// For cross-checking against FATE and for demonstrating its leaks. **Not for
+    /// production.**
+    FateFaithful,
+    /// The default: CSPRNG masks with `statistical_security_bits` (≥ 40) of slack above
+    /// the public bound of the masked value, every guest→host ciphertext re-randomised,
+    /// one fixed scale per message, the peer key validated, a random acc₀ with the guest
+    /// starting from W̃₀ = W_init − acc₀ (sent by the host), and packing.
+    #[default]
+    Hardened,
+}
+
+impl Profile {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Self::FateFaithful => 1,
+            Self::Hardened => 2,
+        }
+    }
+
+    pub(crate) fn from_code(c: u8) -> Option<Self> {
+        match c {
+            1 => Some(Self::FateFaithful),
+            2 => Some(Self::Hardened),
+            _ => None,
+        }
+    }
+}
+
+/// The agreed parameters of a session. Construct with [`ProtocolConfig::new`] and adjust the
+/// public fields; [`ProtocolConfig::validate`] runs when a party is created.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct ProtocolConfig {
+    /// Security profile.
+    pub profile: Profile,
+    /// Fixed-point format (scale 2^f; default f = 23 like FATE).
+    pub fixed_point: FixedPoint,
+    /// d_A: width of the host's bottom output.
+    pub host_dim: usize,
+    /// m: output width of the interactive layer.
+    pub out_dim: usize,
+    /// η: the interactive layer's SGD learning rate (FATE's `interactive_layer_lr`).
+    pub learning_rate: f64,
+    /// Public bound on the host's bottom output: |a_A| < 2^bits.
+    pub activation_bound_bits: u32,
+    /// Public bound on the error at the interactive layer: |δ| < 2^bits and |η·δ| < 2^bits.
+    pub delta_bound_bits: u32,
+    /// Public bound on the effective weight and on b_A: |W_init|, |b_A| < 2^bits.
+    pub weight_bound_bits: u32,
+    /// κ: statistical slack of the hardened masks in bits (≥ 40).
+    pub statistical_security_bits: u32,
+    /// Largest batch (rows per step) the session accepts.
+    pub max_batch_rows: usize,
+    /// Smallest peer key accepted, in bits of n.
+    pub min_key_bits: u64,
+    /// Pack several values per ciphertext (hardened profile only).
+    pub packing: bool,
+}
+
+impl ProtocolConfig {
+    /// A configuration with the profile's defaults for the given layer widths.
+    pub fn new(profile: Profile, host_dim: usize, out_dim: usize) -> Self {
+        Self {
+            profile,
+            fixed_point: FixedPoint::FATE_DEFAULT,
+            host_dim,
+            out_dim,
+            learning_rate: 0.9,
+            activation_bound_bits: 8,
+            delta_bound_bits: 4,
+            weight_bound_bits: 8,
+            statistical_security_bits: 40,
+            max_batch_rows: 4096,
+            min_key_bits: 2048,
+            packing: matches!(profile, Profile::Hardened),
+        }
+    }
+
+    /// Checks every field; the error says what is allowed.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |reason: String| Err(Error::ApiMisuse(ApiMisuse::InvalidConfig { reason }));
+        let f = self.fixed_point.frac_bits();
+        if self.host_dim == 0
+            || self.out_dim == 0
+            || self.host_dim > 1 << 16
+            || self.out_dim > 1 << 16
+        {
+            return bad(format!(
+                "host_dim = {}, out_dim = {}; both must be in 1..=65536",
+                self.host_dim, self.out_dim
+            ));
+        }
+        if !(self.learning_rate.is_finite()
+            && self.learning_rate > 0.0
+            && self.learning_rate <= 1e6)
+        {
+            return bad(format!(
+                "learning_rate = {}; must be finite and in (0, 1e6]",
+                self.learning_rate
+            ));
+        }
+        for (name, b) in [
+            ("activation_bound_bits", self.activation_bound_bits),
+            ("delta_bound_bits", self.delta_bound_bits),
+            ("weight_bound_bits", self.weight_bound_bits),
+        ] {
+            if b > 32 || b + 2 * f > 110 {
+                return bad(format!(
+                    "{name} = {b}; must be ≤ 32 and {name} + 2·frac_bits ≤ 110"
+                ));
+            }
+        }
+        if self.statistical_security_bits < 40 || self.statistical_security_bits > 256 {
+            return bad(format!(
+                "statistical_security_bits = {}; must be in 40..=256",
+                self.statistical_security_bits
+            ));
+        }
+        if self.max_batch_rows == 0 || self.max_batch_rows > 1 << 20 {
+            return bad(format!(
+                "max_batch_rows = {}; must be in 1..=2^20",
+                self.max_batch_rows
+            ));
+        }
+        if self.min_key_bits < 2048
+            && !cfg!(any(test, fuzzing, feature = "insecure-identity-scheme"))
+        {
+            return bad(format!(
+                "min_key_bits = {}; must be ≥ 2048",
+                self.min_key_bits
+            ));
+        }
+        if self.packing && self.profile == Profile::FateFaithful {
+            return bad("packing is a hardened-profile feature; FateFaithful sends one value per ciphertext".into());
+        }
+        Ok(())
+    }
+
+    /// The profile.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+}
+
+/// ceil(log2(x)) for x ≥ 1.
+fn clog2(x: u64) -> u32 {
+    if x <= 1 {
+        0
+    } else {
+        64 - (x - 1).leading_zeros()
+    }
+}
+
+/// Public magnitude bounds, all as bit counts b meaning |x| < 2^b.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    f: u32,
+    kappa: u32,
+    hardened: bool,
+    d_a: u64,
+    m: u64,
+    n_max: u64,
+    /// |A| (activations at scale S).
+    pub(crate) a: u32,
+    /// |D|, |Dη| (errors at scale S).
+    pub(crate) d: u32,
+    /// |W_init|, |W|'s nominal bound at scale S², and |b_A| at scale S².
+    pub(crate) w: u32,
+}
+
+impl Bounds {
+    pub(crate) fn new(c: &ProtocolConfig) -> Self {
+        let f = c.fixed_point.frac_bits();
+        Self {
+            f,
+            kappa: c.statistical_security_bits,
+            hardened: c.profile == Profile::Hardened,
+            d_a: c.host_dim as u64,
+            m: c.out_dim as u64,
+            n_max: c.max_batch_rows as u64,
+            a: c.activation_bound_bits + f + 1,
+            d: c.delta_bound_bits + f + 1,
+            w: c.weight_bound_bits + 2 * f + 1,
+        }
+    }
+
+    /// FATE's masks: uniform in [−1024, 1024] in real units at scale 2^(power·f).
+    fn fate_mask(&self, power: u32) -> u32 {
+        10 + power * self.f + 1
+    }
+
+    /// |Gη| = |Aᵀ·Dη| for batches of at most n_max rows (scale S²).
+    pub(crate) fn gradient(&self) -> u32 {
+        self.a + self.d + clog2(self.n_max)
+    }
+
+    /// |ε_A|: the host's weight noise (scale S²).
+    pub(crate) fn eps_a(&self) -> u32 {
+        if self.hardened {
+            self.gradient() + self.kappa
+        } else {
+            self.fate_mask(2)
+        }
+    }
+
+    /// |noise_w|: the guest's gradient mask (scale S²).
+    pub(crate) fn noise_w(&self) -> u32 {
+        if self.hardened {
+            self.gradient() + self.kappa
+        } else {
+            self.fate_mask(2)
+        }
+    }
+
+    /// |acc₀| (scale S²); 0 bits means acc₀ = 0.
+    pub(crate) fn acc0(&self) -> u32 {
+        if self.hardened {
+            self.w + self.kappa
+        } else {
+            0
+        }
+    }
+
+    /// |acc_t| after t training steps.
+    pub(crate) fn acc(&self, t: u64) -> u32 {
+        let base = self.acc0().max(self.eps_a());
+        base + clog2(t.saturating_add(2)) + 1
+    }
+
+    /// The guest's check on its own W̃_t: |W̃_t| < 2^noisy_weight(t) (≥ |W| + |acc|).
+    pub(crate) fn noisy_weight(&self, t: u64) -> u32 {
+        self.w.max(self.acc(t)) + 1
+    }
+
+    /// |W_t| = |W̃_t + acc_t| given the two checks above.
+    pub(crate) fn effective_weight(&self, t: u64) -> u32 {
+        self.noisy_weight(t).max(self.acc(t)) + 1
+    }
+
+    /// |A·W̃ + b_A·S| (scale S³): the guest's unmasked forward partial.
+    pub(crate) fn forward_partial(&self, t: u64) -> u32 {
+        (self.a + self.noisy_weight(t) + clog2(self.d_a)).max(self.w + self.f) + 1
+    }
+
+    /// |ε_B| (scale S³).
+    pub(crate) fn eps_b(&self, t: u64) -> u32 {
+        if self.hardened {
+            self.forward_partial(t) + self.kappa
+        } else {
+            self.fate_mask(3)
+        }
+    }
+
+    /// |A·W̃ + b_A·S + ε_B|: what the host decrypts in step 3.
+    pub(crate) fn masked_forward(&self, t: u64) -> u32 {
+        self.forward_partial(t).max(self.eps_b(t)) + 1
+    }
+
+    /// |A·acc| (scale S³), computed by the host.
+    pub(crate) fn host_forward_term(&self, t: u64) -> u32 {
+        self.a + self.acc(t) + clog2(self.d_a)
+    }
+
+    /// |u + A·acc|: the plaintext reply in step 3.
+    pub(crate) fn forward_reply(&self, t: u64) -> u32 {
+        self.masked_forward(t).max(self.host_forward_term(t)) + 1
+    }
+
+    /// |Gη + noise_w|: what the host decrypts in step 5.
+    pub(crate) fn masked_gradient(&self) -> u32 {
+        self.gradient().max(self.noise_w()) + 1
+    }
+
+    /// |Gη + noise_w + ε_A|: the plaintext reply in step 5.
+    pub(crate) fn gradient_reply(&self) -> u32 {
+        self.masked_gradient().max(self.eps_a()) + 1
+    }
+
+    /// |δ_A| = |D·Wᵀ| (scale S³).
+    pub(crate) fn input_gradient(&self, t: u64) -> u32 {
+        self.d + self.effective_weight(t) + clog2(self.m)
+    }
+
+    /// Slot bound for the packed [[acc]] + W̃ product (holds acc, W̃ and δ_A).
+    pub(crate) fn backward_slot(&self, t: u64) -> u32 {
+        self.input_gradient(t)
+            .max(self.noisy_weight(t))
+            .max(self.acc(t))
+            + 1
+    }
+}
+
+/// Uniform integer in [−(2^bits − 1), 2^bits − 1]; 0 when bits = 0.
+pub(crate) fn uniform_mask<R: rand::CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> BigInt {
+    use num_bigint::BigRng010;
+    if bits == 0 {
+        return BigInt::from(0);
+    }
+    let b: BigInt = (BigInt::one() << bits) - 1;
+    rng.random_bigint_range(&-b.clone(), &(b + 1))
+}
+
+/// FATE's mask: uniform over the integers of [−1024·2^(power·f), 1024·2^(power·f)].
+pub(crate) fn fate_mask<R: rand::CryptoRng + ?Sized>(f: u32, power: u32, rng: &mut R) -> BigInt {
+    use num_bigint::BigRng010;
+    let b: BigInt = BigInt::from(1024) << (power * f);
+    rng.random_bigint_range(&-b.clone(), &(b + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut c = ProtocolConfig::new(Profile::Hardened, 2, 2);
+        assert!(c.validate().is_ok());
+        c.statistical_security_bits = 39;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("statistical_security_bits")
+        );
+        let mut c = ProtocolConfig::new(Profile::FateFaithful, 2, 2);
+        c.packing = true;
+        assert!(c.validate().is_err());
+        let mut c = ProtocolConfig::new(Profile::Hardened, 0, 2);
+        assert!(c.validate().is_err());
+        c.host_dim = 2;
+        c.learning_rate = f64::NAN;
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn hardened_masks_have_forty_bits_of_slack() {
+        let c = ProtocolConfig::new(Profile::Hardened, 64, 32);
+        let b = Bounds::new(&c);
+        assert!(b.eps_a() >= b.gradient() + 40);
+        assert!(b.noise_w() >= b.gradient() + 40);
+        assert!(b.acc0() >= b.w + 40);
+        for t in [0, 1, 100] {
+            assert!(b.eps_b(t) >= b.forward_partial(t) + 40);
+        }
+        let mut rng = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(1);
+        for _ in 0..100 {
+            assert!(uniform_mask(10, &mut rng).magnitude().bits() <= 10);
+            assert!(
+                fate_mask(23, 1, &mut rng).magnitude()
+                    <= &(num_bigint::BigUint::from(1024u32) << 23)
+            );
+        }
+        assert_eq!(uniform_mask(0, &mut rng), BigInt::from(0));
+    }
+}

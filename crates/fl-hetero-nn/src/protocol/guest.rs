@@ -1,0 +1,855 @@
+//! The guest (party B): labels, W̃ (the noisy copy of the host-part weight) and b_A.
+
+use std::collections::VecDeque;
+
+use num_bigint::BigInt;
+use rand::CryptoRng;
+
+use super::RoundLayouts;
+use super::ops::{CtMatrix, forward_product, gradient_product, input_gradient_product};
+use crate::config::{Bounds, Profile, ProtocolConfig, fate_mask, uniform_mask};
+use crate::error::{ApiMisuse, Error, PeerMisbehaved};
+use crate::fixed::bits;
+use crate::matrix::Matrix;
+use crate::message::{
+    AbortCode, Activations, Hello, Message, Purpose, RoundCiphertexts, RoundIntegers,
+};
+use crate::packing::{Axis, Layout};
+use crate::scheme::HomomorphicScheme;
+use crate::secret::SecretMatrix;
+
+/// What the guest reports to its application.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum GuestEvent {
+    /// The host's key and configuration were accepted.
+    SessionEstablished,
+    /// z_A = a_A·W + b_A for the round's batch. In a training round the application must
+    /// next call [`Guest::backward`] with δ = ∂L/∂z.
+    Forward {
+        /// The round.
+        round: u64,
+        /// Training or prediction.
+        purpose: Purpose,
+        /// z_A as floats (decoded from scale S³).
+        output: Matrix<f64>,
+        /// z_A as the exact integer at scale S³.
+        exact: Matrix<BigInt>,
+    },
+    /// The training step finished on the guest's side (W̃ and b_A updated).
+    BackwardDone {
+        /// The round.
+        round: u64,
+    },
+}
+
+/// The guest's exportable state (FATE saves W̃ and b_A in the guest's model). **Secret**.
+#[derive(Clone, PartialEq, Eq)]
+pub struct GuestSnapshot {
+    /// W̃ at scale S².
+    pub noisy_weight: Matrix<BigInt>,
+    /// b_A at scale S² (1 × m).
+    pub bias: Matrix<BigInt>,
+    /// Completed training steps.
+    pub training_steps: u64,
+    /// Completed rounds.
+    pub round: u64,
+}
+
+impl core::fmt::Debug for GuestSnapshot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "GuestSnapshot {{ training_steps: {}, round: {}, .. }}",
+            self.training_steps, self.round
+        )
+    }
+}
+
+enum State<S: HomomorphicScheme> {
+    AwaitHello,
+    Idle,
+    AwaitForwardReply {
+        purpose: Purpose,
+        n: usize,
+        eps_b: SecretMatrix,
+        a_cols: Option<CtMatrix<S>>,
+    },
+    AwaitBackward {
+        n: usize,
+        a_cols: CtMatrix<S>,
+    },
+    AwaitGradientReply {
+        n: usize,
+        noise_w: SecretMatrix,
+        d: SecretMatrix,
+        d_eta: SecretMatrix,
+    },
+    AwaitAcc {
+        n: usize,
+        d: SecretMatrix,
+        d_eta: SecretMatrix,
+        g_hat: SecretMatrix,
+    },
+    Closed,
+}
+
+impl<S: HomomorphicScheme> State<S> {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::AwaitHello => "waiting for Hello",
+            Self::Idle => "waiting for Activations (1)",
+            Self::AwaitForwardReply { .. } => "waiting for ForwardReply (3)",
+            Self::AwaitBackward { .. } => "waiting for the application's backward()",
+            Self::AwaitGradientReply { .. } => "waiting for GradientReply (5)",
+            Self::AwaitAcc { .. } => "waiting for EncryptedAcc (6)",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+/// The guest's state machine. See the [module docs](crate::protocol) for the calling
+/// contract.
+pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
+    config: ProtocolConfig,
+    bounds: Bounds,
+    ek: Option<S::EncryptionKey>,
+    noisy_weight: SecretMatrix,
+    bias: SecretMatrix,
+    training_steps: u64,
+    round: u64,
+    state: State<S>,
+    outbox: VecDeque<Message>,
+    events: VecDeque<GuestEvent>,
+}
+
+impl<S: HomomorphicScheme> core::fmt::Debug for Guest<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Guest {{ profile: {:?}, round: {}, state: {}, .. }}",
+            self.config.profile,
+            self.round,
+            self.state.name()
+        )
+    }
+}
+
+fn sub(a: &Matrix<BigInt>, b: &Matrix<BigInt>) -> Matrix<BigInt> {
+    Matrix::from_fn(a.rows(), a.cols(), |i, j| {
+        a.get(i, j).cloned().unwrap_or_default() - b.get(i, j).cloned().unwrap_or_default()
+    })
+}
+
+fn check_bits(m: &Matrix<BigInt>, bound: u32, what: &'static str) -> Result<(), PeerMisbehaved> {
+    if m.as_slice().iter().all(|v| bits(v) <= u64::from(bound)) {
+        Ok(())
+    } else {
+        Err(PeerMisbehaved::ValueOutOfRange { what })
+    }
+}
+
+impl<S: HomomorphicScheme> Guest<S> {
+    /// Creates the guest, waiting for the host's hello.
+    ///
+    /// `initial_bias` is b_A (length m). In `FateFaithful` the guest initialises the weight
+    /// itself: pass `initial_weight = Some(W₀)` (d_A × m). In `Hardened` pass `None`: the host
+    /// sends W̃₀ = W_init − acc₀.
+    pub fn new(
+        config: ProtocolConfig,
+        initial_bias: &[f64],
+        initial_weight: Option<&Matrix<f64>>,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        let (d_a, m) = (config.host_dim, config.out_dim);
+        let fp = config.fixed_point;
+        let b = Matrix::from_vec(1, initial_bias.len(), initial_bias.to_vec())?;
+        b.check_shape("initial_bias", (1, m))?;
+        let bias = fp.encode_matrix(&b, 2, config.weight_bound_bits, "initial_bias")?;
+        let noisy_weight = match (config.profile, initial_weight) {
+            (Profile::FateFaithful, Some(w)) => {
+                w.check_shape("initial_weight", (d_a, m))?;
+                SecretMatrix::from_matrix(&fp.encode_matrix(
+                    w,
+                    2,
+                    config.weight_bound_bits,
+                    "initial_weight",
+                )?)
+            }
+            (Profile::Hardened, None) => SecretMatrix::zeros(d_a, m),
+            (Profile::FateFaithful, None) => {
+                return Err(ApiMisuse::InvalidConfig {
+                    reason: "in FateFaithful the guest initialises W: pass `initial_weight`".into(),
+                }
+                .into());
+            }
+            (Profile::Hardened, Some(_)) => {
+                return Err(ApiMisuse::InvalidConfig {
+                    reason: "in Hardened the host sends W̃₀; pass `initial_weight = None`".into(),
+                }
+                .into());
+            }
+        };
+        Ok(Self {
+            bounds: Bounds::new(&config),
+            config,
+            ek: None,
+            noisy_weight,
+            bias: SecretMatrix::from_matrix(&bias),
+            training_steps: 0,
+            round: 0,
+            state: State::AwaitHello,
+            outbox: VecDeque::new(),
+            events: VecDeque::new(),
+        })
+    }
+
+    /// The session configuration.
+    pub fn config(&self) -> &ProtocolConfig {
+        &self.config
+    }
+
+    /// The current round.
+    pub fn round(&self) -> u64 {
+        self.round
+    }
+
+    /// Completed training steps t.
+    pub fn training_steps(&self) -> u64 {
+        self.training_steps
+    }
+
+    /// Whether an error closed the session.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed)
+    }
+
+    /// Whether the guest waits for the application's [`Guest::backward`].
+    pub fn awaits_backward(&self) -> bool {
+        matches!(self.state, State::AwaitBackward { .. })
+    }
+
+    /// Whether no round is in progress.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle)
+    }
+
+    /// The host's validated public key, once the hello has been accepted.
+    pub fn encryption_key(&self) -> Option<&S::EncryptionKey> {
+        self.ek.as_ref()
+    }
+
+    /// Describes the current state (for diagnostics).
+    pub fn state_name(&self) -> &'static str {
+        self.state.name()
+    }
+
+    /// Exports W̃, b_A and the counters (**secret**; for saving the model and for tests).
+    pub fn snapshot(&self) -> GuestSnapshot {
+        GuestSnapshot {
+            noisy_weight: self.noisy_weight.expose(),
+            bias: self.bias.expose(),
+            training_steps: self.training_steps,
+            round: self.round,
+        }
+    }
+
+    /// The next message to send, if any.
+    #[must_use]
+    pub fn poll_message(&mut self) -> Option<Message> {
+        self.outbox.pop_front()
+    }
+
+    /// The next event for the application, if any.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<GuestEvent> {
+        self.events.pop_front()
+    }
+
+    /// Closes the session on error; queues an abort notice unless `silent` (the session was
+    /// already closed, or the peer itself aborted).
+    fn fail_on_error(&mut self, r: Result<(), Error>, silent: bool) -> Result<(), Error> {
+        if let Err(e) = &r {
+            if !silent {
+                let code = match e {
+                    Error::PeerMisbehaved(_)
+                    | Error::UnexpectedMessage { .. }
+                    | Error::Decode(_) => AbortCode::ProtocolViolation,
+                    _ => AbortCode::LocalError,
+                };
+                self.outbox.push_back(Message::Abort(code as u8));
+            }
+            self.state = State::Closed;
+        }
+        r
+    }
+
+    fn check_round(&self, got: u64) -> Result<(), Error> {
+        if got == self.round {
+            Ok(())
+        } else {
+            Err(PeerMisbehaved::WrongRound {
+                expected: self.round,
+                got,
+            }
+            .into())
+        }
+    }
+
+    fn ek(&self) -> Result<&S::EncryptionKey, Error> {
+        self.ek.as_ref().ok_or(Error::SessionClosed)
+    }
+
+    fn layouts(&self, n: usize) -> Result<RoundLayouts, Error> {
+        RoundLayouts::new(
+            &self.config,
+            &self.bounds,
+            S::plaintext_bits(self.ek()?),
+            n,
+            self.training_steps,
+        )
+    }
+
+    /// Decodes a frame from the host and feeds it to [`Self::handle_message`]. A frame that
+    /// does not decode closes the session like any other protocol error.
+    pub fn handle_frame<R: CryptoRng + ?Sized>(
+        &mut self,
+        frame: &[u8],
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        match Message::decode(frame) {
+            Ok(msg) => self.handle_message(msg, rng),
+            Err(e) => {
+                let closed = self.is_closed();
+                let r = if closed {
+                    Err(Error::SessionClosed)
+                } else {
+                    Err(e.into())
+                };
+                self.fail_on_error(r, closed)
+            }
+        }
+    }
+
+    /// Feeds a message from the host.
+    pub fn handle_message<R: CryptoRng + ?Sized>(
+        &mut self,
+        msg: Message,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        let silent = matches!(msg, Message::Abort(_)) || self.is_closed();
+        let r = self.handle_inner(msg, rng);
+        self.fail_on_error(r, silent)
+    }
+
+    fn handle_inner<R: CryptoRng + ?Sized>(
+        &mut self,
+        msg: Message,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        let state = core::mem::replace(&mut self.state, State::Closed);
+        match (state, msg) {
+            (State::Closed, _) => Err(Error::SessionClosed),
+            (_, Message::Abort(code)) => Err(Error::PeerAborted { code }),
+            (State::AwaitHello, Message::Hello(h)) => self.on_hello(h),
+            (State::Idle, Message::Activations(a)) => self.on_activations(a, rng),
+            (
+                State::AwaitForwardReply {
+                    purpose,
+                    n,
+                    eps_b,
+                    a_cols,
+                },
+                Message::ForwardReply(r),
+            ) => self.on_forward_reply(purpose, n, eps_b, a_cols, r),
+            (
+                State::AwaitGradientReply {
+                    n,
+                    noise_w,
+                    d,
+                    d_eta,
+                },
+                Message::GradientReply(r),
+            ) => self.on_gradient_reply(n, noise_w, d, d_eta, r),
+            (State::AwaitAcc { n, d, d_eta, g_hat }, Message::EncryptedAcc(c)) => {
+                self.on_encrypted_acc(n, d, d_eta, g_hat, c, rng)
+            }
+            (state, msg) => Err(Error::UnexpectedMessage {
+                expected: state.name(),
+                got: msg.kind_name(),
+            }),
+        }
+    }
+
+    fn on_hello(&mut self, h: Hello) -> Result<(), Error> {
+        let mine = &self.config;
+        let theirs = &h.config;
+        let fields: [(&'static str, bool); 12] = [
+            ("profile", mine.profile == theirs.profile),
+            ("fixed_point", mine.fixed_point == theirs.fixed_point),
+            ("host_dim", mine.host_dim == theirs.host_dim),
+            ("out_dim", mine.out_dim == theirs.out_dim),
+            (
+                "learning_rate",
+                mine.learning_rate.to_bits() == theirs.learning_rate.to_bits(),
+            ),
+            (
+                "activation_bound_bits",
+                mine.activation_bound_bits == theirs.activation_bound_bits,
+            ),
+            (
+                "delta_bound_bits",
+                mine.delta_bound_bits == theirs.delta_bound_bits,
+            ),
+            (
+                "weight_bound_bits",
+                mine.weight_bound_bits == theirs.weight_bound_bits,
+            ),
+            (
+                "statistical_security_bits",
+                mine.statistical_security_bits == theirs.statistical_security_bits,
+            ),
+            (
+                "max_batch_rows",
+                mine.max_batch_rows == theirs.max_batch_rows,
+            ),
+            ("min_key_bits", mine.min_key_bits == theirs.min_key_bits),
+            ("packing", mine.packing == theirs.packing),
+        ];
+        if let Some((field, _)) = fields.iter().find(|(_, ok)| !ok) {
+            return Err(PeerMisbehaved::ConfigMismatch { field }.into());
+        }
+        let ek = S::key_from_bytes(&h.public_key).map_err(|e| PeerMisbehaved::WeakKey(e.detail))?;
+        if S::key_bits(&ek) < self.config.min_key_bits {
+            return Err(PeerMisbehaved::WeakKey(format!(
+                "{} bits; at least {} required",
+                S::key_bits(&ek),
+                self.config.min_key_bits
+            ))
+            .into());
+        }
+        match (self.config.profile, h.initial_noisy_weight) {
+            (Profile::Hardened, Some(w)) => {
+                let expected = (self.config.host_dim, self.config.out_dim);
+                if w.values.shape() != expected {
+                    return Err(PeerMisbehaved::WrongShape {
+                        what: "initial_noisy_weight",
+                        expected,
+                        got: w.values.shape(),
+                    }
+                    .into());
+                }
+                check_bits(
+                    &w.values,
+                    self.bounds.noisy_weight(0),
+                    "initial_noisy_weight",
+                )?;
+                self.noisy_weight = SecretMatrix::from_matrix(&w.values);
+            }
+            (Profile::FateFaithful, None) => {}
+            _ => {
+                return Err(PeerMisbehaved::ConfigMismatch {
+                    field: "initial_noisy_weight",
+                }
+                .into());
+            }
+        }
+        self.ek = Some(ek);
+        self.events.push_back(GuestEvent::SessionEstablished);
+        self.state = State::Idle;
+        Ok(())
+    }
+
+    fn check_own_parameters(&self) -> Result<(), Error> {
+        let t = self.training_steps;
+        let diverged = |what| ApiMisuse::ValueOutOfRange {
+            what,
+            bound_bits: 0,
+        };
+        if !self
+            .noisy_weight
+            .expose()
+            .as_slice()
+            .iter()
+            .all(|v| bits(v) <= u64::from(self.bounds.noisy_weight(t)))
+        {
+            return Err(
+                diverged("noisy weight W̃ (training diverged beyond weight_bound_bits)").into(),
+            );
+        }
+        if !self
+            .bias
+            .expose()
+            .as_slice()
+            .iter()
+            .all(|v| bits(v) <= u64::from(self.bounds.w))
+        {
+            return Err(diverged("bias b_A (training diverged beyond weight_bound_bits)").into());
+        }
+        Ok(())
+    }
+
+    /// Computes [[A·W̃ + b_A·S + ε_B]] (re-randomised in the hardened profile unless
+    /// `rerandomize` is false, which only unit tests use) and ε_B.
+    pub(crate) fn masked_forward<R: CryptoRng + ?Sized>(
+        &self,
+        a_rows: &CtMatrix<S>,
+        rerandomize: bool,
+        rng: &mut R,
+    ) -> Result<(CtMatrix<S>, Matrix<BigInt>), Error> {
+        let ek = self.ek()?;
+        let t = self.training_steps;
+        let (n, m) = (a_rows.rows, self.config.out_dim);
+        let f = self.config.fixed_point.frac_bits();
+        let eps_b = Matrix::from_fn(n, m, |_, _| match self.config.profile {
+            Profile::Hardened => uniform_mask(self.bounds.eps_b(t), rng),
+            Profile::FateFaithful => fate_mask(f, 3, rng),
+        });
+        let bias = self.bias.expose();
+        let plain = Matrix::from_fn(n, m, |i, j| {
+            (bias.get(0, j).cloned().unwrap_or_default() << f)
+                + eps_b.get(i, j).cloned().unwrap_or_default()
+        });
+        let secret = self.config.profile == Profile::Hardened;
+        let mut z = forward_product(
+            ek,
+            a_rows,
+            &self.noisy_weight.expose(),
+            self.bounds.noisy_weight(t),
+            secret,
+        )?;
+        z.add_plain(ek, &plain)?;
+        if rerandomize && self.config.profile == Profile::Hardened {
+            z.rerandomize(ek, rng)?;
+        }
+        Ok((z, eps_b))
+    }
+
+    fn on_activations<R: CryptoRng + ?Sized>(
+        &mut self,
+        a: Activations,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        self.check_round(a.round)?;
+        let n = a.by_rows.rows;
+        if n == 0 || n > self.config.max_batch_rows {
+            return Err(PeerMisbehaved::TooLarge {
+                what: "Activations (batch rows)",
+            }
+            .into());
+        }
+        self.check_own_parameters()?;
+        let layouts = self.layouts(n)?;
+        let d_a = self.config.host_dim;
+        let ek = self.ek()?.clone();
+        let a_rows = CtMatrix::<S>::from_wire(
+            &ek,
+            &a.by_rows,
+            n,
+            d_a,
+            layouts.forward,
+            "Activations.by_rows",
+        )?;
+        let a_cols = match (a.purpose, a.by_cols, self.config.packing) {
+            (Purpose::Train, Some(c), true) => Some(CtMatrix::<S>::from_wire(
+                &ek,
+                &c,
+                n,
+                d_a,
+                layouts.gradient,
+                "Activations.by_cols",
+            )?),
+            (Purpose::Train, None, false) => Some(a_rows.clone().unpacked_as(Axis::Cols)),
+            (Purpose::Predict, None, _) => None,
+            _ => {
+                return Err(PeerMisbehaved::LayoutMismatch {
+                    what: "Activations.by_cols",
+                }
+                .into());
+            }
+        };
+        let (z, eps_b) = self.masked_forward(&a_rows, true, rng)?;
+        self.outbox
+            .push_back(Message::MaskedForward(RoundCiphertexts {
+                round: self.round,
+                data: z.to_wire(&ek),
+            }));
+        self.state = State::AwaitForwardReply {
+            purpose: a.purpose,
+            n,
+            eps_b: SecretMatrix::from_matrix(&eps_b),
+            a_cols,
+        };
+        Ok(())
+    }
+
+    fn on_forward_reply(
+        &mut self,
+        purpose: Purpose,
+        n: usize,
+        eps_b: SecretMatrix,
+        a_cols: Option<CtMatrix<S>>,
+        r: RoundIntegers,
+    ) -> Result<(), Error> {
+        self.check_round(r.round)?;
+        let m = self.config.out_dim;
+        if r.data.values.shape() != (n, m) {
+            return Err(PeerMisbehaved::WrongShape {
+                what: "ForwardReply",
+                expected: (n, m),
+                got: r.data.values.shape(),
+            }
+            .into());
+        }
+        check_bits(
+            &r.data.values,
+            self.bounds.forward_reply(self.training_steps),
+            "ForwardReply",
+        )?;
+        let exact = sub(&r.data.values, &eps_b.expose());
+        let output = self.config.fixed_point.decode_matrix(&exact, 3);
+        self.events.push_back(GuestEvent::Forward {
+            round: self.round,
+            purpose,
+            output,
+            exact,
+        });
+        match (purpose, a_cols) {
+            (Purpose::Train, Some(a_cols)) => self.state = State::AwaitBackward { n, a_cols },
+            _ => {
+                self.round += 1;
+                self.state = State::Idle;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the guest's backward step with δ = ∂L/∂z (n × m, |δ|, |η·δ| < 2^bound) and
+    /// queues message 4.
+    pub fn backward<R: CryptoRng + ?Sized>(
+        &mut self,
+        delta: &Matrix<f64>,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        let state = core::mem::replace(&mut self.state, State::Closed);
+        let r = match state {
+            State::AwaitBackward { n, a_cols } => self.backward_inner(n, a_cols, delta, rng),
+            State::Closed => return Err(Error::SessionClosed),
+            other => {
+                let e = ApiMisuse::WrongState {
+                    operation: "backward",
+                    state: other.name(),
+                };
+                self.state = other;
+                // Calling backward at the wrong time is the caller's bug; the session
+                // stays usable.
+                return Err(e.into());
+            }
+        };
+        self.fail_on_error(r, false)
+    }
+
+    fn backward_inner<R: CryptoRng + ?Sized>(
+        &mut self,
+        n: usize,
+        a_cols: CtMatrix<S>,
+        delta: &Matrix<f64>,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        let (d_a, m) = (self.config.host_dim, self.config.out_dim);
+        delta.check_shape("delta", (n, m))?;
+        let fp = self.config.fixed_point;
+        let beta = self.config.delta_bound_bits;
+        let d = fp.encode_matrix(delta, 1, beta, "delta")?;
+        let eta = self.config.learning_rate;
+        let d_eta = fp.encode_matrix(&delta.map(|x| eta * x), 1, beta, "learning_rate · delta")?;
+        let ek = self.ek()?.clone();
+        let noise_w = Matrix::from_fn(d_a, m, |_, _| match self.config.profile {
+            Profile::Hardened => uniform_mask(self.bounds.noise_w(), rng),
+            Profile::FateFaithful => fate_mask(fp.frac_bits(), 2, rng),
+        });
+        let secret = self.config.profile == Profile::Hardened;
+        let mut g = gradient_product(&ek, &a_cols, &d_eta, self.bounds.d, secret)?;
+        g.add_plain(&ek, &noise_w)?;
+        if self.config.profile == Profile::Hardened {
+            g.rerandomize(&ek, rng)?;
+        }
+        self.outbox
+            .push_back(Message::MaskedGradient(RoundCiphertexts {
+                round: self.round,
+                data: g.to_wire(&ek),
+            }));
+        self.state = State::AwaitGradientReply {
+            n,
+            noise_w: SecretMatrix::from_matrix(&noise_w),
+            d: SecretMatrix::from_matrix(&d),
+            d_eta: SecretMatrix::from_matrix(&d_eta),
+        };
+        Ok(())
+    }
+
+    fn on_gradient_reply(
+        &mut self,
+        n: usize,
+        noise_w: SecretMatrix,
+        d: SecretMatrix,
+        d_eta: SecretMatrix,
+        r: RoundIntegers,
+    ) -> Result<(), Error> {
+        self.check_round(r.round)?;
+        let expected = (self.config.host_dim, self.config.out_dim);
+        if r.data.values.shape() != expected {
+            return Err(PeerMisbehaved::WrongShape {
+                what: "GradientReply",
+                expected,
+                got: r.data.values.shape(),
+            }
+            .into());
+        }
+        check_bits(
+            &r.data.values,
+            self.bounds.gradient_reply(),
+            "GradientReply",
+        )?;
+        let g_hat = sub(&r.data.values, &noise_w.expose());
+        self.state = State::AwaitAcc {
+            n,
+            d,
+            d_eta,
+            g_hat: SecretMatrix::from_matrix(&g_hat),
+        };
+        Ok(())
+    }
+
+    fn on_encrypted_acc<R: CryptoRng + ?Sized>(
+        &mut self,
+        n: usize,
+        d: SecretMatrix,
+        d_eta: SecretMatrix,
+        g_hat: SecretMatrix,
+        c: RoundCiphertexts,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        self.check_round(c.round)?;
+        let ek = self.ek()?.clone();
+        let layouts = self.layouts(n)?;
+        let (d_a, m) = (self.config.host_dim, self.config.out_dim);
+        let mut w = CtMatrix::<S>::from_wire(&ek, &c.data, d_a, m, layouts.acc, "EncryptedAcc")?;
+        // [[W_t]] = W̃_t ⊕ [[acc_t]] with the pre-update W̃_t (invariant f.5).
+        let w_tilde = self.noisy_weight.expose();
+        w.add_plain(&ek, &w_tilde)?;
+        let secret = self.config.profile == Profile::Hardened;
+        let mut da = input_gradient_product(&ek, &w, &d.expose(), self.bounds.d, secret)?;
+        if self.config.profile == Profile::Hardened {
+            da.rerandomize(&ek, rng)?;
+        }
+        debug_assert_eq!(
+            da.layout,
+            Layout {
+                axis: Axis::Cols,
+                ..layouts.acc
+            }
+        );
+        self.outbox
+            .push_back(Message::InputGradient(RoundCiphertexts {
+                round: self.round,
+                data: da.to_wire(&ek),
+            }));
+        // Updates: W̃ ← W̃ − (Gη + ε_A); b_A ← b_A − S·Σ_rows Dη.
+        let updated = sub(&w_tilde, &g_hat.expose());
+        self.noisy_weight = SecretMatrix::from_matrix(&updated);
+        let f = self.config.fixed_point.frac_bits();
+        let d_eta = d_eta.expose();
+        let bias = self.bias.expose();
+        let new_bias = Matrix::from_fn(1, m, |_, j| {
+            let mut s = BigInt::from(0);
+            for i in 0..d_eta.rows() {
+                s += d_eta.get(i, j).cloned().unwrap_or_default();
+            }
+            bias.get(0, j).cloned().unwrap_or_default() - (s << f)
+        });
+        self.bias = SecretMatrix::from_matrix(&new_bias);
+        self.events
+            .push_back(GuestEvent::BackwardDone { round: self.round });
+        self.training_steps += 1;
+        self.round += 1;
+        self.state = State::Idle;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Paillier;
+    use crate::protocol::Host;
+    use rand::SeedableRng;
+    use rand::rngs::ChaCha20Rng;
+
+    fn key_pair() -> (fl_paillier::DecryptionKey, fl_paillier::DecryptionKey) {
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let dk = fl_paillier::keygen(1024, &mut rng).unwrap();
+        let (p, q) = dk.expose_primes();
+        let copy = fl_paillier::DecryptionKey::from_primes(
+            &num_bigint::BigUint::from_bytes_be(&p),
+            &num_bigint::BigUint::from_bytes_be(&q),
+        )
+        .unwrap();
+        (dk, copy)
+    }
+
+    /// (5) Re-randomised ciphertexts differ from the deterministic result and decrypt to the
+    /// same values; FateFaithful sends the deterministic result (FATE's leak, §e.5).
+    #[test]
+    fn guest_to_host_ciphertexts_are_rerandomised_in_hardened_only() {
+        for profile in [Profile::Hardened, Profile::FateFaithful] {
+            let (dk, dk2) = key_pair();
+            let mut c = ProtocolConfig::new(profile, 2, 2);
+            c.min_key_bits = 1024;
+            let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
+            let mut rng = ChaCha20Rng::seed_from_u64(2);
+            let (hw, gw) = if profile == Profile::Hardened {
+                (Some(&w), None)
+            } else {
+                (None, Some(&w))
+            };
+            let mut host = Host::<Paillier>::new(c, dk, hw, &mut rng).unwrap();
+            let mut guest = Guest::<Paillier>::new(c, &[0.01, 0.02], gw).unwrap();
+            guest
+                .handle_message(host.poll_message().unwrap(), &mut rng)
+                .unwrap();
+            let a = Matrix::from_vec(3, 2, vec![0.5, 1.0, 1.5, 0.25, 0.0, 2.0]).unwrap();
+            host.start_round(Purpose::Predict, &a, &mut rng).unwrap();
+            let Some(Message::Activations(act)) = host.poll_message() else {
+                panic!("expected Activations")
+            };
+            let ek = guest.encryption_key().unwrap().clone();
+            let layouts = guest.layouts(3).unwrap();
+            let a_rows =
+                CtMatrix::<Paillier>::from_wire(&ek, &act.by_rows, 3, 2, layouts.forward, "a")
+                    .unwrap();
+            let (plain, eps1) = guest
+                .masked_forward(&a_rows, false, &mut ChaCha20Rng::seed_from_u64(3))
+                .unwrap();
+            let (sent, eps2) = guest
+                .masked_forward(&a_rows, true, &mut ChaCha20Rng::seed_from_u64(3))
+                .unwrap();
+            assert_eq!(eps1, eps2, "same masks in both computations");
+            let bound = Bounds::new(&c).masked_forward(0);
+            let d1 = plain.decrypt(&dk2, bound, "x").unwrap();
+            let d2 = sent.decrypt(&dk2, bound, "x").unwrap();
+            assert_eq!(d1, d2, "re-randomisation must not change the plaintext");
+            let differ = plain
+                .cts
+                .as_slice()
+                .iter()
+                .zip(sent.cts.as_slice())
+                .all(|(x, y)| x != y);
+            let same = plain.cts.as_slice() == sent.cts.as_slice();
+            match profile {
+                Profile::Hardened => assert!(differ, "every hardened ciphertext must be fresh"),
+                _ => assert!(same, "FateFaithful returns the deterministic product"),
+            }
+        }
+    }
+}

@@ -1,0 +1,547 @@
+//! The host (party A): features, the key pair, the accumulated noise acc.
+
+use std::collections::VecDeque;
+
+use num_bigint::BigInt;
+use rand::CryptoRng;
+
+use super::RoundLayouts;
+use super::ops::CtMatrix;
+use crate::config::{Bounds, Profile, ProtocolConfig, fate_mask, uniform_mask};
+use crate::error::{ApiMisuse, Error, PeerMisbehaved};
+use crate::fixed::int_matmul;
+use crate::matrix::Matrix;
+use crate::message::{
+    AbortCode, Activations, Hello, IntegerMatrix, Message, Purpose, RoundCiphertexts, RoundIntegers,
+};
+use crate::packing::{Axis, Layout};
+use crate::scheme::HomomorphicScheme;
+use crate::secret::SecretMatrix;
+
+/// What the host reports to its application.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HostEvent {
+    /// The guest has its forward output for `round` (prediction rounds end here).
+    ForwardServed {
+        /// The round.
+        round: u64,
+        /// Training or prediction.
+        purpose: Purpose,
+    },
+    /// δ_A = δ·W_tᵀ, the gradient for the host's bottom model (training rounds end here).
+    InputGradient {
+        /// The round.
+        round: u64,
+        /// δ_A as floats (decoded from scale S³).
+        gradient: Matrix<f64>,
+        /// δ_A as the exact integer at scale S³.
+        exact: Matrix<BigInt>,
+    },
+}
+
+/// The host's exportable state (FATE saves acc in the host's model). **Secret**: with the
+/// guest's W̃ it gives the effective weight.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HostSnapshot {
+    /// acc at scale S².
+    pub accumulated_noise: Matrix<BigInt>,
+    /// Completed training steps.
+    pub training_steps: u64,
+    /// Completed rounds (training and prediction).
+    pub round: u64,
+}
+
+impl core::fmt::Debug for HostSnapshot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "HostSnapshot {{ training_steps: {}, round: {}, .. }}",
+            self.training_steps, self.round
+        )
+    }
+}
+
+enum State {
+    Idle,
+    AwaitMaskedForward {
+        purpose: Purpose,
+        a: SecretMatrix,
+        layouts: RoundLayouts,
+    },
+    AwaitMaskedGradient {
+        n: usize,
+        layouts: RoundLayouts,
+    },
+    AwaitInputGradient {
+        n: usize,
+        layouts: RoundLayouts,
+    },
+    Closed,
+}
+
+impl State {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::AwaitMaskedForward { .. } => "waiting for MaskedForward (2)",
+            Self::AwaitMaskedGradient { .. } => "waiting for MaskedGradient (4)",
+            Self::AwaitInputGradient { .. } => "waiting for InputGradient (7)",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+/// The host's state machine. See the [module docs](crate::protocol) for the calling
+/// contract.
+pub struct Host<S: HomomorphicScheme = crate::Paillier> {
+    config: ProtocolConfig,
+    bounds: Bounds,
+    dk: S::DecryptionKey,
+    ek: S::EncryptionKey,
+    acc: SecretMatrix,
+    training_steps: u64,
+    round: u64,
+    state: State,
+    outbox: VecDeque<Message>,
+    events: VecDeque<HostEvent>,
+}
+
+impl<S: HomomorphicScheme> core::fmt::Debug for Host<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Host {{ profile: {:?}, round: {}, state: {}, .. }}",
+            self.config.profile,
+            self.round,
+            self.state.name()
+        )
+    }
+}
+
+impl<S: HomomorphicScheme> Host<S> {
+    /// Creates the host and queues its [`Message::Hello`].
+    ///
+    /// * `Hardened`: `initial_weight` (W_init, d_A × m, drawn by the host from the agreed
+    ///   initialiser) is required; the host draws a random acc₀ and sends only
+    ///   W̃₀ = W_init − acc₀, so the guest never learns W.
+    /// * `FateFaithful`: `initial_weight` must be `None` (the guest initialises W̃₀ = W₀
+    ///   itself) and acc₀ = 0.
+    pub fn new<R: CryptoRng + ?Sized>(
+        config: ProtocolConfig,
+        dk: S::DecryptionKey,
+        initial_weight: Option<&Matrix<f64>>,
+        rng: &mut R,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        let ek = S::encryption_key(&dk);
+        if S::key_bits(&ek) < config.min_key_bits {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "own key has {} bits; the configuration requires ≥ {}",
+                    S::key_bits(&ek),
+                    config.min_key_bits
+                ),
+            }
+            .into());
+        }
+        let bounds = Bounds::new(&config);
+        let (d_a, m) = (config.host_dim, config.out_dim);
+        let (acc, initial_noisy_weight) = match (config.profile, initial_weight) {
+            (Profile::Hardened, Some(w)) => {
+                w.check_shape("initial_weight", (d_a, m))?;
+                let w_int = config.fixed_point.encode_matrix(
+                    w,
+                    2,
+                    config.weight_bound_bits,
+                    "initial_weight",
+                )?;
+                let acc0 = Matrix::from_fn(d_a, m, |_, _| uniform_mask(bounds.acc0(), rng));
+                let noisy = Matrix::from_fn(d_a, m, |i, j| {
+                    w_int.get(i, j).cloned().unwrap_or_default()
+                        - acc0.get(i, j).cloned().unwrap_or_default()
+                });
+                let width = IntegerMatrix::width_for_bits(bounds.noisy_weight(0));
+                (
+                    SecretMatrix::from_matrix(&acc0),
+                    Some(IntegerMatrix {
+                        width,
+                        values: noisy,
+                    }),
+                )
+            }
+            (Profile::Hardened, None) => {
+                return Err(ApiMisuse::InvalidConfig {
+                    reason: "the hardened host draws W_init: pass `initial_weight`".into(),
+                }
+                .into());
+            }
+            (Profile::FateFaithful, None) => (SecretMatrix::zeros(d_a, m), None),
+            (Profile::FateFaithful, Some(_)) => {
+                return Err(ApiMisuse::InvalidConfig {
+                    reason: "in FateFaithful the guest initialises W; pass `initial_weight = None`"
+                        .into(),
+                }
+                .into());
+            }
+        };
+        let hello = Message::Hello(Hello {
+            config,
+            public_key: S::key_to_bytes(&ek),
+            initial_noisy_weight,
+        });
+        Ok(Self {
+            config,
+            bounds,
+            dk,
+            ek,
+            acc,
+            training_steps: 0,
+            round: 0,
+            state: State::Idle,
+            outbox: VecDeque::from([hello]),
+            events: VecDeque::new(),
+        })
+    }
+
+    /// The session configuration.
+    pub fn config(&self) -> &ProtocolConfig {
+        &self.config
+    }
+
+    /// The current round (forward passes started so far, counting the current one).
+    pub fn round(&self) -> u64 {
+        self.round
+    }
+
+    /// Completed training steps t.
+    pub fn training_steps(&self) -> u64 {
+        self.training_steps
+    }
+
+    /// Whether an error closed the session.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed)
+    }
+
+    /// Whether the host waits for a local command (no round in progress).
+    pub fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle)
+    }
+
+    /// The public key.
+    pub fn encryption_key(&self) -> &S::EncryptionKey {
+        &self.ek
+    }
+
+    /// Exports acc and the counters (**secret**; for saving the model and for tests).
+    pub fn snapshot(&self) -> HostSnapshot {
+        HostSnapshot {
+            accumulated_noise: self.acc.expose(),
+            training_steps: self.training_steps,
+            round: self.round,
+        }
+    }
+
+    /// The next message to send, if any.
+    #[must_use]
+    pub fn poll_message(&mut self) -> Option<Message> {
+        self.outbox.pop_front()
+    }
+
+    /// The next event for the application, if any.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<HostEvent> {
+        self.events.pop_front()
+    }
+
+    /// Starts a round with the bottom-model output a_A (n × d_A, |a_A| < 2^bound):
+    /// encrypts it and queues message 1.
+    pub fn start_round<R: CryptoRng + ?Sized>(
+        &mut self,
+        purpose: Purpose,
+        activations: &Matrix<f64>,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        let closed = self.is_closed();
+        let r = self.start_round_inner(purpose, activations, rng);
+        self.fail_on_error(r, closed)
+    }
+
+    fn start_round_inner<R: CryptoRng + ?Sized>(
+        &mut self,
+        purpose: Purpose,
+        activations: &Matrix<f64>,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        match self.state {
+            State::Idle => {}
+            State::Closed => return Err(Error::SessionClosed),
+            _ => {
+                return Err(ApiMisuse::WrongState {
+                    operation: "start_round",
+                    state: self.state.name(),
+                }
+                .into());
+            }
+        }
+        let n = activations.rows();
+        if n == 0 || n > self.config.max_batch_rows {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "batch of {n} rows; allowed 1..={}",
+                    self.config.max_batch_rows
+                ),
+            }
+            .into());
+        }
+        activations.check_shape("activations", (n, self.config.host_dim))?;
+        let a = self.config.fixed_point.encode_matrix(
+            activations,
+            1,
+            self.config.activation_bound_bits,
+            "activations",
+        )?;
+        let layouts = RoundLayouts::new(
+            &self.config,
+            &self.bounds,
+            S::plaintext_bits(&self.ek),
+            n,
+            self.training_steps,
+        )?;
+        let by_rows = CtMatrix::<S>::encrypt(&self.ek, &a, layouts.forward, rng)?;
+        let by_cols = if purpose == Purpose::Train && self.config.packing {
+            Some(CtMatrix::<S>::encrypt(&self.ek, &a, layouts.gradient, rng)?.to_wire(&self.ek))
+        } else {
+            None
+        };
+        self.outbox.push_back(Message::Activations(Activations {
+            round: self.round,
+            purpose,
+            by_rows: by_rows.to_wire(&self.ek),
+            by_cols,
+        }));
+        self.state = State::AwaitMaskedForward {
+            purpose,
+            a: SecretMatrix::from_matrix(&a),
+            layouts,
+        };
+        Ok(())
+    }
+
+    /// Decodes a frame from the guest and feeds it to [`Self::handle_message`]. A frame that
+    /// does not decode closes the session like any other protocol error.
+    pub fn handle_frame<R: CryptoRng + ?Sized>(
+        &mut self,
+        frame: &[u8],
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        match Message::decode(frame) {
+            Ok(msg) => self.handle_message(msg, rng),
+            Err(e) => {
+                let closed = self.is_closed();
+                let r = if closed {
+                    Err(Error::SessionClosed)
+                } else {
+                    Err(e.into())
+                };
+                self.fail_on_error(r, closed)
+            }
+        }
+    }
+
+    /// Feeds a message from the guest.
+    pub fn handle_message<R: CryptoRng + ?Sized>(
+        &mut self,
+        msg: Message,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        let silent = matches!(msg, Message::Abort(_)) || self.is_closed();
+        let r = self.handle_inner(msg, rng);
+        self.fail_on_error(r, silent)
+    }
+
+    /// Closes the session on error; queues an abort notice unless `silent` (the session was
+    /// already closed, or the peer itself aborted).
+    fn fail_on_error(&mut self, r: Result<(), Error>, silent: bool) -> Result<(), Error> {
+        if let Err(e) = &r {
+            if !silent {
+                let code = match e {
+                    Error::PeerMisbehaved(_)
+                    | Error::UnexpectedMessage { .. }
+                    | Error::Decode(_) => AbortCode::ProtocolViolation,
+                    _ => AbortCode::LocalError,
+                };
+                self.outbox.push_back(Message::Abort(code as u8));
+            }
+            self.state = State::Closed;
+        }
+        r
+    }
+
+    fn check_round(&self, got: u64) -> Result<(), Error> {
+        if got == self.round {
+            Ok(())
+        } else {
+            Err(PeerMisbehaved::WrongRound {
+                expected: self.round,
+                got,
+            }
+            .into())
+        }
+    }
+
+    fn handle_inner<R: CryptoRng + ?Sized>(
+        &mut self,
+        msg: Message,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        let state = core::mem::replace(&mut self.state, State::Closed);
+        match (state, msg) {
+            (State::Closed, _) => Err(Error::SessionClosed),
+            (_, Message::Abort(code)) => Err(Error::PeerAborted { code }),
+            (
+                State::AwaitMaskedForward {
+                    purpose,
+                    a,
+                    layouts,
+                },
+                Message::MaskedForward(m),
+            ) => self.on_masked_forward(purpose, a, layouts, m),
+            (State::AwaitMaskedGradient { n, layouts }, Message::MaskedGradient(m)) => {
+                self.on_masked_gradient(n, layouts, m, rng)
+            }
+            (State::AwaitInputGradient { n, layouts }, Message::InputGradient(m)) => {
+                self.on_input_gradient(n, layouts, m)
+            }
+            (state, msg) => Err(Error::UnexpectedMessage {
+                expected: state.name(),
+                got: msg.kind_name(),
+            }),
+        }
+    }
+
+    fn on_masked_forward(
+        &mut self,
+        purpose: Purpose,
+        a: SecretMatrix,
+        layouts: RoundLayouts,
+        m: RoundCiphertexts,
+    ) -> Result<(), Error> {
+        self.check_round(m.round)?;
+        let t = self.training_steps;
+        let (n, out) = (a.shape().0, self.config.out_dim);
+        let cts =
+            CtMatrix::<S>::from_wire(&self.ek, &m.data, n, out, layouts.forward, "MaskedForward")?;
+        let u = cts.decrypt(&self.dk, self.bounds.masked_forward(t), "MaskedForward")?;
+        let a_acc = int_matmul(&a.expose(), &self.acc.expose());
+        let reply = Matrix::from_fn(n, out, |i, j| {
+            u.get(i, j).cloned().unwrap_or_default() + a_acc.get(i, j).cloned().unwrap_or_default()
+        });
+        let width = IntegerMatrix::width_for_bits(self.bounds.forward_reply(t));
+        self.outbox.push_back(Message::ForwardReply(RoundIntegers {
+            round: self.round,
+            data: IntegerMatrix {
+                width,
+                values: reply,
+            },
+        }));
+        self.events.push_back(HostEvent::ForwardServed {
+            round: self.round,
+            purpose,
+        });
+        match purpose {
+            Purpose::Train => self.state = State::AwaitMaskedGradient { n, layouts },
+            Purpose::Predict => {
+                self.round += 1;
+                self.state = State::Idle;
+            }
+        }
+        Ok(())
+    }
+
+    fn on_masked_gradient<R: CryptoRng + ?Sized>(
+        &mut self,
+        n: usize,
+        layouts: RoundLayouts,
+        m: RoundCiphertexts,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        self.check_round(m.round)?;
+        let (d_a, out) = (self.config.host_dim, self.config.out_dim);
+        let grad_layout = Layout {
+            axis: Axis::Rows,
+            ..layouts.gradient
+        };
+        let cts =
+            CtMatrix::<S>::from_wire(&self.ek, &m.data, d_a, out, grad_layout, "MaskedGradient")?;
+        let g = cts.decrypt(&self.dk, self.bounds.masked_gradient(), "MaskedGradient")?;
+        let f = self.config.fixed_point.frac_bits();
+        let eps_a = Matrix::from_fn(d_a, out, |_, _| match self.config.profile {
+            Profile::Hardened => uniform_mask(self.bounds.eps_a(), rng),
+            Profile::FateFaithful => fate_mask(f, 2, rng),
+        });
+        let reply = Matrix::from_fn(d_a, out, |i, j| {
+            g.get(i, j).cloned().unwrap_or_default() + eps_a.get(i, j).cloned().unwrap_or_default()
+        });
+        let width = IntegerMatrix::width_for_bits(self.bounds.gradient_reply());
+        self.outbox.push_back(Message::GradientReply(RoundIntegers {
+            round: self.round,
+            data: IntegerMatrix {
+                width,
+                values: reply,
+            },
+        }));
+        // [[acc_t]] is sent before acc is updated (FATE's order, invariant f.2).
+        let acc_t = self.acc.expose();
+        let enc_acc = CtMatrix::<S>::encrypt(&self.ek, &acc_t, layouts.acc, rng)?;
+        self.outbox
+            .push_back(Message::EncryptedAcc(RoundCiphertexts {
+                round: self.round,
+                data: enc_acc.to_wire(&self.ek),
+            }));
+        let next = Matrix::from_fn(d_a, out, |i, j| {
+            acc_t.get(i, j).cloned().unwrap_or_default()
+                + eps_a.get(i, j).cloned().unwrap_or_default()
+        });
+        self.acc = SecretMatrix::from_matrix(&next);
+        self.state = State::AwaitInputGradient { n, layouts };
+        Ok(())
+    }
+
+    fn on_input_gradient(
+        &mut self,
+        n: usize,
+        layouts: RoundLayouts,
+        m: RoundCiphertexts,
+    ) -> Result<(), Error> {
+        self.check_round(m.round)?;
+        let d_a = self.config.host_dim;
+        let layout = Layout {
+            axis: Axis::Cols,
+            ..layouts.acc
+        };
+        let cts = CtMatrix::<S>::from_wire(&self.ek, &m.data, n, d_a, layout, "InputGradient")?;
+        // The bound uses t (the step whose acc_t and W̃_t produced δ_A).
+        let exact = cts.decrypt(
+            &self.dk,
+            self.bounds.input_gradient(self.training_steps),
+            "InputGradient",
+        )?;
+        let gradient = self.config.fixed_point.decode_matrix(&exact, 3);
+        self.events.push_back(HostEvent::InputGradient {
+            round: self.round,
+            gradient,
+            exact,
+        });
+        self.training_steps += 1;
+        self.round += 1;
+        self.state = State::Idle;
+        Ok(())
+    }
+
+    /// Describes the current state (for diagnostics).
+    pub fn state_name(&self) -> &'static str {
+        self.state.name()
+    }
+}

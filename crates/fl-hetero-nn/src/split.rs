@@ -1,0 +1,451 @@
+//! A complete two-party split model around the interactive layer (FATE's hetero-NN): the
+//! host's bottom model, the guest's bottom model, the guest part of the interactive layer
+//! (W_B, b_B, activation), the top model and the BCE loss, with training loops that run the
+//! host part of the interactive layer either in plaintext fixed point
+//! ([`PlainInteractiveLayer`]) or through the two-party protocol (in memory or over TCP).
+//!
+//! Every floating-point operation happens in the same order in every mode, so a secure run
+//! reproduces its plaintext fixed-point twin bit for bit.
+
+use rand::rngs::ChaCha20Rng;
+use rand::{CryptoRng, SeedableRng};
+
+use crate::config::{Profile, ProtocolConfig};
+use crate::data::{VerticalData, roc_auc};
+use crate::error::{ApiMisuse, Error};
+use crate::matrix::Matrix;
+use crate::message::Purpose;
+use crate::nn::{Activation, Linear, Mlp, Optimizer, bce_loss, torch_default_init};
+use crate::protocol::{GuestEvent, HostEvent};
+use crate::reference::PlainInteractiveLayer;
+use crate::scheme::HomomorphicScheme;
+use crate::transport::memory::{Pair, TrafficStats};
+
+/// Hyper-parameters of a split model (FATE's `hetero_nn` benchmark-quality cases).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct SplitConfig {
+    /// Guest feature count.
+    pub guest_features: usize,
+    /// Host feature count.
+    pub host_features: usize,
+    /// Output width of each bottom model (d_A = d_B).
+    pub bottom_width: usize,
+    /// Output width m of the interactive layer.
+    pub interactive_width: usize,
+    /// Adam learning rate of the bottom and top models, and η of the interactive layer.
+    pub learning_rate: f64,
+    /// Rows per batch.
+    pub batch_size: usize,
+    /// Epochs.
+    pub epochs: usize,
+}
+
+impl SplitConfig {
+    /// FATE v1.11.4 `hetero_nn-binary-0` on breast: bottoms Linear(10,2)+ReLU and
+    /// Linear(20,2)+ReLU, interactive layer out 2 + ReLU, top Linear(2,1)+Sigmoid, BCE,
+    /// Adam lr 0.15 (and η = 0.15), batch 320, 100 epochs.
+    pub fn hetero_nn_binary_0() -> Self {
+        Self {
+            guest_features: 10,
+            host_features: 20,
+            bottom_width: 2,
+            interactive_width: 2,
+            learning_rate: 0.15,
+            batch_size: 320,
+            epochs: 100,
+        }
+    }
+
+    /// The protocol configuration for this model under `profile`.
+    pub fn protocol_config(&self, profile: Profile) -> ProtocolConfig {
+        let mut c = ProtocolConfig::new(profile, self.bottom_width, self.interactive_width);
+        c.learning_rate = self.learning_rate;
+        c.max_batch_rows = self.batch_size.max(1);
+        c
+    }
+
+    /// Row ranges of the batches of one epoch (FATE: no shuffling).
+    pub fn batches(&self, rows: usize) -> Vec<(usize, usize)> {
+        let b = self.batch_size.max(1);
+        (0..rows.div_ceil(b))
+            .map(|k| (k * b, ((k + 1) * b).min(rows)))
+            .collect()
+    }
+}
+
+/// All initial parameters, drawn from one seed so that every run starts identically.
+#[derive(Debug, Clone)]
+pub struct SplitInit {
+    /// Host bottom model.
+    pub host_bottom: Mlp,
+    /// Guest bottom model.
+    pub guest_bottom: Mlp,
+    /// Interactive layer, guest part (W_B, b_B).
+    pub guest_part: Linear,
+    /// Interactive layer, host part: W_init (d_A × m).
+    pub host_part_weight: Matrix<f64>,
+    /// Interactive layer, host part: b_A.
+    pub host_part_bias: Vec<f64>,
+    /// Top model.
+    pub top: Mlp,
+}
+
+impl SplitInit {
+    /// Draws every parameter with torch's default init from ChaCha20(`seed`).
+    pub fn new(cfg: &SplitConfig, seed: u64) -> Result<Self, Error> {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let opt = Optimizer::adam(cfg.learning_rate);
+        let (b, m) = (cfg.bottom_width, cfg.interactive_width);
+        Ok(Self {
+            host_bottom: Mlp::new(&mut rng, &[cfg.host_features, b], &[Activation::Relu], opt)?,
+            guest_bottom: Mlp::new(&mut rng, &[cfg.guest_features, b], &[Activation::Relu], opt)?,
+            guest_part: Linear::new(&mut rng, b, m),
+            host_part_weight: torch_default_init(&mut rng, b, b, m),
+            host_part_bias: torch_default_init(&mut rng, b, 1, m).into_vec(),
+            top: Mlp::new(&mut rng, &[m, 1], &[Activation::Sigmoid], opt)?,
+        })
+    }
+}
+
+/// The host's side: its bottom model.
+#[derive(Debug, Clone)]
+pub struct HostModel {
+    bottom: Mlp,
+}
+
+impl HostModel {
+    /// From the initial parameters.
+    pub fn new(init: &SplitInit) -> Self {
+        Self {
+            bottom: init.host_bottom.clone(),
+        }
+    }
+
+    /// a_A for a batch of host features.
+    pub fn forward(&mut self, x: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+        self.bottom.forward(x)
+    }
+
+    /// Back-propagates δ_A and takes an optimizer step.
+    pub fn backward(&mut self, input_gradient: &Matrix<f64>) -> Result<(), Error> {
+        self.bottom.backward(input_gradient)?;
+        self.bottom.step();
+        Ok(())
+    }
+}
+
+/// The guest's side: bottom model, guest part of the interactive layer, top model.
+#[derive(Debug, Clone)]
+pub struct GuestModel {
+    bottom: Mlp,
+    part: Linear,
+    top: Mlp,
+    eta: f64,
+    cache: Option<(Matrix<f64>, Matrix<f64>)>,
+}
+
+impl GuestModel {
+    /// From the initial parameters; the interactive layer uses SGD with η.
+    pub fn new(init: &SplitInit, cfg: &SplitConfig) -> Self {
+        Self {
+            bottom: init.guest_bottom.clone(),
+            part: init.guest_part.clone(),
+            top: init.top.clone(),
+            eta: cfg.learning_rate,
+            cache: None,
+        }
+    }
+
+    /// Runs the guest's bottom model and the guest part: a_B·W_B + b_B (kept for
+    /// [`Self::finish_forward`]).
+    pub fn start_forward(&mut self, x: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+        let a_b = self.bottom.forward(x)?;
+        self.part.forward(&a_b)
+    }
+
+    /// z = z_A + (a_B·W_B + b_B), out = ReLU(z), p = top(out). Returns p (n × 1).
+    pub fn finish_forward(
+        &mut self,
+        guest_part: &Matrix<f64>,
+        z_a: &Matrix<f64>,
+    ) -> Result<Matrix<f64>, Error> {
+        let z = z_a.add(guest_part)?;
+        let out = Activation::Relu.forward(&z);
+        let p = self.top.forward(&out)?;
+        self.cache = Some((z, out));
+        Ok(p)
+    }
+
+    /// BCE against `labels`, top-model step, guest-part SGD and guest-bottom step. Returns
+    /// (loss, δ = ∂L/∂z) for the host part.
+    pub fn backward(
+        &mut self,
+        p: &Matrix<f64>,
+        labels: &[f64],
+    ) -> Result<(f64, Matrix<f64>), Error> {
+        let Some((z, _out)) = self.cache.take() else {
+            return Err(ApiMisuse::WrongState {
+                operation: "GuestModel::backward",
+                state: "no forward cached",
+            }
+            .into());
+        };
+        let (loss, grad_p) = bce_loss(p, labels)?;
+        // The top model computes its input gradient before its own optimizer step.
+        let grad_out = self.top.backward(&grad_p)?;
+        self.top.step();
+        let delta = Activation::Relu.backward(&z, &grad_out)?;
+        let grad_a_b = self.part.backward(&delta)?;
+        self.part.step(Optimizer::Sgd { lr: self.eta });
+        self.bottom.backward(&grad_a_b)?;
+        self.bottom.step();
+        Ok((loss, delta))
+    }
+}
+
+/// Where the interactive layer's host part is computed.
+pub trait HostPart {
+    /// z_A for a batch a_A (n × d_A).
+    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error>;
+    /// δ_A for δ (n × m); also applies the layer's update.
+    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error>;
+    /// Traffic so far.
+    fn traffic(&self) -> TrafficStats;
+}
+
+impl HostPart for PlainInteractiveLayer {
+    fn forward(&mut self, _purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+        Ok(Self::forward(self, a)?.0)
+    }
+    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+        Ok(Self::backward(self, delta)?.0)
+    }
+    fn traffic(&self) -> TrafficStats {
+        TrafficStats::default()
+    }
+}
+
+fn pair_err(e: crate::transport::memory::PairError) -> Error {
+    e.error
+}
+
+impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
+    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+        self.host.start_round(purpose, a, &mut self.host_rng)?;
+        self.drive().map_err(pair_err)?;
+        let mut out = None;
+        while let Some(e) = self.poll_guest_event() {
+            if let GuestEvent::Forward { output, .. } = e {
+                out = Some(output);
+            }
+        }
+        while self.poll_host_event().is_some() {}
+        out.ok_or(Error::ApiMisuse(ApiMisuse::WrongState {
+            operation: "forward",
+            state: "no output produced",
+        }))
+    }
+    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+        self.guest.backward(delta, &mut self.guest_rng)?;
+        self.drive().map_err(pair_err)?;
+        let mut out = None;
+        while let Some(e) = self.poll_host_event() {
+            if let HostEvent::InputGradient { gradient, .. } = e {
+                out = Some(gradient);
+            }
+        }
+        while self.poll_guest_event().is_some() {}
+        out.ok_or(Error::ApiMisuse(ApiMisuse::WrongState {
+            operation: "backward",
+            state: "no gradient produced",
+        }))
+    }
+    fn traffic(&self) -> TrafficStats {
+        self.stats
+    }
+}
+
+/// Trains one epoch; returns the mean training loss over batches.
+pub fn train_epoch(
+    cfg: &SplitConfig,
+    data: &VerticalData,
+    host: &mut HostModel,
+    guest: &mut GuestModel,
+    part: &mut dyn HostPart,
+) -> Result<f64, Error> {
+    let batches = cfg.batches(data.len());
+    let mut total = 0.0;
+    for &(lo, hi) in &batches {
+        let idx: Vec<usize> = (lo..hi).collect();
+        let a = host.forward(&data.host.select_rows(&idx)?)?;
+        let gp = guest.start_forward(&data.guest.select_rows(&idx)?)?;
+        let z_a = part.forward(Purpose::Train, &a)?;
+        let p = guest.finish_forward(&gp, &z_a)?;
+        let (loss, delta) = guest.backward(&p, &data.labels[lo..hi])?;
+        let da = part.backward(&delta)?;
+        host.backward(&da)?;
+        total += loss;
+    }
+    Ok(total / batches.len().max(1) as f64)
+}
+
+/// Predicts every row (prediction rounds) and returns (AUC, mean BCE loss, predictions).
+pub fn evaluate(
+    cfg: &SplitConfig,
+    data: &VerticalData,
+    host: &mut HostModel,
+    guest: &mut GuestModel,
+    part: &mut dyn HostPart,
+) -> Result<(f64, f64, Vec<f64>), Error> {
+    let mut preds = Vec::with_capacity(data.len());
+    for (lo, hi) in cfg.batches(data.len()) {
+        let idx: Vec<usize> = (lo..hi).collect();
+        let a = host.forward(&data.host.select_rows(&idx)?)?;
+        let gp = guest.start_forward(&data.guest.select_rows(&idx)?)?;
+        let z_a = part.forward(Purpose::Predict, &a)?;
+        let p = guest.finish_forward(&gp, &z_a)?;
+        guest.cache = None;
+        preds.extend_from_slice(p.as_slice());
+    }
+    let auc = roc_auc(&preds, &data.labels).unwrap_or(f64::NAN);
+    let (loss, _) = bce_loss(
+        &Matrix::from_vec(preds.len(), 1, preds.clone())?,
+        &data.labels,
+    )?;
+    Ok((auc, loss, preds))
+}
+
+/// Party loops over TCP (feature `transport`): each side runs its own models and state
+/// machine; both follow the schedule fixed by the shared [`SplitConfig`].
+#[cfg(feature = "transport")]
+pub mod tcp {
+    use super::*;
+    use crate::protocol::{Guest, Host};
+    use crate::transport::tcp::{FramedStream, next_guest_event, next_host_event};
+
+    fn unexpected(what: &'static str) -> Error {
+        Error::ApiMisuse(ApiMisuse::WrongState {
+            operation: what,
+            state: "unexpected event",
+        })
+    }
+
+    /// Runs the host's side: `epochs` epochs, with a prediction pass over all rows after
+    /// every epoch listed in `checkpoints`.
+    pub fn run_host<S: HomomorphicScheme, R: CryptoRng>(
+        cfg: &SplitConfig,
+        host_x: &Matrix<f64>,
+        model: &mut HostModel,
+        host: &mut Host<S>,
+        stream: &mut FramedStream,
+        checkpoints: &[usize],
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        crate::transport::tcp::flush_host(host, stream)?;
+        for epoch in 1..=cfg.epochs {
+            for (lo, hi) in cfg.batches(host_x.rows()) {
+                let idx: Vec<usize> = (lo..hi).collect();
+                let a = model.forward(&host_x.select_rows(&idx)?)?;
+                host.start_round(Purpose::Train, &a, rng)?;
+                let HostEvent::ForwardServed { .. } = next_host_event(host, stream, rng)? else {
+                    return Err(unexpected("training forward"));
+                };
+                let HostEvent::InputGradient { gradient, .. } = next_host_event(host, stream, rng)?
+                else {
+                    return Err(unexpected("training backward"));
+                };
+                model.backward(&gradient)?;
+            }
+            if checkpoints.contains(&epoch) {
+                for (lo, hi) in cfg.batches(host_x.rows()) {
+                    let idx: Vec<usize> = (lo..hi).collect();
+                    let a = model.forward(&host_x.select_rows(&idx)?)?;
+                    host.start_round(Purpose::Predict, &a, rng)?;
+                    let HostEvent::ForwardServed { .. } = next_host_event(host, stream, rng)?
+                    else {
+                        return Err(unexpected("prediction"));
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One checkpoint of the guest's TCP run.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Checkpoint {
+        /// Epoch number (1-based).
+        pub epoch: usize,
+        /// Mean training loss of the epoch.
+        pub train_loss: f64,
+        /// AUC of the prediction pass.
+        pub auc: f64,
+        /// BCE of the prediction pass.
+        pub loss: f64,
+    }
+
+    /// Runs the guest's side; calls `report` after each epoch with (epoch, mean loss, the
+    /// checkpoint if one was evaluated).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_guest<S: HomomorphicScheme, R: CryptoRng>(
+        cfg: &SplitConfig,
+        guest_x: &Matrix<f64>,
+        labels: &[f64],
+        model: &mut GuestModel,
+        guest: &mut Guest<S>,
+        stream: &mut FramedStream,
+        checkpoints: &[usize],
+        rng: &mut R,
+        report: &mut dyn FnMut(usize, f64, Option<Checkpoint>),
+    ) -> Result<(), Error> {
+        let GuestEvent::SessionEstablished = next_guest_event(guest, stream, rng)? else {
+            return Err(unexpected("hello"));
+        };
+        for epoch in 1..=cfg.epochs {
+            let mut total = 0.0;
+            let batches = cfg.batches(guest_x.rows());
+            for &(lo, hi) in &batches {
+                let idx: Vec<usize> = (lo..hi).collect();
+                let gp = model.start_forward(&guest_x.select_rows(&idx)?)?;
+                let GuestEvent::Forward { output, .. } = next_guest_event(guest, stream, rng)?
+                else {
+                    return Err(unexpected("training forward"));
+                };
+                let p = model.finish_forward(&gp, &output)?;
+                let (loss, delta) = model.backward(&p, &labels[lo..hi])?;
+                guest.backward(&delta, rng)?;
+                let GuestEvent::BackwardDone { .. } = next_guest_event(guest, stream, rng)? else {
+                    return Err(unexpected("training backward"));
+                };
+                total += loss;
+            }
+            let train_loss = total / batches.len().max(1) as f64;
+            let mut cp = None;
+            if checkpoints.contains(&epoch) {
+                let mut preds = Vec::new();
+                for (lo, hi) in cfg.batches(guest_x.rows()) {
+                    let idx: Vec<usize> = (lo..hi).collect();
+                    let gp = model.start_forward(&guest_x.select_rows(&idx)?)?;
+                    let GuestEvent::Forward { output, .. } = next_guest_event(guest, stream, rng)?
+                    else {
+                        return Err(unexpected("prediction"));
+                    };
+                    let p = model.finish_forward(&gp, &output)?;
+                    model.cache = None;
+                    preds.extend_from_slice(p.as_slice());
+                }
+                let auc = roc_auc(&preds, labels).unwrap_or(f64::NAN);
+                let (loss, _) = bce_loss(&Matrix::from_vec(preds.len(), 1, preds)?, labels)?;
+                cp = Some(Checkpoint {
+                    epoch,
+                    train_loss,
+                    auc,
+                    loss,
+                });
+            }
+            report(epoch, train_loss, cp);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,165 @@
+//! Shared helpers for the integration tests.
+#![allow(dead_code)]
+// Test helpers: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use fl_hetero_nn::scheme::HomomorphicScheme;
+use fl_hetero_nn::transport::memory::Pair;
+use fl_hetero_nn::{
+    Guest, GuestEvent, Host, HostEvent, Matrix, PlainInteractiveLayer, Profile, ProtocolConfig,
+    Purpose,
+};
+use num_bigint::BigInt;
+use rand::rngs::ChaCha20Rng;
+use rand::{RngExt, SeedableRng};
+
+pub(crate) fn random_matrix(
+    rng: &mut ChaCha20Rng,
+    rows: usize,
+    cols: usize,
+    lo: f64,
+    hi: f64,
+) -> Matrix<f64> {
+    Matrix::from_fn(rows, cols, |_, _| rng.random_range(lo..hi))
+}
+
+/// Initial weights and bias shared by the secure pair and the plaintext reference.
+pub(crate) struct Init {
+    pub(crate) weight: Matrix<f64>,
+    pub(crate) bias: Vec<f64>,
+}
+
+pub(crate) fn init(config: &ProtocolConfig, seed: u64) -> Init {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let bound = 1.0 / (config.host_dim as f64).sqrt();
+    Init {
+        weight: random_matrix(&mut rng, config.host_dim, config.out_dim, -bound, bound),
+        bias: (0..config.out_dim)
+            .map(|_| rng.random_range(-bound..bound))
+            .collect(),
+    }
+}
+
+/// Builds a pair: the owner of W_init depends on the profile.
+pub(crate) fn make_pair<S: HomomorphicScheme>(
+    config: ProtocolConfig,
+    dk: S::DecryptionKey,
+    init: &Init,
+    seed: u64,
+) -> Pair<S, ChaCha20Rng> {
+    let mut host_rng = ChaCha20Rng::seed_from_u64(seed);
+    let guest_rng = ChaCha20Rng::seed_from_u64(seed ^ 0x5555);
+    let (hw, gw) = match config.profile {
+        Profile::Hardened => (Some(&init.weight), None),
+        _ => (None, Some(&init.weight)),
+    };
+    let host = Host::<S>::new(config, dk, hw, &mut host_rng).unwrap();
+    let guest = Guest::<S>::new(config, &init.bias, gw).unwrap();
+    let mut pair = Pair::new(host, guest, host_rng, guest_rng);
+    pair.drive().unwrap();
+    assert_eq!(
+        pair.poll_guest_event(),
+        Some(GuestEvent::SessionEstablished)
+    );
+    pair
+}
+
+/// Runs a forward pass; returns the guest's z_A (exact).
+pub(crate) fn forward<S: HomomorphicScheme>(
+    pair: &mut Pair<S, ChaCha20Rng>,
+    purpose: Purpose,
+    a: &Matrix<f64>,
+) -> Matrix<BigInt> {
+    pair.host
+        .start_round(purpose, a, &mut pair.host_rng)
+        .unwrap();
+    pair.drive().unwrap();
+    let mut out = None;
+    while let Some(e) = pair.poll_guest_event() {
+        if let GuestEvent::Forward { exact, .. } = e {
+            out = Some(exact);
+        }
+    }
+    while pair.poll_host_event().is_some() {}
+    out.expect("forward output")
+}
+
+/// Runs the backward half; returns the host's δ_A (exact).
+pub(crate) fn backward<S: HomomorphicScheme>(
+    pair: &mut Pair<S, ChaCha20Rng>,
+    delta: &Matrix<f64>,
+) -> Matrix<BigInt> {
+    pair.guest.backward(delta, &mut pair.guest_rng).unwrap();
+    pair.drive().unwrap();
+    let mut out = None;
+    while let Some(e) = pair.poll_host_event() {
+        if let HostEvent::InputGradient { exact, .. } = e {
+            out = Some(exact);
+        }
+    }
+    while pair.poll_guest_event().is_some() {}
+    out.expect("input gradient")
+}
+
+/// W̃ + acc, the effective weight no party holds.
+pub(crate) fn effective_weight<S: HomomorphicScheme>(
+    pair: &Pair<S, ChaCha20Rng>,
+) -> Matrix<BigInt> {
+    let acc = pair.host.snapshot().accumulated_noise;
+    let w = pair.guest.snapshot().noisy_weight;
+    Matrix::from_fn(acc.rows(), acc.cols(), |i, j| {
+        acc.get(i, j).unwrap() + w.get(i, j).unwrap()
+    })
+}
+
+/// Trains `steps` steps on random data in the pair and the reference side by side and
+/// checks every intermediate value for exact equality.
+pub(crate) fn check_against_reference<S: HomomorphicScheme>(
+    pair: &mut Pair<S, ChaCha20Rng>,
+    reference: &mut PlainInteractiveLayer,
+    steps: usize,
+    n: usize,
+    seed: u64,
+) {
+    let cfg = *pair.host.config();
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    for t in 0..steps {
+        let a = random_matrix(&mut rng, n, cfg.host_dim, 0.0, 3.0);
+        let delta = random_matrix(&mut rng, n, cfg.out_dim, -0.05, 0.05);
+        let z = forward(pair, Purpose::Train, &a);
+        let (_, z_ref) = reference.forward(&a).unwrap();
+        assert_eq!(z, z_ref, "forward output differs at step {t}");
+        let da = backward(pair, &delta);
+        let (_, da_ref) = reference.backward(&delta).unwrap();
+        assert_eq!(da, da_ref, "δ_A differs at step {t}");
+        assert_eq!(
+            effective_weight(pair),
+            *reference.weight(),
+            "W̃ + acc ≠ W at step {}",
+            t + 1
+        );
+        assert_eq!(
+            pair.guest.snapshot().bias,
+            *reference.bias(),
+            "b_A differs at step {}",
+            t + 1
+        );
+    }
+}
+
+/// Fixed test key pairs (generated once with fl_paillier::keygen from ChaCha20 seeds 1024
+/// and 2048), so that the tests do not spend their time on prime generation.
+pub(crate) fn test_key(bits: u32) -> fl_paillier::DecryptionKey {
+    let (p, q) = match bits {
+        1024 => (P1024, Q1024),
+        _ => (P2048, Q2048),
+    };
+    let p = num_bigint::BigUint::parse_bytes(p.as_bytes(), 16).unwrap();
+    let q = num_bigint::BigUint::parse_bytes(q.as_bytes(), 16).unwrap();
+    fl_paillier::DecryptionKey::from_primes(&p, &q).unwrap()
+}
+
+const P1024: &str = "aa1d5942f37ecf6339ef143c2c61f29d3d3db13546ce3c96d5a63c0795e88705c28ceb56ceaeba0de34e0b8f4f88169b826ddfb0f3efccdaf99c9f3b13bb3a05";
+const Q1024: &str = "e48f2833eb00b8d1d96034ef2216600d709a431dc6fe918c1f8a9666fec5358143d7fdf87bcde609d0b734469d8a5745bcade313ecfbb741882231d7619ef935";
+const P2048: &str = "cff4af0bc8e45a97caa51b2127c3c32fb3e1843ff7186c8f41940ec00369771cdf68cd142fbc04d98efb814ac9cf2a2280c65a02e98b9a28598a0d2d546bdd6ad3de1b64883cb08fcdf7d00435d58df343e091ca963f2121b4184e759b6a96954e03500ba257beb49ff5bc1891585d8de4fa432929aa47f59254f7dab8e77565";
+const Q2048: &str = "d8680e653a99afbfebfebf4ffd62665fe4523416a9a37cd680c95b84fb9d59da2320c67b03dc5492330667898fb89e13ace741abfed934d4a53360a0fb7637f8209003243bfd8beb6a8af16141f34dc4d987fead48bbbe4da31a56c68819e8a466cd930cba9a9cb62c1e2f64d1b35cb3101280fab8b2c3bfab0240a958622a1b";

@@ -1,0 +1,123 @@
+//! dudect-style timing smoke test (Reparaz et al., "Dude, is my code constant time?").
+//!
+//! Two classes of inputs are timed in random interleaved order; after cropping the slowest
+//! measurements at several percentiles, Welch's t statistic compares the class means.
+//! |t| > 10 fails (threats.md §2: smoke threshold; |t| > 5 already suggests a leak).
+//! A negative control (num-bigint's variable-time `modpow` with a 600-bit vs a 1000-bit
+//! exponent) must be flagged, so the statistic is shown to detect a real leak.
+//!
+//! Timing on a shared, loaded machine is noisy, so this is `#[ignore]`d (run it with
+//! `cargo test --release -p fl-paillier --test dudect -- --ignored --nocapture`); the
+//! deterministic gate is the valgrind harness (`examples/ct_harness.rs`).
+
+mod common;
+
+use fl_paillier::BigUint;
+use rand::{Rng, RngExt};
+use std::time::Instant;
+
+/// Welch's t statistic of two samples.
+fn welch_t(a: &[f64], b: &[f64]) -> f64 {
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    let var =
+        |x: &[f64], m: f64| x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() as f64 - 1.0);
+    let (ma, mb) = (mean(a), mean(b));
+    let (va, vb) = (var(a, ma), var(b, mb));
+    (ma - mb) / (va / a.len() as f64 + vb / b.len() as f64).sqrt()
+}
+
+/// Max |t| over the uncropped data and the data cropped at several percentiles of the
+/// pooled distribution (dudect's pre-processing).
+fn max_abs_t(a: &[f64], b: &[f64]) -> f64 {
+    let mut pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+    pooled.sort_by(f64::total_cmp);
+    let mut best = welch_t(a, b).abs();
+    for pct in [0.5, 0.75, 0.9, 0.95, 0.99] {
+        let idx = ((pooled.len() as f64 - 1.0) * pct) as usize;
+        let cut = pooled[idx];
+        let ca: Vec<f64> = a.iter().copied().filter(|&x| x <= cut).collect();
+        let cb: Vec<f64> = b.iter().copied().filter(|&x| x <= cut).collect();
+        if ca.len() > 10 && cb.len() > 10 {
+            best = best.max(welch_t(&ca, &cb).abs());
+        }
+    }
+    best
+}
+
+/// Times `f(class)` for `samples` random class choices; returns the two classes' times.
+fn measure(samples: usize, mut f: impl FnMut(usize)) -> (Vec<f64>, Vec<f64>) {
+    let mut rng = common::rng(99);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..samples {
+        let class = usize::from(rng.random::<bool>());
+        let t = Instant::now();
+        f(class);
+        let dt = t.elapsed().as_nanos() as f64;
+        if class == 0 { a.push(dt) } else { b.push(dt) }
+    }
+    (a, b)
+}
+
+fn samples() -> usize {
+    std::env::var("DUDECT_SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4000)
+}
+
+#[test]
+#[ignore = "timing-based, run explicitly in release mode (see the module docs)"]
+fn dudect_decrypt_fixed_vs_random_ciphertexts() {
+    let dk = common::key1024();
+    let ek = dk.encryption_key();
+    let mut rng = common::rng(100);
+    // Class 0: one fixed ciphertext (of 0, r = 1: c = 1). Class 1: random ciphertexts.
+    let fixed = ek.ciphertext_from_biguint(&BigUint::from(1u8)).unwrap();
+    let randoms: Vec<_> = (0..64)
+        .map(|_| ek.encrypt_i64(rng.next_u64() as i64, &mut rng).unwrap())
+        .collect();
+    let mut i = 0usize;
+    let (a, b) = measure(samples(), |class| {
+        let c = if class == 0 {
+            &fixed
+        } else {
+            i += 1;
+            &randoms[i % randoms.len()]
+        };
+        std::hint::black_box(dk.decrypt(std::hint::black_box(c)).unwrap());
+    });
+    let t = max_abs_t(&a, &b);
+    println!(
+        "dudect decrypt (fixed c = 1 vs random c): max |t| = {t:.2} over {} samples",
+        a.len() + b.len()
+    );
+    assert!(
+        t < 10.0,
+        "decryption timing depends on the ciphertext class: |t| = {t:.2}"
+    );
+
+    // Negative control: num-bigint's modpow runs in time proportional to the exponent's
+    // bit length (a 600-bit vs a 1000-bit secret exponent).
+    let m = ek.n() * ek.n();
+    let base = randoms[0].to_biguint();
+    let light = (BigUint::from(1u8) << 600u32) + 1u8;
+    let heavy = (BigUint::from(1u8) << 1000u32) + 1u8;
+    let (a, b) = measure(samples().min(2000), |class| {
+        let e = if class == 0 { &light } else { &heavy };
+        std::hint::black_box(base.modpow(e, &m));
+    });
+    let t = max_abs_t(&a, &b);
+    println!("negative control (num-bigint modpow, 600- vs 1000-bit exponent): max |t| = {t:.2}");
+    assert!(
+        t > 10.0,
+        "the timing test failed to detect a known leak: |t| = {t:.2}"
+    );
+}
+
+#[test]
+fn welch_t_statistic_behaves() {
+    let same: Vec<f64> = (0..100).map(|i| f64::from(i % 10)).collect();
+    assert!(welch_t(&same, &same).abs() < 1e-9);
+    let shifted: Vec<f64> = same.iter().map(|x| x + 5.0).collect();
+    assert!(max_abs_t(&same, &shifted) > 10.0);
+}

@@ -1,0 +1,54 @@
+//! The fl-signds client on arbitrary updates (NaN, ±∞, subnormals, ties) and broadcasts:
+//! it returns a valid report or a typed error, never panics; every report is accepted by a
+//! server with the same parameters.
+#![no_main]
+
+use fl_signds::{Broadcast, Client, Params, Phase, Profile, Server};
+use libfuzzer_sys::fuzz_target;
+use rand::{SeedableRng, rngs::ChaCha8Rng};
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 4 {
+        return;
+    }
+    let profile = if data[0] & 1 == 0 {
+        Profile::Exact
+    } else {
+        Profile::MindSporeCompatible
+    };
+    let phase = if data[0] & 2 == 0 {
+        Phase::Growth
+    } else {
+        Phase::Shrink
+    };
+    let eps = 0.5 + f64::from(data[1] % 200) / 2.0;
+    let k = 0.25 * (1.0 + f64::from(data[2] % 64)) / 64.0;
+    let update: Vec<f32> = data[4..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let Ok(params) = Params::default()
+        .with_top_k_fraction(k)
+        .and_then(|p| p.with_epsilon(eps))
+        .map(|p| p.with_profile(profile))
+    else {
+        return;
+    };
+    let Ok(client) = Client::new(params, update.len()) else {
+        return;
+    };
+    let r_est = f64::from(f32::from_bits(u32::from(data[3]) << 24));
+    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(data[3]));
+    match client.encode(&update, &Broadcast { r_est, phase }, &mut rng) {
+        Ok(out) => {
+            let h = client.law().output_dimension();
+            assert_eq!(out.report.indices().len(), h);
+            let Ok(server) = Server::new(params, update.len(), 1.0) else {
+                panic!("server rejected parameters the client accepted");
+            };
+            let mut round = server.begin_round();
+            assert!(round.ingest_bytes(&out.report.encode(), 1).is_ok());
+        }
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+});
