@@ -4,9 +4,10 @@
 #![no_main]
 
 use fl_ldp::{
-    BinaryRandomizedResponse, Categorical, EmbeddingDp, Epsilon, ExponentialForm,
-    ExponentialMechanism, FrequencyOracle, FrequencyProtocol, KaryRandomizedResponse, LabelDp,
-    LaplaceOptions, OlhReport, ProbabilityVectorLaplace, Report, RrWithPrior, TimingMode,
+    Bernoulli, BinaryRandomizedResponse, Categorical, DiscreteLaplace, EmbeddingDp, Epsilon,
+    ExponentialForm, ExponentialMechanism, FrequencyOracle, FrequencyProtocol,
+    KaryRandomizedResponse, LabelDp, LaplaceOptions, OlhReport, OptimizedLocalHashing, Probability,
+    ProbabilityVectorLaplace, Report, RrWithPrior, TimingMode,
 };
 use libfuzzer_sys::fuzz_target;
 use rand::{SeedableRng, rngs::ChaCha8Rng};
@@ -102,17 +103,49 @@ fuzz_target!(|data: &[u8]| {
         let _ = m.coordinate_law(&x, input.count(9));
     }
 
+    // The exact coin's batch APIs and the raw discrete Laplace with arbitrary scales.
+    if let Ok(p) = Probability::new("p", input.f64()) {
+        let coin = Bernoulli::new(p);
+        let mut flips = vec![false; input.count(64)];
+        coin.fill(&mut rng, &mut flips);
+        let mut words = vec![0u64; input.count(2)];
+        coin.fill_bits(&mut rng, &mut words);
+    }
+    let numerator = if input.byte() % 2 == 0 {
+        input.u64()
+    } else {
+        u64::from(input.byte())
+    };
+    let denominator = if input.byte() % 2 == 0 {
+        input.u64()
+    } else {
+        u64::from(input.byte())
+    };
+    if let Ok(noise) = DiscreteLaplace::new(numerator, denominator) {
+        let z = noise.sample(&mut rng);
+        assert!(noise.pmf(z) >= 0.0 && !noise.cdf(z).is_nan() && !noise.sf(z).is_nan());
+        if input.byte() % 16 == 0 {
+            let _ = noise.sample_bounded(&mut rng);
+        }
+    }
+
     // Exponential mechanism and raw log-weights.
     if let Ok(m) = ExponentialMechanism::new(eps, input.param(), ExponentialForm::Standard) {
         let utilities = input.vector(16);
         if let Ok(o) = m.select(&utilities, &mut rng) {
             assert!(o < utilities.len());
+            let p = m.probabilities(&utilities).unwrap_or_default();
+            assert!(p.iter().all(|x| (0.0..=1.0).contains(x)));
         }
     }
     let logs = input.vector(16);
     if let Ok(c) = Categorical::from_log_weights(&logs) {
         let i = c.sample(&mut rng);
         assert!(i < logs.len() && logs[i] != f64::NEG_INFINITY);
+    }
+    if let Ok(c) = Categorical::from_weights(&logs) {
+        let counts = c.sample_counts(u64::from(input.byte() % 8), &mut rng);
+        assert_eq!(counts.len(), logs.len());
     }
 
     // RR with prior and the frequency oracles, including malformed reports.
@@ -121,6 +154,10 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(y) = m.randomize(input.count(12), &mut rng) {
             assert!(m.top_labels().contains(&y));
         }
+    }
+    if let Ok(olh) = OptimizedLocalHashing::new(eps, input.count(40)) {
+        let _ = olh.bucket_law(input.count(40), u128::from(input.u64()));
+        let _ = olh.hash(u128::from(input.u64()), input.count(40));
     }
     let categories = input.count(20);
     for protocol in [

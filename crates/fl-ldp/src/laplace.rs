@@ -827,4 +827,38 @@ mod tests {
         assert!(law.pmf_index(i128::from(law.center)) > 0.0);
         assert!((mech.coordinate_cdf(&x, 1, 0.7).unwrap() - law.cdf(0.7)).abs() < 1e-15);
     }
+
+    /// Threat D1 (Mironov): no output is possible under one input and impossible under a
+    /// neighbour. Every lattice point has positive probability under every input (the
+    /// log-pmf is finite), checked for the two most distant simplex points.
+    #[test]
+    fn support_is_the_whole_lattice_for_every_input() {
+        let mech = m(5.0, 2);
+        let a = mech.coordinate_law(&[1.0, 0.0], 0).unwrap();
+        let b = mech.coordinate_law(&[0.0, 1.0], 0).unwrap();
+        let t = a.noise.scale() as i128;
+        for index in [
+            -100 * t,
+            -t,
+            -1,
+            0,
+            1,
+            t / 2,
+            t,
+            3 * t,
+            100 * t,
+            i128::from(i64::MAX),
+        ] {
+            for law in [&a, &b] {
+                let lp = law.noise.log_pmf(index - i128::from(law.center));
+                assert!(lp.is_finite() && lp < 0.0, "{index}");
+            }
+            let ratio = a.noise.log_pmf(index - i128::from(a.center))
+                - b.noise.log_pmf(index - i128::from(b.center));
+            assert!(
+                ratio.abs() <= mech.realised_epsilon() * (1.0 + 1e-9),
+                "{index}: {ratio}"
+            );
+        }
+    }
 }
