@@ -302,27 +302,35 @@ pub fn chi_square_gof_with(
     }
     let min_expected = merged.iter().map(|&(_, e)| e).fold(f64::INFINITY, f64::min);
     let df = (cells as u64).saturating_sub(1 + options.estimated_parameters);
-    if impossible_cells > 0 {
-        return Ok(ChiSquareTest {
-            statistic: f64::INFINITY,
-            p_value: 0.0,
-            degrees_of_freedom: df,
-            samples: n,
-            cells,
-            cell_of,
-            min_expected,
-            impossible_cells,
-            divergence: options.divergence,
-        });
-    }
-    if df == 0 {
-        return Err(Error::TooFewSamples {
-            what: "a chi-square test (cells after merging)",
-            needed: 2 + options.estimated_parameters,
-            found: cells as u64,
-        });
-    }
-    let statistic = match options.divergence {
+    let (statistic, p_value) = if impossible_cells > 0 {
+        (f64::INFINITY, 0.0)
+    } else {
+        if df == 0 {
+            return Err(Error::TooFewSamples {
+                what: "a chi-square test (cells after merging)",
+                needed: 2 + options.estimated_parameters,
+                found: cells as u64,
+            });
+        }
+        let statistic = divergence(&merged, options.divergence);
+        (statistic, chi_square_sf(statistic, df as f64)?)
+    };
+    Ok(ChiSquareTest {
+        statistic,
+        p_value,
+        degrees_of_freedom: df,
+        samples: n,
+        cells,
+        cell_of,
+        min_expected,
+        impossible_cells,
+        divergence: options.divergence,
+    })
+}
+
+/// X² or G over merged (observed, expected) cells.
+fn divergence(merged: &[(u64, f64)], which: Divergence) -> f64 {
+    match which {
         Divergence::Pearson => compensated_sum(merged.iter().map(|&(o, e)| {
             let d = o as f64 - e;
             d * d / e
@@ -338,19 +346,7 @@ pub fn chi_square_gof_with(
             }))
         }
     }
-    .max(0.0);
-    let p_value = chi_square_sf(statistic, df as f64)?;
-    Ok(ChiSquareTest {
-        statistic,
-        p_value,
-        degrees_of_freedom: df,
-        samples: n,
-        cells,
-        cell_of,
-        min_expected,
-        impossible_cells,
-        divergence: options.divergence,
-    })
+    .max(0.0)
 }
 
 /// Groups of indices into `kept`, per the sparse-cell policy.
