@@ -275,6 +275,8 @@ impl fmt::Display for SchemeError {
     }
 }
 
+impl std::error::Error for SchemeError {}
+
 /// Why a frame could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

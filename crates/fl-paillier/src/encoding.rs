@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::keys::{DecryptionKey, EncryptionKey};
 use num_bigint::{BigInt, BigUint, Sign};
 use num_integer::Integer;
-use num_traits::{One, Signed, ToPrimitive, Zero};
+use num_traits::{One, ToPrimitive, Zero};
 use rand::CryptoRng;
 
 /// Largest fractional-bit count of a [`FixedPoint`] scale (keeps 2^−f a normal `f64`).
@@ -263,10 +263,10 @@ impl core::fmt::Debug for PheEncodedNumber {
     }
 }
 
-fn check_phe_exponent(e: i64) -> Result<i32> {
+pub(crate) fn check_phe_exponent(e: i64) -> Result<i32> {
     i32::try_from(e)
         .ok()
-        .filter(|e| e.abs() <= MAX_PHE_EXPONENT)
+        .filter(|e| e.unsigned_abs() <= MAX_PHE_EXPONENT.unsigned_abs())
         .ok_or(Error::InvalidParameter {
             reason: "python-paillier exponent must be within +/-10000",
         })
@@ -351,8 +351,10 @@ impl PheEncodedNumber {
     /// rounded; mantissa · 16^exponent for exponent ≥ 0).
     ///
     /// # Errors
-    /// [`Error::Overflow`] for the overflow band or a result beyond the `f64` range.
+    /// [`Error::Overflow`] for the overflow band or a result beyond the `f64` range;
+    /// [`Error::InvalidParameter`] for an exponent beyond ±10000.
     pub fn decode_f64(&self, key: &EncryptionKey) -> Result<f64> {
+        check_phe_exponent(i64::from(self.exponent))?;
         let m = self.mantissa(key)?;
         ldexp_big(&m, 4 * i64::from(self.exponent)).ok_or(Error::Overflow)
     }
@@ -369,6 +371,8 @@ impl PheEncodedNumber {
                 reason: "new exponent must not exceed the current one",
             });
         }
+        // Both exponents are bounded, so the shift (and the work) is at most 80000 bits.
+        check_phe_exponent(i64::from(self.exponent))?;
         check_phe_exponent(i64::from(new_exponent))?;
         let shift = 4 * u64::from(self.exponent.abs_diff(new_exponent));
         let encoding = (&self.encoding << shift) % key.n();
@@ -447,6 +451,7 @@ impl PheEncryptedNumber {
                 reason: "new exponent must not exceed the current one",
             });
         }
+        check_phe_exponent(i64::from(self.exponent))?;
         check_phe_exponent(i64::from(new_exponent))?;
         let factor = BigInt::one() << (4 * u64::from(self.exponent.abs_diff(new_exponent)));
         let factor = factor.mod_floor(&BigInt::from(key.n().clone()));

@@ -8,6 +8,8 @@ pub mod fast;
 pub mod keys;
 mod ops;
 pub mod packing;
+#[cfg(feature = "serde")]
+pub mod phe;
 
 pub use ciphertext::{Ciphertext, Plaintext};
 pub use encoding::{FixedPoint, PheEncodedNumber, PheEncryptedNumber};

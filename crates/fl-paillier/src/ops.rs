@@ -494,7 +494,7 @@ impl EncryptionKey {
     }
 
     /// Encrypted matrix–vector product with public scalars: row j of `weights` (length
-    /// `cs.len()`) gives output j = Enc(Σᵢ W[j][i]·xᵢ). Rows run in parallel with `rayon`.
+    /// `cs.len()`) gives output j = Enc(Σᵢ W\[j\]\[i\]·xᵢ). Rows run in parallel with `rayon`.
     ///
     /// # Errors
     /// [`Error::LengthMismatch`], [`Error::KeyMismatch`].

@@ -229,3 +229,31 @@ fn packed_fixed_point_vectors() {
     let all: Vec<i128> = v.iter().flat_map(|p| p.decrypt(dk).unwrap()).collect();
     assert_eq!(all, (0..20).map(i128::from).collect::<Vec<_>>());
 }
+
+#[test]
+fn extreme_phe_exponents_are_errors_not_panics() {
+    // Found by fuzzing (paillier_encoding_decode): |i32::MIN| overflowed in the exponent
+    // bound check.
+    let dk = key512();
+    let ek = dk.encryption_key();
+    for exponent in [i32::MIN, i32::MIN + 1, -10_001, 10_001, i32::MAX] {
+        let e = PheEncodedNumber {
+            encoding: fl_paillier::BigUint::from(5u8),
+            exponent,
+        };
+        assert!(e.decode_f64(ek).is_err());
+        assert!(
+            e.decrease_exponent_to(ek, exponent.saturating_sub(1))
+                .is_err()
+        );
+        let c = PheEncryptedNumber {
+            ciphertext: ek.encrypt_i64(5, &mut rng(34)).unwrap(),
+            exponent,
+        };
+        assert!(
+            c.decrease_exponent_to(ek, exponent.saturating_sub(1))
+                .is_err()
+        );
+        assert!(fl_paillier::phe::decrypt_to_pheutil_output(dk, &c).is_err());
+    }
+}

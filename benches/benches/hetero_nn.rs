@@ -1,0 +1,160 @@
+//! fl-hetero-nn: one training step (forward + backward, all 7 messages) at n = 256,
+//! d_A = 64, m = 32 with a 2048-bit key, FateFaithful unpacked (FATE's cost structure)
+//! against Hardened packed, side by side in one run. `docs/PERFORMANCE.md` reports the ratio.
+//!
+//! A FateFaithful step at this size takes minutes, so besides the criterion group (10 flat
+//! samples each) there is a one-shot mode that times a single step of each profile and
+//! prints messages and bytes per step:
+//! `FL_HETERO_ONESHOT=1 cargo bench -p fl-benches --bench hetero_nn`.
+//! `FL_HETERO_ROWS`, `FL_HETERO_DA`, `FL_HETERO_M`, `FL_HETERO_KEY_BITS` override the sizes.
+
+use std::time::Instant;
+
+use criterion::{Criterion, SamplingMode};
+use fl_hetero_nn::transport::memory::Pair;
+use fl_hetero_nn::{Guest, GuestEvent, Host, Matrix, Paillier, Profile, ProtocolConfig, Purpose};
+use rand::rngs::ChaCha20Rng;
+use rand::{RngExt, SeedableRng};
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Setup {
+    n: usize,
+    d_a: usize,
+    m: usize,
+    key_bits: u32,
+    a: Matrix<f64>,
+    delta: Matrix<f64>,
+    w: Matrix<f64>,
+    b: Vec<f64>,
+    p: num_bigint::BigUint,
+    q: num_bigint::BigUint,
+}
+
+fn setup() -> Option<Setup> {
+    let (n, d_a, m) = (
+        env("FL_HETERO_ROWS", 256),
+        env("FL_HETERO_DA", 64),
+        env("FL_HETERO_M", 32),
+    );
+    let key_bits = env("FL_HETERO_KEY_BITS", 2048) as u32;
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let dk = fl_paillier::keygen(key_bits, &mut rng).ok()?;
+    let (p, q) = dk.expose_primes();
+    let bound = 1.0 / (d_a as f64).sqrt();
+    Some(Setup {
+        n,
+        d_a,
+        m,
+        key_bits,
+        a: Matrix::from_fn(n, d_a, |_, _| rng.random_range(0.0..2.0)),
+        delta: Matrix::from_fn(n, m, |_, _| rng.random_range(-0.01..0.01)),
+        w: Matrix::from_fn(d_a, m, |_, _| rng.random_range(-bound..bound)),
+        b: (0..m).map(|_| rng.random_range(-bound..bound)).collect(),
+        p: num_bigint::BigUint::from_bytes_be(&p),
+        q: num_bigint::BigUint::from_bytes_be(&q),
+    })
+}
+
+fn pair(s: &Setup, profile: Profile) -> Option<Pair<Paillier, ChaCha20Rng>> {
+    let mut c = ProtocolConfig::new(profile, s.d_a, s.m);
+    c.max_batch_rows = s.n;
+    c.min_key_bits = u64::from(s.key_bits);
+    let dk = fl_paillier::DecryptionKey::from_primes(&s.p, &s.q).ok()?;
+    let mut host_rng = ChaCha20Rng::seed_from_u64(1);
+    let (hw, gw) = if profile == Profile::Hardened {
+        (Some(&s.w), None)
+    } else {
+        (None, Some(&s.w))
+    };
+    let host = Host::<Paillier>::new(c, dk, hw, &mut host_rng).ok()?;
+    let guest = Guest::<Paillier>::new(c, &s.b, gw).ok()?;
+    let mut pair = Pair::new(host, guest, host_rng, ChaCha20Rng::seed_from_u64(2));
+    pair.drive().ok()?;
+    while pair.poll_guest_event().is_some() {}
+    Some(pair)
+}
+
+/// One training step: all seven messages.
+fn step(pair: &mut Pair<Paillier, ChaCha20Rng>, s: &Setup) -> bool {
+    if pair
+        .host
+        .start_round(Purpose::Train, &s.a, &mut pair.host_rng)
+        .is_err()
+        || pair.drive().is_err()
+    {
+        return false;
+    }
+    while let Some(e) = pair.poll_guest_event() {
+        let _ = matches!(e, GuestEvent::Forward { .. });
+    }
+    if pair.guest.backward(&s.delta, &mut pair.guest_rng).is_err() || pair.drive().is_err() {
+        return false;
+    }
+    while pair.poll_host_event().is_some() {}
+    true
+}
+
+fn oneshot(s: &Setup) {
+    println!(
+        "fl-hetero-nn one training step: n = {}, d_A = {}, m = {}, {}-bit key",
+        s.n, s.d_a, s.m, s.key_bits
+    );
+    let mut times = Vec::new();
+    for (name, profile) in [
+        ("Hardened packed", Profile::Hardened),
+        ("FateFaithful unpacked", Profile::FateFaithful),
+    ] {
+        let Some(mut p) = pair(s, profile) else {
+            println!("{name}: setup failed");
+            return;
+        };
+        let before = p.stats;
+        let t = Instant::now();
+        let ok = step(&mut p, s);
+        let secs = t.elapsed().as_secs_f64();
+        let msgs = p.stats.messages() - before.messages();
+        let bytes = p.stats.bytes() - before.bytes();
+        println!(
+            "{name:>22}: {secs:9.2} s/step, {msgs} messages, {:.1} KiB per step (ok: {ok})",
+            bytes as f64 / 1024.0
+        );
+        times.push(secs);
+    }
+    if let [h, f] = times[..] {
+        println!(
+            "speed-up Hardened packed vs FateFaithful unpacked: {:.1}x",
+            f / h
+        );
+    }
+}
+
+fn main() {
+    let Some(s) = setup() else {
+        eprintln!("benchmark setup failed");
+        return;
+    };
+    if std::env::var("FL_HETERO_ONESHOT").is_ok() {
+        oneshot(&s);
+        return;
+    }
+    let mut c = Criterion::default().configure_from_args().sample_size(10);
+    let mut group = c.benchmark_group("hetero_nn/step_n256_da64_m32_2048");
+    group.sampling_mode(SamplingMode::Flat);
+    for (name, profile) in [
+        ("hardened_packed", Profile::Hardened),
+        ("fate_faithful_unpacked", Profile::FateFaithful),
+    ] {
+        let Some(mut p) = pair(&s, profile) else {
+            return;
+        };
+        group.bench_function(name, |b| b.iter(|| step(&mut p, &s)));
+    }
+    group.finish();
+    c.final_summary();
+}
