@@ -10,34 +10,9 @@ use fl_stats::{
 };
 use libfuzzer_sys::fuzz_target;
 
-struct Input<'a>(&'a [u8]);
-
-impl Input<'_> {
-    fn u8(&mut self) -> u8 {
-        let (b, rest) = self.0.split_first().map_or((0, &[][..]), |(b, r)| (*b, r));
-        self.0 = rest;
-        b
-    }
-    fn u64(&mut self) -> u64 {
-        let mut bytes = [0u8; 8];
-        for b in &mut bytes {
-            *b = self.u8();
-        }
-        u64::from_le_bytes(bytes)
-    }
-    fn f64(&mut self) -> f64 {
-        f64::from_bits(self.u64())
-    }
-    fn value(&mut self) -> f64 {
-        match self.u8() % 4 {
-            0 => self.f64(),
-            _ => f64::from(self.u8()) / 255.0,
-        }
-    }
-    fn len(&mut self, max: usize) -> usize {
-        usize::from(self.u8()) % (max + 1)
-    }
-}
+#[path = "common/stats_input.rs"]
+mod stats_input;
+use stats_input::Input;
 
 fuzz_target!(|data: &[u8]| {
     let mut inp = Input(data);

@@ -6,7 +6,7 @@
 //! and summed in log space from the tail's start outward, so `P(X ≥ k)` keeps ~13
 //! significant digits down to 10⁻³⁰⁸ and below (the `ln_` functions never underflow). The
 //! cost of a tail is O(√(n p q)) terms at most (O(1) far in a tail); n may be any count up
-//! to 2⁵³.
+//! to 2⁵³ ([`MAX_TRIALS`]).
 
 use crate::error::{Error, Result};
 use crate::special::{bisect_floats, ln_binomial_lower, ln_binomial_pmf, ln_binomial_upper};
@@ -143,7 +143,8 @@ fn cp_upper_raw(k: u64, n: u64, error: f64) -> f64 {
 /// to ~10⁻¹².
 ///
 /// # Errors
-/// [`Error::CountExceedsTrials`] when k > n; [`Error::TooFewSamples`] when n = 0.
+/// [`Error::CountExceedsTrials`] when k > n; [`Error::TooFewSamples`] when n = 0;
+/// [`Error::InvalidParameter`] when n > [`MAX_TRIALS`].
 pub fn clopper_pearson(k: u64, n: u64, confidence: Confidence) -> Result<Interval> {
     check_trials(k, n)?;
     let side = confidence.error_probability() / 2.0;
@@ -157,7 +158,8 @@ pub fn clopper_pearson(k: u64, n: u64, confidence: Confidence) -> Result<Interva
 /// rounded down.
 ///
 /// # Errors
-/// [`Error::CountExceedsTrials`] when k > n; [`Error::TooFewSamples`] when n = 0.
+/// [`Error::CountExceedsTrials`] when k > n; [`Error::TooFewSamples`] when n = 0;
+/// [`Error::InvalidParameter`] when n > [`MAX_TRIALS`].
 pub fn clopper_pearson_lower(k: u64, n: u64, confidence: Confidence) -> Result<f64> {
     check_trials(k, n)?;
     Ok(cp_lower_raw(k, n, confidence.error_probability()))
@@ -167,7 +169,8 @@ pub fn clopper_pearson_lower(k: u64, n: u64, confidence: Confidence) -> Result<f
 /// rounded up.
 ///
 /// # Errors
-/// [`Error::CountExceedsTrials`] when k > n; [`Error::TooFewSamples`] when n = 0.
+/// [`Error::CountExceedsTrials`] when k > n; [`Error::TooFewSamples`] when n = 0;
+/// [`Error::InvalidParameter`] when n > [`MAX_TRIALS`].
 pub fn clopper_pearson_upper(k: u64, n: u64, confidence: Confidence) -> Result<f64> {
     check_trials(k, n)?;
     Ok(cp_upper_raw(k, n, confidence.error_probability()))
@@ -178,7 +181,17 @@ pub(crate) fn cp_bounds_at(k: u64, n: u64, error: f64) -> (f64, f64) {
     (cp_lower_raw(k, n, error), cp_upper_raw(k, n, error))
 }
 
+/// Largest number of trials accepted: every count up to 2⁵³ is exact in an `f64`.
+pub const MAX_TRIALS: u64 = 1 << 53;
+
 fn check_trials(k: u64, n: u64) -> Result<()> {
+    if n > MAX_TRIALS {
+        return Err(Error::InvalidParameter {
+            name: "trials",
+            value: n as f64,
+            allowed: "at most 2^53 trials",
+        });
+    }
     if n == 0 {
         return Err(Error::TooFewSamples {
             what: "a binomial proportion (trials)",
@@ -266,7 +279,8 @@ impl HypothesisTest for BinomialTest {
 ///
 /// # Errors
 /// [`Error::TooFewSamples`] when n = 0, [`Error::CountExceedsTrials`] when k > n,
-/// [`Error::InvalidProbability`] when `p` is NaN or outside `[0, 1]`.
+/// [`Error::InvalidParameter`] when n > [`MAX_TRIALS`], [`Error::InvalidProbability`] when
+/// `p` is NaN or outside `[0, 1]`.
 pub fn binomial_test(k: u64, n: u64, p: f64, alternative: Alternative) -> Result<BinomialTest> {
     check_trials(k, n)?;
     let p = check_probability("p", p)?;
@@ -380,6 +394,10 @@ mod tests {
         assert!(matches!(
             binomial_test(0, 0, 0.5, Alternative::TwoSided),
             Err(Error::TooFewSamples { .. })
+        ));
+        assert!(matches!(
+            binomial_test(0, MAX_TRIALS + 1, 0.5, Alternative::TwoSided),
+            Err(Error::InvalidParameter { .. })
         ));
         for bad in [f64::NAN, -0.1, 1.1] {
             assert!(matches!(

@@ -118,18 +118,25 @@ impl HypothesisTest for ChiSquareTest {
     }
 }
 
+/// Largest number of degrees of freedom [`chi_square_sf`] accepts. The incomplete-gamma
+/// series and continued fraction need O(√df) iterations, and beyond ~10¹⁶ the series'
+/// counter stops advancing in f64 (it would never terminate); 10¹⁰ is far above any
+/// number of cells a test can hold in memory.
+pub const MAX_DEGREES_OF_FREEDOM: f64 = 1e10;
+
 /// Upper tail of the chi-square law with `df` degrees of freedom at `x`: Q(df/2, x/2)
 /// (statrs's continued fraction, accurate to ~10⁻¹³ relative far into the tail; never
 /// computed as 1 − cdf).
 ///
 /// # Errors
-/// [`Error::InvalidParameter`] when `df` is not positive and finite or `x` is NaN.
+/// [`Error::InvalidParameter`] when `df` is not in (0, [`MAX_DEGREES_OF_FREEDOM`]] or `x`
+/// is NaN.
 pub fn chi_square_sf(x: f64, df: f64) -> Result<f64> {
-    if !(df > 0.0 && df.is_finite()) {
+    if !(df > 0.0 && df <= MAX_DEGREES_OF_FREEDOM) {
         return Err(Error::InvalidParameter {
             name: "degrees of freedom",
             value: df,
-            allowed: "a finite number > 0",
+            allowed: "a number in (0, 1e10]",
         });
     }
     if x.is_nan() {
@@ -302,27 +309,35 @@ pub fn chi_square_gof_with(
     }
     let min_expected = merged.iter().map(|&(_, e)| e).fold(f64::INFINITY, f64::min);
     let df = (cells as u64).saturating_sub(1 + options.estimated_parameters);
-    if impossible_cells > 0 {
-        return Ok(ChiSquareTest {
-            statistic: f64::INFINITY,
-            p_value: 0.0,
-            degrees_of_freedom: df,
-            samples: n,
-            cells,
-            cell_of,
-            min_expected,
-            impossible_cells,
-            divergence: options.divergence,
-        });
-    }
-    if df == 0 {
-        return Err(Error::TooFewSamples {
-            what: "a chi-square test (cells after merging)",
-            needed: 2 + options.estimated_parameters,
-            found: cells as u64,
-        });
-    }
-    let statistic = match options.divergence {
+    let (statistic, p_value) = if impossible_cells > 0 {
+        (f64::INFINITY, 0.0)
+    } else {
+        if df == 0 {
+            return Err(Error::TooFewSamples {
+                what: "a chi-square test (cells after merging)",
+                needed: 2 + options.estimated_parameters,
+                found: cells as u64,
+            });
+        }
+        let statistic = divergence(&merged, options.divergence);
+        (statistic, chi_square_sf(statistic, df as f64)?)
+    };
+    Ok(ChiSquareTest {
+        statistic,
+        p_value,
+        degrees_of_freedom: df,
+        samples: n,
+        cells,
+        cell_of,
+        min_expected,
+        impossible_cells,
+        divergence: options.divergence,
+    })
+}
+
+/// X² or G over merged (observed, expected) cells.
+fn divergence(merged: &[(u64, f64)], which: Divergence) -> f64 {
+    match which {
         Divergence::Pearson => compensated_sum(merged.iter().map(|&(o, e)| {
             let d = o as f64 - e;
             d * d / e
@@ -338,19 +353,7 @@ pub fn chi_square_gof_with(
             }))
         }
     }
-    .max(0.0);
-    let p_value = chi_square_sf(statistic, df as f64)?;
-    Ok(ChiSquareTest {
-        statistic,
-        p_value,
-        degrees_of_freedom: df,
-        samples: n,
-        cells,
-        cell_of,
-        min_expected,
-        impossible_cells,
-        divergence: options.divergence,
-    })
+    .max(0.0)
 }
 
 /// Groups of indices into `kept`, per the sparse-cell policy.
@@ -494,6 +497,15 @@ mod tests {
             chi_square_gof(&[u64::MAX, 1], &[0.5, 0.5]),
             Err(Error::CountOverflow)
         ));
+    }
+
+    #[test]
+    fn huge_degrees_of_freedom_are_rejected_not_looped_on() {
+        // statrs's series would spin forever at df = x = 1e20 (1e20 + 1 == 1e20 in f64).
+        assert!(chi_square_sf(1e20, 1e20).is_err());
+        assert!(chi_square_sf(7.556e78, 7.556e78).is_err());
+        let p = chi_square_sf(1e10, 1e10).unwrap();
+        assert!((0.4..0.6).contains(&p), "{p}");
     }
 
     #[test]

@@ -84,8 +84,9 @@ fn total(counts: &[u64]) -> Result<u64> {
 /// o was seen under x.
 ///
 /// # Errors
-/// [`Error::Empty`], [`Error::LengthMismatch`], [`Error::CountOverflow`], and
-/// [`Error::TooFewSamples`] when either side has no samples.
+/// [`Error::Empty`], [`Error::LengthMismatch`], [`Error::CountOverflow`],
+/// [`Error::TooFewSamples`] when either side has no samples, and
+/// [`Error::InvalidParameter`] for more than 2⁵³ samples on a side.
 pub fn epsilon_lower_bound(
     first: &[u64],
     second: &[u64],
@@ -192,6 +193,15 @@ fn bound_from_events(
                 what,
                 needed: 1,
                 found: 0,
+            });
+        }
+    }
+    for n in [n1, n2] {
+        if n > crate::binomial::MAX_TRIALS {
+            return Err(Error::InvalidParameter {
+                name: "samples per input",
+                value: n as f64,
+                allowed: "at most 2^53 samples",
             });
         }
     }

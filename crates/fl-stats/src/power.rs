@@ -101,8 +101,8 @@ fn check_probability(name: &'static str, p: f64, allowed: &'static str) -> Resul
 /// level `alpha` with `n` trials, when the true probability is `p1`.
 ///
 /// # Errors
-/// [`Error::InvalidParameter`] when `p0` is not in (0, 1) or `p1` not in `[0, 1]`;
-/// [`Error::TooFewSamples`] when n = 0.
+/// [`Error::InvalidParameter`] when `p0` is not in (0, 1), `p1` not in `[0, 1]` or
+/// n > 2⁵³; [`Error::TooFewSamples`] when n = 0.
 pub fn binomial_test_power(n: u64, p0: f64, p1: f64, alpha: Alpha) -> Result<f64> {
     check_probability("p0", p0, "a probability strictly between 0 and 1")?;
     if !(0.0..=1.0).contains(&p1) {
@@ -110,6 +110,13 @@ pub fn binomial_test_power(n: u64, p0: f64, p1: f64, alpha: Alpha) -> Result<f64
             name: "p1",
             value: p1,
             allowed: "a probability in [0, 1]",
+        });
+    }
+    if n > crate::binomial::MAX_TRIALS {
+        return Err(Error::InvalidParameter {
+            name: "trials",
+            value: n as f64,
+            allowed: "at most 2^53 trials",
         });
     }
     if n == 0 {
@@ -129,7 +136,8 @@ pub fn binomial_test_power(n: u64, p0: f64, p1: f64, alpha: Alpha) -> Result<f64
 /// For a family of m tests corrected by Bonferroni/Holm, pass α/m. Because the exact power
 /// of a discrete test saw-tooths in n, the answer is the smallest n found by bisection
 /// between the normal approximation's neighbourhood and a value with enough power; a
-/// slightly larger n can have marginally (≲ 1 %) less power.
+/// slightly larger n can have marginally (≲ 1 %) less power. If even 2⁵³ trials do not
+/// reach the target, the plan returns that n with its (smaller) `exact_power`.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] when p is not in (0, 1), δ is not positive, neither p + δ
@@ -189,11 +197,13 @@ pub fn sample_size_for_proportion(
     let mut hi = normal_n.max(1);
     let mut guard = 0;
     while power_at(hi) < power {
-        hi = hi.saturating_mul(2).max(hi + 1);
-        guard += 1;
-        if guard > 60 {
+        if hi >= crate::binomial::MAX_TRIALS || guard > 60 {
             break;
         }
+        hi = hi
+            .saturating_mul(2)
+            .clamp(hi + 1, crate::binomial::MAX_TRIALS);
+        guard += 1;
     }
     let mut lo = (normal_n / 2).min(hi.saturating_sub(1));
     while lo > 0 && power_at(lo) >= power {
