@@ -301,7 +301,7 @@ impl Bounds {
         self.d + self.effective_weight(t) + clog2(self.m)
     }
 
-    /// Slot bound for the packed [[acc]] + W̃ product (holds acc, W̃ and δ_A).
+    /// Slot bound for the packed ⟦acc⟧ + W̃ product (holds acc, W̃ and δ_A).
     pub(crate) fn backward_slot(&self, t: u64) -> u32 {
         self.input_gradient(t)
             .max(self.noisy_weight(t))

@@ -8,13 +8,13 @@
 //! | # | kind | direction | body |
 //! |---|---|---|---|
 //! | 0 | [`Message::Hello`] | H→G | configuration, public key, W̃₀ (hardened) |
-//! | 1 | [`Message::Activations`] | H→G | [[a_A]] (batch-packed, plus feature-packed when packing) |
-//! | 2 | [`Message::MaskedForward`] | G→H | [[a_A·W̃ + b_A + ε_B]] |
+//! | 1 | [`Message::Activations`] | H→G | ⟦a_A⟧ (batch-packed, plus feature-packed when packing) |
+//! | 2 | [`Message::MaskedForward`] | G→H | ⟦a_A·W̃ + b_A + ε_B⟧ |
 //! | 3 | [`Message::ForwardReply`] | H→G | a_A·W̃ + b_A + ε_B + a_A·acc (plaintext) |
-//! | 4 | [`Message::MaskedGradient`] | G→H | [[a_Aᵀ·ηδ + noise_w]] |
+//! | 4 | [`Message::MaskedGradient`] | G→H | ⟦a_Aᵀ·ηδ + noise_w⟧ |
 //! | 5 | [`Message::GradientReply`] | H→G | a_Aᵀ·ηδ + noise_w + ε_A (plaintext) |
-//! | 6 | [`Message::EncryptedAcc`] | H→G | [[acc_t]] |
-//! | 7 | [`Message::InputGradient`] | G→H | [[δ·(W̃_t + acc_t)ᵀ]] |
+//! | 6 | [`Message::EncryptedAcc`] | H→G | ⟦acc_t⟧ |
+//! | 7 | [`Message::InputGradient`] | G→H | ⟦δ·(W̃_t + acc_t)ᵀ⟧ |
 //! | – | [`Message::Abort`] | either | abort code |
 
 use num_bigint::{BigInt, Sign};
@@ -129,9 +129,9 @@ pub struct Activations {
     pub round: u64,
     /// Training or prediction.
     pub purpose: Purpose,
-    /// [[A]] packed along the batch (used for the forward product).
+    /// ⟦A⟧ packed along the batch (used for the forward product).
     pub by_rows: CiphertextMatrix,
-    /// [[A]] packed along the features (used for the weight gradient); absent when
+    /// ⟦A⟧ packed along the features (used for the weight gradient); absent when
     /// unpacked, where `by_rows` serves both products.
     pub by_cols: Option<CiphertextMatrix>,
 }
@@ -172,19 +172,19 @@ pub enum AbortCode {
 pub enum Message {
     /// 0 (H→G): configuration and public key.
     Hello(Hello),
-    /// 1 (H→G): [[a_A]].
+    /// 1 (H→G): ⟦a_A⟧.
     Activations(Activations),
-    /// 2 (G→H): [[a_A·W̃ + b_A + ε_B]].
+    /// 2 (G→H): ⟦a_A·W̃ + b_A + ε_B⟧.
     MaskedForward(RoundCiphertexts),
     /// 3 (H→G): the decrypted forward plus a_A·acc.
     ForwardReply(RoundIntegers),
-    /// 4 (G→H): [[a_Aᵀ·ηδ + noise_w]].
+    /// 4 (G→H): ⟦a_Aᵀ·ηδ + noise_w⟧.
     MaskedGradient(RoundCiphertexts),
     /// 5 (H→G): the decrypted gradient plus ε_A.
     GradientReply(RoundIntegers),
-    /// 6 (H→G): [[acc_t]] (before this step's update).
+    /// 6 (H→G): ⟦acc_t⟧ (before this step's update).
     EncryptedAcc(RoundCiphertexts),
-    /// 7 (G→H): [[δ·(W̃_t + acc_t)ᵀ]].
+    /// 7 (G→H): ⟦δ·(W̃_t + acc_t)ᵀ⟧.
     InputGradient(RoundCiphertexts),
     /// Either direction: the sender aborted the session.
     Abort(u8),

@@ -100,7 +100,7 @@ impl HomomorphicScheme for Paillier {
         ek.mul_bigint(c, k).map_err(map_err)
     }
 
-    /// Σ kᵢ·[[aᵢ]] by fl-paillier's Straus multi-exponentiation over 62-bit signed limbs
+    /// Σ kᵢ·⟦aᵢ⟧ by fl-paillier's Straus multi-exponentiation over 62-bit signed limbs
     /// (`dot_i64`, or the constant-time `dot_secret_i64` when `secret`), recombined by
     /// Horner's rule with public powers of two. With `secret` the number of limbs comes
     /// from the public `bound_bits`, so the running time does not depend on the scalars.

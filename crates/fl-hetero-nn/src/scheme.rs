@@ -3,7 +3,7 @@
 //! The protocol core is generic over [`HomomorphicScheme`], a small trait with exactly the
 //! operations the interactive layer needs. It is implemented for fl-paillier
 //! ([`crate::paillier::Paillier`], the default and the only secure choice) and, for fuzzing
-//! deep protocol states and fast invariant tests only, for [`InsecureIdentityScheme`], whose
+//! deep protocol states and fast invariant tests only, for `InsecureIdentityScheme` (compiled only under `cfg(test)`, `cfg(fuzzing)` or the `insecure-identity-scheme` feature), whose
 //! "ciphertexts" are the plaintexts themselves.
 
 use num_bigint::BigInt;

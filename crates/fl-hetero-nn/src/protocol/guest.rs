@@ -489,7 +489,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         Ok(())
     }
 
-    /// Computes [[A·W̃ + b_A·S + ε_B]] (re-randomised in the hardened profile unless
+    /// Computes ⟦A·W̃ + b_A·S + ε_B⟧ (re-randomised in the hardened profile unless
     /// `rerandomize` is false, which only unit tests use) and ε_B.
     pub(crate) fn masked_forward<R: CryptoRng + ?Sized>(
         &self,

@@ -28,12 +28,12 @@ use crate::message::Message;
 /// The layouts of one round, a deterministic function of public values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RoundLayouts {
-    /// [[A]] for the forward product and the masked forward result (along rows).
+    /// ⟦A⟧ for the forward product and the masked forward result (along rows).
     pub(crate) forward: Layout,
-    /// [[A]] for the weight gradient (along columns); the gradient is along rows with
+    /// ⟦A⟧ for the weight gradient (along columns); the gradient is along rows with
     /// the same slots.
     pub(crate) gradient: Layout,
-    /// [[acc]] (along rows); δ_A is along columns with the same slots.
+    /// ⟦acc⟧ (along rows); δ_A is along columns with the same slots.
     pub(crate) acc: Layout,
 }
 

@@ -211,7 +211,7 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
     }
 }
 
-/// Forward product: [[A]] (n×d_A, packed along rows) · W (d_A×m) → n×m packed along rows.
+/// Forward product: ⟦A⟧ (n×d_A, packed along rows) · W (d_A×m) → n×m packed along rows.
 pub(crate) fn forward_product<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
     a_rows: &CtMatrix<S>,
@@ -235,7 +235,7 @@ pub(crate) fn forward_product<S: HomomorphicScheme>(
     })
 }
 
-/// Weight gradient: [[A]]ᵀ (A packed along columns, n × ⌈d_A/s⌉) · D (n×m) → d_A×m packed
+/// Weight gradient: ⟦A⟧ᵀ (A packed along columns, n × ⌈d_A/s⌉) · D (n×m) → d_A×m packed
 /// along rows.
 pub(crate) fn gradient_product<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
@@ -265,7 +265,7 @@ pub(crate) fn gradient_product<S: HomomorphicScheme>(
     })
 }
 
-/// Input gradient: D (n×m) · [[W]]ᵀ where [[W]] is d_A×m packed along rows →
+/// Input gradient: D (n×m) · ⟦W⟧ᵀ where ⟦W⟧ is d_A×m packed along rows →
 /// n×d_A packed along columns.
 pub(crate) fn input_gradient_product<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
