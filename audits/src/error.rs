@@ -70,14 +70,27 @@ impl AuditError {
 
 impl fmt::Display for AuditError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Usage(m) => write!(f, "{m}"),
-            Self::Suite { source, message } => write!(f, "suite `{source}`: {message}"),
-            Self::Mechanism(m) => write!(f, "{m}"),
-            Self::Io { path, message } => write!(f, "{path}: {message}"),
-            Self::External(m) => write!(f, "external mechanism: {m}"),
+        let text = match self {
+            Self::Usage(m) | Self::Mechanism(m) => m.clone(),
+            Self::Suite { source, message } => format!("suite `{source}`: {message}"),
+            Self::Io { path, message } => format!("{path}: {message}"),
+            Self::External(m) => format!("external mechanism: {m}"),
+        };
+        write_one_line(f, &text)
+    }
+}
+
+/// Writes `text` with its control characters escaped, so that an error is always exactly
+/// one line even when it quotes untrusted input (a suite file's keys, a child's output).
+fn write_one_line(f: &mut fmt::Formatter<'_>, text: &str) -> fmt::Result {
+    for c in text.chars() {
+        if c.is_control() {
+            write!(f, "{}", c.escape_default())?;
+        } else {
+            write!(f, "{c}")?;
         }
     }
+    Ok(())
 }
 
 impl std::error::Error for AuditError {}
@@ -96,3 +109,17 @@ impl From<fl_ldp::Error> for AuditError {
 
 /// The result type of this crate.
 pub type Result<T> = core::result::Result<T, AuditError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_one_line_even_when_they_quote_control_characters() {
+        let e = AuditError::suite("a\nb", "unknown field `x\ny\r\u{7}`");
+        let text = e.to_string();
+        assert!(!text.contains('\n') && !text.contains('\r'), "{text}");
+        assert!(text.contains("x\\ny"), "{text}");
+        assert_eq!(AuditError::usage("plain").to_string(), "plain");
+    }
+}
