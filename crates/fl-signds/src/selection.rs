@@ -7,23 +7,11 @@
 //! [`SelectionLaw::probabilities`] (law of ν = |J ∩ S|) and
 //! [`SelectionLaw::inclusion_probability`] (law of each index).
 
+use fl_ldp::coin::uniform_below;
 use rand::CryptoRng;
 
 use crate::error::{Error, Result};
 use crate::law::SelectionLaw;
-
-/// A uniform integer in [0, n), n ≥ 1, exactly (Lemire's multiply-and-reject method; the
-/// loop repeats with probability < n/2^64).
-pub(crate) fn uniform_below<R: CryptoRng + ?Sized>(rng: &mut R, n: u64) -> u64 {
-    let mut m = u128::from(rng.next_u64()) * u128::from(n);
-    if (m as u64) < n {
-        let threshold = n.wrapping_neg() % n;
-        while (m as u64) < threshold {
-            m = u128::from(rng.next_u64()) * u128::from(n);
-        }
-    }
-    (m >> 64) as u64
-}
 
 /// Membership bitset of the top-k set over 0..d.
 pub(crate) struct TopKSet {
