@@ -362,6 +362,60 @@ fn list_epsilon_and_plan_commands() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("certified lower bound"));
     assert!(stdout(&o).contains("consistent"));
+    // plan: fl-stats' planner; more samples for a smaller error.
+    let plan = |detect: &str| {
+        let o = run(&[
+            "plan",
+            "--mechanism",
+            "rr-binary",
+            "--eps",
+            "1",
+            "--detect",
+            detect,
+        ]);
+        assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+        let out = stdout(&o);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("samples per input: "))
+            .unwrap();
+        line["samples per input: ".len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let (one, two) = (plan("0.01"), plan("0.02"));
+    assert!(one > 3 * two && one < 5 * two, "{one} vs {two}");
+    for (args, what) in [
+        (vec!["--detect", "2", "--eps", "1"], "--detect"),
+        (
+            vec!["--detect", "0.01", "--eps", "1", "--power", "1"],
+            "--power",
+        ),
+        (
+            vec!["--detect", "0.01", "--eps", "1", "--alpha", "0"],
+            "alpha",
+        ),
+    ] {
+        let mut a = vec!["plan", "--mechanism", "rr-binary"];
+        a.extend(args);
+        let o = run(&a);
+        assert_eq!(code(&o), 2, "{a:?}");
+        assert!(stderr(&o).contains(what), "{a:?}: {}", stderr(&o));
+    }
+    let o = run(&[
+        "plan",
+        "--mechanism",
+        "rr-kary",
+        "--eps",
+        "1",
+        "--detect",
+        "0.01",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--classes"));
 }
 
 #[test]

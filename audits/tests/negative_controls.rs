@@ -67,3 +67,49 @@ fn a_leakier_sampler_is_a_certified_epsilon_violation() {
         );
     }
 }
+
+/// The planning statement itself: with `"samples": "plan"`, a sampler whose flip (or
+/// other-class) probability is off by 1 % relative — in either direction — is rejected
+/// (the planner promises power 0.99 at the run's family-wise α = 10^-3), while the
+/// correct sampler passes. Fixed seeds.
+#[test]
+fn planned_sizes_detect_a_one_percent_error_in_a_flip_probability() {
+    let suite = |mechanism: &str, params: &str, sampler: Option<f64>| {
+        let sampler =
+            sampler.map_or_else(String::new, |e| format!(r#", "sampler": {{"eps": {e}}}"#));
+        Suite::parse(
+            "t",
+            &format!(
+                r#"{{"name": "t", "mechanism": "{mechanism}", "params": {params}, "seed": 5,
+                "samples": "plan", "tests": ["cells", "epsilon"]{sampler}}}"#
+            ),
+        )
+        .unwrap()
+    };
+    let run = |s: Suite| {
+        engine::run(
+            &[s],
+            &RunOptions {
+                seed: 11,
+                ..RunOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    // Binary RR at ε = 1: flip q = 1/(1 + e^ε); the sampler's ε' gives q' = (1 ± 1 %)·q.
+    let q = 1.0 / (1.0 + 1f64.exp());
+    assert!(run(suite("rr-binary", r#"{"eps": 1}"#, None)).passed());
+    for factor in [1.01, 0.99] {
+        let eps = (1.0 / (factor * q) - 1.0).ln();
+        let r = run(suite("rr-binary", r#"{"eps": 1}"#, Some(eps)));
+        assert!(!r.passed(), "rr-binary: flip x {factor} must be rejected");
+    }
+    // k-ary RR, k = 3, ε = 1: other-class probability p = 1/(k − 1 + e^ε).
+    let p = 1.0 / (2.0 + 1f64.exp());
+    assert!(run(suite("rr-kary", r#"{"eps": 1, "k": 3}"#, None)).passed());
+    for factor in [1.01, 0.99] {
+        let eps = (1.0 / (factor * p) - 2.0).ln();
+        let r = run(suite("rr-kary", r#"{"eps": 1, "k": 3}"#, Some(eps)));
+        assert!(!r.passed(), "rr-kary: other x {factor} must be rejected");
+    }
+}
