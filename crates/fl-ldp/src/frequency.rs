@@ -536,6 +536,37 @@ impl FrequencyOracle {
         }
     }
 
+    /// The unbiased count estimates ĉ_v = (C_v − n·q)/(p − q) from support counts C_v
+    /// (`support_counts[v]` reports supported v) of `reports` reports — the estimator of
+    /// [`SupportCounter::estimate`], for counts accumulated elsewhere (merged from several
+    /// aggregators, or by an auditor). All-zero at ε = 0, where nothing can be estimated.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCount`] unless there is one count per value;
+    /// [`Error::InputOutOfDomain`] when a count exceeds `reports`.
+    pub fn estimate(&self, support_counts: &[u64], reports: u64) -> Result<Vec<f64>> {
+        if support_counts.len() != self.categories() {
+            return Err(Error::InvalidCount {
+                name: "support counts",
+                value: support_counts.len() as i128,
+                allowed: "one count per value (k)",
+            });
+        }
+        if let Some(v) = support_counts.iter().position(|&c| c > reports) {
+            return Err(Error::InputOutOfDomain {
+                name: "support counts",
+                index: v,
+                value: support_counts[v] as f64,
+                allowed: "at most the number of reports",
+            });
+        }
+        Ok(estimate_from(
+            self.support_probabilities(),
+            support_counts,
+            reports,
+        ))
+    }
+
     /// An empty support counter for this oracle.
     #[must_use]
     pub fn support_counter(&self) -> SupportCounter {
@@ -601,20 +632,28 @@ impl SupportCounter {
     /// where nothing can be estimated; check [`FrequencyOracle::variance`]).
     #[must_use]
     pub fn estimate(&self) -> Vec<f64> {
-        let (p, q) = self.oracle.support_probabilities();
-        let gap = p - q;
-        let n = self.reports as f64;
-        self.counts
-            .iter()
-            .map(|&c| {
-                if gap > 0.0 {
-                    (c as f64 - n * q) / gap
-                } else {
-                    0.0
-                }
-            })
-            .collect()
+        estimate_from(
+            self.oracle.support_probabilities(),
+            &self.counts,
+            self.reports,
+        )
     }
+}
+
+/// ĉ_v = (C_v − n·q)/(p − q), all-zero when p ≤ q (ε = 0): the one place the formula lives.
+fn estimate_from((p, q): (f64, f64), counts: &[u64], reports: u64) -> Vec<f64> {
+    let gap = p - q;
+    let n = reports as f64;
+    counts
+        .iter()
+        .map(|&c| {
+            if gap > 0.0 {
+                (c as f64 - n * q) / gap
+            } else {
+                0.0
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -734,6 +773,10 @@ mod tests {
                 "{protocol:?} {est:?} sd {sd}"
             );
             assert_eq!(counter.reports(), n);
+            // The estimator on counts accumulated elsewhere is the counter's estimator.
+            assert_eq!(oracle.estimate(counter.counts(), n).unwrap(), est);
+            assert!(oracle.estimate(&counter.counts()[..3], n).is_err());
+            assert!(oracle.estimate(counter.counts(), 10).is_err());
         }
     }
 
