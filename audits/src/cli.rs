@@ -519,6 +519,9 @@ fn cmd_external(
         .map(|t| (*t).to_string())
         .collect();
     let (law, kind) = registry::law(mechanism, &params)?;
+    let kind = kind.ok_or_else(|| {
+        AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
+    })?;
     let inputs = law.protocol_inputs();
     let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
     let source = External {

@@ -405,6 +405,28 @@ mod tests {
         );
     }
 
+    /// The family the planner divides α by is the family the run corrects over: for every
+    /// built-in suite, the tests and ε statements counted before sampling are those the
+    /// run reports (correct samplers, small samples).
+    #[test]
+    fn planned_family_is_the_reported_family() {
+        for suite in crate::suite::builtin().unwrap() {
+            let points = build_points(&suite).unwrap();
+            let tests: usize = points.iter().map(|(_, a)| a.test_count()).sum();
+            let eps: usize = points.iter().map(|(_, a)| a.epsilon_count()).sum();
+            let report = run(
+                std::slice::from_ref(&suite),
+                &RunOptions {
+                    samples: Some(3000),
+                    ..RunOptions::default()
+                },
+            )
+            .unwrap();
+            assert_eq!(report.results.len(), tests, "{}", suite.name);
+            assert_eq!(report.epsilon.len(), eps, "{}", suite.name);
+        }
+    }
+
     #[test]
     fn plan_samples_account_for_every_test_of_the_run() {
         let text = |name: &str| {

@@ -426,3 +426,48 @@ fn help_exits_0() {
         assert!(stdout(&o).contains(sub));
     }
 }
+
+#[test]
+fn suites_that_cannot_run_as_asked_exit_2() {
+    let d = scratch("shape");
+    for (text, what) in [
+        // A sampler override that changes the output shape, not a calibration.
+        (
+            r#"{"name":"s","mechanism":"signds-selection","params":{"eps":1,"dim":8,"top_k":2,
+               "output_dim":2},"seed":1,"samples":1000,"tests":["nu"],"sampler":{"output_dim":3}}"#,
+            "output shape",
+        ),
+        // Whole-set tests on a selection with too many output sets.
+        (
+            r#"{"name":"s","mechanism":"signds-selection","params":{"eps":1,"dim":200,"top_k":10,
+               "output_dim":10},"seed":1,"samples":1000,"tests":["nu","epsilon"]}"#,
+            "output sets",
+        ),
+        (
+            r#"{"name":"s","mechanism":"frequency-oue","params":{"eps":1},"seed":1,
+               "samples":1000,"tests":["support"]}"#,
+            "missing parameter `k`",
+        ),
+        (
+            r#"{"name":"s","mechanism":"signds-client","params":{"eps":1,"dim":40,
+               "top_k_fraction":0.9,"eps_rr":1},"seed":1,"samples":1000,"tests":["sign"]}"#,
+            "top",
+        ),
+    ] {
+        let file = d.join("s.json");
+        std::fs::write(&file, text).unwrap();
+        let out = d.join("out");
+        let o = run(&[
+            "run",
+            "--suite",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&o), 2, "{text}: {}{}", stdout(&o), stderr(&o));
+        assert!(stderr(&o).contains(what), "{what}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end().lines().count(), 1);
+        assert!(!out.exists());
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
