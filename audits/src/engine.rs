@@ -245,6 +245,19 @@ pub(crate) fn execute(
             samples_per_input: Vec::new(),
             samples_drawn: 0,
             sampler_overrides: s.sampler.clone(),
+            sample_size: match (options.samples, s.samples) {
+                (Some(_), _) => "set by --samples for every suite".into(),
+                (None, Samples::Fixed(_)) => "fixed by the suite file".into(),
+                (None, Samples::Plan) => format!(
+                    "planned (fl-stats' sample_size_for_proportion) to detect a {} % relative \
+                     error in every keep/flip probability with power {} at α/{} = {} per test \
+                     (the whole run's family)",
+                    PLAN_RELATIVE_ERROR * 100.0,
+                    PLAN_POWER,
+                    family as u64,
+                    crate::report::fmt_p(alpha_each)
+                ),
+            },
             panels: Vec::new(),
             seconds: 0.0,
         })

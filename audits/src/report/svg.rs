@@ -231,6 +231,7 @@ mod tests {
             samples_per_input: vec![10],
             samples_drawn: 10,
             sampler_overrides: None,
+            sample_size: String::new(),
             panels: vec![
                 Panel {
                     title: "bars".into(),
