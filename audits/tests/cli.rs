@@ -448,6 +448,17 @@ fn suites_that_cannot_run_as_asked_exit_2() {
                "samples":1000,"tests":["support"]}"#,
             "missing parameter `k`",
         ),
+        // Laws too large to hold: a usage error, not an out-of-memory abort.
+        (
+            r#"{"name":"s","mechanism":"rr-kary","params":{"eps":1,"k":65536},"seed":1,
+               "samples":1000,"tests":["cells"]}"#,
+            "2^24",
+        ),
+        (
+            r#"{"name":"s","mechanism":"frequency-olh","params":{"eps":0.1,"k":65536},"seed":1,
+               "samples":1000,"tests":["support"]}"#,
+            "2^24",
+        ),
         (
             r#"{"name":"s","mechanism":"signds-client","params":{"eps":1,"dim":40,
                "top_k_fraction":0.9,"eps_rr":1},"seed":1,"samples":1000,"tests":["sign"]}"#,

@@ -98,6 +98,7 @@ pub(crate) fn oracle_law(mechanism: &str, params: &Params) -> Result<Law> {
             Law::Finite(l)
         }
         FrequencyOracle::Oue(m) => {
+            super::check_law_cells(k, k)?;
             let claim = m.privacy().epsilon;
             let inputs = values
                 .iter()
@@ -203,9 +204,17 @@ pub(crate) fn estimator_sampler(mechanism: &str, params: &Params) -> Result<Inte
         return Ok(Internal::new(move |i, n, rng| {
             let f = BINARY_POPULATIONS.get(i).copied().unwrap_or(0.0);
             let truth = apportion(n, &[1.0 - f, f]);
-            let reported = rr.sample_counts(&false, truth[0], rng)?[1]
-                + rr.sample_counts(&true, truth[1], rng)?[1];
-            Ok(Draws::Counts(vec![n, reported, truth[1]]))
+            let ones = |x: bool, count: u64, rng: &mut _| -> Result<u64> {
+                Ok(rr
+                    .sample_counts(&x, count, rng)?
+                    .get(1)
+                    .copied()
+                    .unwrap_or(0))
+            };
+            let (zeros, true_ones) = (truth.first().copied(), truth.get(1).copied());
+            let (zeros, true_ones) = (zeros.unwrap_or(0), true_ones.unwrap_or(0));
+            let reported = ones(false, zeros, rng)? + ones(true, true_ones, rng)?;
+            Ok(Draws::Counts(vec![n, reported, true_ones]))
         }));
     }
     let o = oracle(mechanism, params)?;

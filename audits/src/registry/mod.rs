@@ -341,6 +341,23 @@ fn class_labels(k: usize) -> Vec<String> {
     (0..k).map(|c| c.to_string()).collect()
 }
 
+/// The most probabilities (inputs × outputs) an audit materialises for one grid point
+/// (2^24, 128 MiB of `f64`): a larger grid point is a usage error, not an out-of-memory
+/// abort.
+pub(crate) const MAX_LAW_CELLS: usize = 1 << 24;
+
+/// [`AuditError::Usage`] when `inputs` × `outputs` exceeds [`MAX_LAW_CELLS`].
+pub(crate) fn check_law_cells(inputs: usize, outputs: usize) -> Result<()> {
+    if inputs.saturating_mul(outputs) > MAX_LAW_CELLS {
+        return Err(AuditError::usage(format!(
+            "the law has {inputs} inputs x {outputs} outputs; an audit handles at most 2^24 \
+             (choose fewer classes or a smaller dimension)"
+        )));
+    }
+    Ok(())
+}
+
+/// The finite law of `m` on `inputs` (with every pair of inputs a pair of neighbours).
 pub(crate) fn finite_law<M>(
     m: &M,
     inputs: &[&M::Input],
@@ -352,7 +369,9 @@ where
     let first = *inputs
         .first()
         .ok_or_else(|| AuditError::Mechanism("a finite law needs at least one input".into()))?;
-    let outputs = class_labels(m.output_count(first)?);
+    let count = m.output_count(first)?;
+    check_law_cells(inputs.len(), count)?;
+    let outputs = class_labels(count);
     let mut rows = Vec::with_capacity(inputs.len());
     for (x, j) in inputs.iter().zip(json_inputs) {
         let label = match &j {
