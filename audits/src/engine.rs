@@ -282,9 +282,18 @@ pub(crate) fn execute(
         s.samples_per_input.push(p.samples);
         s.samples_drawn += r.drawn;
         s.seconds += secs;
-        let label = crate::suite::params_label(&p.params);
+        // Panels are told apart by the grid axes (the fixed parameters are the suite's).
+        let grid: Params = p
+            .params
+            .iter()
+            .filter(|(k, _)| suite.grid.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let label = crate::suite::params_label(&grid);
         for mut panel in r.panels {
-            panel.title = format!("{label}: {}", panel.title);
+            if !label.is_empty() {
+                panel.title = format!("{label}: {}", panel.title);
+            }
             s.panels.push(panel);
         }
         for o in r.outcomes {
