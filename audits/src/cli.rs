@@ -462,9 +462,8 @@ fn cmd_plan(
     let audit = registry::point(mechanism, &params, &params, &tests)?;
     let family = (audit.test_count() + audit.epsilon_count()).max(1);
     let alpha_each = alpha / family as f64;
-    let mut probs = audit.plan_probabilities();
-    probs.sort_by(f64::total_cmp);
-    probs.dedup();
+    // The two-sided test is symmetric in p and 1 − p: plan once per min(p, 1 − p).
+    let probs = engine::distinct_probabilities(&audit.plan_probabilities());
     println!(
         "{mechanism} at {}: {} tests + {} epsilon bounds, alpha = {alpha} family-wise ({} per test), power {power}",
         params_label(&params),
@@ -475,9 +474,9 @@ fn cmd_plan(
     for &p in &probs {
         let n = engine::planned_samples(&[p], detect, alpha_each, power)?;
         println!(
-            "  probability {:<12} error {:<12} {n:>14} samples per input",
+            "  probability {:<12} (or 1 - p) error {:<12} {n:>14} samples per input",
             fmt_p(p),
-            fmt_p(detect * p.min(1.0 - p))
+            fmt_p(detect * p)
         );
     }
     let n = engine::planned_samples(&probs, detect, alpha_each, power)?;
@@ -520,6 +519,9 @@ fn cmd_external(
         .map(|t| (*t).to_string())
         .collect();
     let (law, kind) = registry::law(mechanism, &params)?;
+    let kind = kind.ok_or_else(|| {
+        AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
+    })?;
     let inputs = law.protocol_inputs();
     let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
     let source = External {

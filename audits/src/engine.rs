@@ -87,10 +87,13 @@ struct Point {
 
 /// Samples per input needed to detect a relative error `relative` in each probability of
 /// `probabilities` with an exact two-sided binomial test at level `alpha_each` and power
-/// `power` (fl-stats' planner); the largest over the probabilities.
+/// `power` (fl-stats' planner, [`fl_stats::sample_size_for_proportion`]); the largest over
+/// the probabilities. The error in p is δ = `relative`·min(p, 1 − p): a relative error in
+/// p *or* in 1 − p (a keep and a flip probability), whichever is harder to see.
 ///
 /// # Errors
-/// When the planner rejects its inputs.
+/// When the planner rejects its inputs (`relative` or `power` outside (0, 1), `alpha_each`
+/// not a level, a probability outside (0, 1)).
 pub fn planned_samples(
     probabilities: &[f64],
     relative: f64,
@@ -98,19 +101,31 @@ pub fn planned_samples(
     power: f64,
 ) -> Result<u64> {
     let mut n = 1u64;
-    for &p in probabilities {
-        let delta = relative * p.min(1.0 - p);
+    for p in distinct_probabilities(probabilities) {
+        let delta = relative * p;
         n = n.max(binomial_sample_size(p, delta, alpha_each, power)?);
     }
     Ok(n)
 }
 
-/// The planner entry point of fl-stats (wired here in one place).
+/// The probabilities a plan has to cover: min(p, 1 − p) of each (the two-sided test is
+/// symmetric), sorted, without the near-duplicates that p and a rounded 1 − p give (equal
+/// within 10⁻¹² relative).
+#[must_use]
+pub fn distinct_probabilities(probabilities: &[f64]) -> Vec<f64> {
+    let mut distinct: Vec<f64> = probabilities.iter().map(|&p| p.min(1.0 - p)).collect();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup_by(|a, b| (*a - *b).abs() <= 1e-12 * b.abs());
+    distinct
+}
+
+/// fl-stats' planner for one probability (wired here in one place). The two-sided test
+/// is symmetric in p and 1 − p, so the caller passes the smaller one.
 fn binomial_sample_size(p: f64, delta: f64, alpha: f64, power: f64) -> Result<u64> {
-    let _ = (p, delta, alpha, power);
-    Err(AuditError::usage(
-        "samples \"plan\" needs fl-stats' planner, which this build does not have; give --samples",
-    ))
+    let alpha = fl_stats::Alpha::new(alpha).map_err(|_| {
+        AuditError::usage(format!("the planner needs a level in (0, 1), got {alpha}"))
+    })?;
+    Ok(fl_stats::sample_size_for_proportion(p, delta, alpha, power)?.samples)
 }
 
 /// Builds a suite's grid points (validating mechanism, parameters and tests).
@@ -230,6 +245,19 @@ pub(crate) fn execute(
             samples_per_input: Vec::new(),
             samples_drawn: 0,
             sampler_overrides: s.sampler.clone(),
+            sample_size: match (options.samples, s.samples) {
+                (Some(_), _) => "set by --samples for every suite".into(),
+                (None, Samples::Fixed(_)) => "fixed by the suite file".into(),
+                (None, Samples::Plan) => format!(
+                    "planned (fl-stats' sample_size_for_proportion) to detect a {} % relative \
+                     error in every keep/flip probability with power {} at α/{} = {} per test \
+                     (the whole run's family)",
+                    PLAN_RELATIVE_ERROR * 100.0,
+                    PLAN_POWER,
+                    family as u64,
+                    crate::report::fmt_p(alpha_each)
+                ),
+            },
             panels: Vec::new(),
             seconds: 0.0,
         })
@@ -254,9 +282,18 @@ pub(crate) fn execute(
         s.samples_per_input.push(p.samples);
         s.samples_drawn += r.drawn;
         s.seconds += secs;
-        let label = crate::suite::params_label(&p.params);
+        // Panels are told apart by the grid axes (the fixed parameters are the suite's).
+        let grid: Params = p
+            .params
+            .iter()
+            .filter(|(k, _)| suite.grid.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let label = crate::suite::params_label(&grid);
         for mut panel in r.panels {
-            panel.title = format!("{label}: {}", panel.title);
+            if !label.is_empty() {
+                panel.title = format!("{label}: {}", panel.title);
+            }
             s.panels.push(panel);
         }
         for o in r.outcomes {
@@ -355,4 +392,83 @@ pub fn plan_note() -> serde_json::Value {
         "power": PLAN_POWER,
         "alpha": DEFAULT_ALPHA,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planned_samples_follow_fl_stats_and_cover_the_hardest_probability() {
+        let keep = 1f64.exp() / (1.0 + 1f64.exp());
+        let direct = fl_stats::sample_size_for_proportion(
+            1.0 - keep,
+            0.01 * (1.0 - keep),
+            fl_stats::Alpha::new(1e-4).unwrap(),
+            0.99,
+        )
+        .unwrap()
+        .samples;
+        // The keep and the flip probability are one plan (min(p, 1 − p)).
+        assert_eq!(
+            planned_samples(&[keep, 1.0 - keep], 0.01, 1e-4, 0.99).unwrap(),
+            direct
+        );
+        // A smaller probability needs more samples; the plan is the largest.
+        let both = planned_samples(&[0.5, 0.1], 0.01, 1e-4, 0.99).unwrap();
+        let small = planned_samples(&[0.1], 0.01, 1e-4, 0.99).unwrap();
+        assert_eq!(both, small);
+        assert!(small > planned_samples(&[0.5], 0.01, 1e-4, 0.99).unwrap());
+        assert!(planned_samples(&[0.5], 0.01, 0.0, 0.99).is_err());
+        assert!(planned_samples(&[0.5], 0.01, 1e-3, 1.0).is_err());
+        assert_eq!(
+            distinct_probabilities(&[0.3, 0.7, 0.7 + 1e-17, 0.2]),
+            vec![0.2, 0.3]
+        );
+    }
+
+    /// The family the planner divides α by is the family the run corrects over: for every
+    /// built-in suite, the tests and ε statements counted before sampling are those the
+    /// run reports (correct samplers, small samples).
+    #[test]
+    fn planned_family_is_the_reported_family() {
+        for suite in crate::suite::builtin().unwrap() {
+            let points = build_points(&suite).unwrap();
+            let tests: usize = points.iter().map(|(_, a)| a.test_count()).sum();
+            let eps: usize = points.iter().map(|(_, a)| a.epsilon_count()).sum();
+            let report = run(
+                std::slice::from_ref(&suite),
+                &RunOptions {
+                    samples: Some(3000),
+                    ..RunOptions::default()
+                },
+            )
+            .unwrap();
+            assert_eq!(report.results.len(), tests, "{}", suite.name);
+            assert_eq!(report.epsilon.len(), eps, "{}", suite.name);
+        }
+    }
+
+    #[test]
+    fn plan_samples_account_for_every_test_of_the_run() {
+        let text = |name: &str| {
+            format!(
+                r#"{{"name": "{name}", "mechanism": "rr-binary", "params": {{"eps": 1}},
+                "seed": 1, "samples": "plan", "tests": ["cells", "epsilon"]}}"#
+            )
+        };
+        let one = Suite::parse("t", &text("one")).unwrap();
+        let alone = run(std::slice::from_ref(&one), &RunOptions::default()).unwrap();
+        // 2 tests + 1 epsilon statement: α/3 per test.
+        let keep = 1f64.exp() / (1.0 + 1f64.exp());
+        let want = planned_samples(&[keep], PLAN_RELATIVE_ERROR, 1e-3 / 3.0, PLAN_POWER).unwrap();
+        assert_eq!(alone.suites[0].samples_per_input, vec![want]);
+        assert!(alone.passed());
+        // Next to a second suite the family doubles and each test gets α/6: more samples.
+        let two = Suite::parse("t", &text("two")).unwrap();
+        let both = run(&[one, two], &RunOptions::default()).unwrap();
+        let want6 = planned_samples(&[keep], PLAN_RELATIVE_ERROR, 1e-3 / 6.0, PLAN_POWER).unwrap();
+        assert_eq!(both.suites[0].samples_per_input, vec![want6]);
+        assert!(want6 > want);
+    }
 }

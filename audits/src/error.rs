@@ -107,6 +107,12 @@ impl From<fl_ldp::Error> for AuditError {
     }
 }
 
+impl From<fl_signds::Error> for AuditError {
+    fn from(e: fl_signds::Error) -> Self {
+        Self::Mechanism(format!("mechanism: {e}"))
+    }
+}
+
 /// The result type of this crate.
 pub type Result<T> = core::result::Result<T, AuditError>;
 

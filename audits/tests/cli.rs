@@ -362,6 +362,60 @@ fn list_epsilon_and_plan_commands() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("certified lower bound"));
     assert!(stdout(&o).contains("consistent"));
+    // plan: fl-stats' planner; more samples for a smaller error.
+    let plan = |detect: &str| {
+        let o = run(&[
+            "plan",
+            "--mechanism",
+            "rr-binary",
+            "--eps",
+            "1",
+            "--detect",
+            detect,
+        ]);
+        assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+        let out = stdout(&o);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("samples per input: "))
+            .unwrap();
+        line["samples per input: ".len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let (one, two) = (plan("0.01"), plan("0.02"));
+    assert!(one > 3 * two && one < 5 * two, "{one} vs {two}");
+    for (args, what) in [
+        (vec!["--detect", "2", "--eps", "1"], "--detect"),
+        (
+            vec!["--detect", "0.01", "--eps", "1", "--power", "1"],
+            "--power",
+        ),
+        (
+            vec!["--detect", "0.01", "--eps", "1", "--alpha", "0"],
+            "alpha",
+        ),
+    ] {
+        let mut a = vec!["plan", "--mechanism", "rr-binary"];
+        a.extend(args);
+        let o = run(&a);
+        assert_eq!(code(&o), 2, "{a:?}");
+        assert!(stderr(&o).contains(what), "{a:?}: {}", stderr(&o));
+    }
+    let o = run(&[
+        "plan",
+        "--mechanism",
+        "rr-kary",
+        "--eps",
+        "1",
+        "--detect",
+        "0.01",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--classes"));
 }
 
 #[test]
@@ -371,4 +425,60 @@ fn help_exits_0() {
     for sub in ["run", "list", "epsilon", "plan", "external"] {
         assert!(stdout(&o).contains(sub));
     }
+}
+
+#[test]
+fn suites_that_cannot_run_as_asked_exit_2() {
+    let d = scratch("shape");
+    for (text, what) in [
+        // A sampler override that changes the output shape, not a calibration.
+        (
+            r#"{"name":"s","mechanism":"signds-selection","params":{"eps":1,"dim":8,"top_k":2,
+               "output_dim":2},"seed":1,"samples":1000,"tests":["nu"],"sampler":{"output_dim":3}}"#,
+            "output shape",
+        ),
+        // Whole-set tests on a selection with too many output sets.
+        (
+            r#"{"name":"s","mechanism":"signds-selection","params":{"eps":1,"dim":200,"top_k":10,
+               "output_dim":10},"seed":1,"samples":1000,"tests":["nu","epsilon"]}"#,
+            "output sets",
+        ),
+        (
+            r#"{"name":"s","mechanism":"frequency-oue","params":{"eps":1},"seed":1,
+               "samples":1000,"tests":["support"]}"#,
+            "missing parameter `k`",
+        ),
+        // Laws too large to hold: a usage error, not an out-of-memory abort.
+        (
+            r#"{"name":"s","mechanism":"rr-kary","params":{"eps":1,"k":65536},"seed":1,
+               "samples":1000,"tests":["cells"]}"#,
+            "2^24",
+        ),
+        (
+            r#"{"name":"s","mechanism":"frequency-olh","params":{"eps":0.1,"k":65536},"seed":1,
+               "samples":1000,"tests":["support"]}"#,
+            "2^24",
+        ),
+        (
+            r#"{"name":"s","mechanism":"signds-client","params":{"eps":1,"dim":40,
+               "top_k_fraction":0.9,"eps_rr":1},"seed":1,"samples":1000,"tests":["sign"]}"#,
+            "top",
+        ),
+    ] {
+        let file = d.join("s.json");
+        std::fs::write(&file, text).unwrap();
+        let out = d.join("out");
+        let o = run(&[
+            "run",
+            "--suite",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&o), 2, "{text}: {}{}", stdout(&o), stderr(&o));
+        assert!(stderr(&o).contains(what), "{what}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end().lines().count(), 1);
+        assert!(!out.exists());
+    }
+    std::fs::remove_dir_all(&d).unwrap();
 }

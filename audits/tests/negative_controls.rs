@@ -47,12 +47,18 @@ fn every_builtin_suite_rejects_a_miscalibrated_sampler() {
 
 #[test]
 fn a_leakier_sampler_is_a_certified_epsilon_violation() {
+    // frequency-olh is not in the list: at 2ε its bucket count g changes, so the sampler's
+    // reports do not even have the law's shape (a clear error, tested in tests/cli.rs).
     for name in [
         "rr-binary",
         "label-dp-binary",
         "rr-kary",
         "embedding-dp",
         "laplace",
+        "signds-selection",
+        "signds-magrr",
+        "frequency-grr",
+        "frequency-oue",
     ] {
         let s = suite::builtin()
             .unwrap()
@@ -66,4 +72,82 @@ fn a_leakier_sampler_is_a_certified_epsilon_violation() {
             bad.epsilon
         );
     }
+}
+
+/// The planning statement itself: with `"samples": "plan"`, a sampler whose flip (or
+/// other-class) probability is off by 1 % relative — in either direction — is rejected
+/// (the planner promises power 0.99 at the run's family-wise α = 10^-3), while the
+/// correct sampler passes. Fixed seeds.
+#[test]
+fn planned_sizes_detect_a_one_percent_error_in_a_flip_probability() {
+    let suite = |mechanism: &str, params: &str, sampler: Option<f64>| {
+        let sampler =
+            sampler.map_or_else(String::new, |e| format!(r#", "sampler": {{"eps": {e}}}"#));
+        Suite::parse(
+            "t",
+            &format!(
+                r#"{{"name": "t", "mechanism": "{mechanism}", "params": {params}, "seed": 5,
+                "samples": "plan", "tests": ["cells", "epsilon"]{sampler}}}"#
+            ),
+        )
+        .unwrap()
+    };
+    let run = |s: Suite| {
+        engine::run(
+            &[s],
+            &RunOptions {
+                seed: 11,
+                ..RunOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    // Binary RR at ε = 1: flip q = 1/(1 + e^ε); the sampler's ε' gives q' = (1 ± 1 %)·q.
+    let q = 1.0 / (1.0 + 1f64.exp());
+    assert!(run(suite("rr-binary", r#"{"eps": 1}"#, None)).passed());
+    for factor in [1.01, 0.99] {
+        let eps = (1.0 / (factor * q) - 1.0).ln();
+        let r = run(suite("rr-binary", r#"{"eps": 1}"#, Some(eps)));
+        assert!(!r.passed(), "rr-binary: flip x {factor} must be rejected");
+    }
+    // k-ary RR, k = 3, ε = 1: other-class probability p = 1/(k − 1 + e^ε).
+    let p = 1.0 / (2.0 + 1f64.exp());
+    assert!(run(suite("rr-kary", r#"{"eps": 1, "k": 3}"#, None)).passed());
+    for factor in [1.01, 0.99] {
+        let eps = (1.0 / (factor * p) - 2.0).ln();
+        let r = run(suite("rr-kary", r#"{"eps": 1, "k": 3}"#, Some(eps)));
+        assert!(!r.passed(), "rr-kary: other x {factor} must be rejected");
+    }
+}
+
+/// The SignDS client suite's MagRR half: a client whose ε_RR is 1.3× the claimed one fails
+/// the MagRR keep test, and 2× is a certified violation of the MagRR bit's ε (the suite's
+/// `eps` is the selection's, covered by the test above).
+#[test]
+fn signds_client_rejects_a_miscalibrated_magrr() {
+    let s = suite::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == "signds-client")
+        .unwrap();
+    let with_rr = |factor: f64| {
+        let mut v = variant(&s, 1.0);
+        let eps_rr = v.params["eps_rr"].as_f64().unwrap();
+        v.sampler = Some([("eps_rr".to_string(), json!(eps_rr * factor))].into());
+        engine::run(&[v], &options(200_000)).unwrap()
+    };
+    let bad = with_rr(1.3);
+    assert!(
+        bad.results
+            .iter()
+            .any(|r| !r.passed && r.test == "magrr-binomial"),
+        "{:?}",
+        bad.results
+    );
+    let leaky = with_rr(2.0);
+    assert!(
+        leaky.epsilon.iter().any(|e| e.lower_bound > e.claimed),
+        "{:?}",
+        leaky.epsilon
+    );
 }

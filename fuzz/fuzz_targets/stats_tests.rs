@@ -1,13 +1,15 @@
-//! fl-stats hypothesis tests and distribution functions on arbitrary input (empty, NaN,
-//! infinities, mismatched lengths, zero probabilities, n = 0 or 1): every call returns a
-//! value or a typed error, never panics, and every p-value or probability is in [0, 1].
+//! fl-stats hypothesis tests (the z-test and the subset-inclusion test included) and
+//! distribution functions on arbitrary input (empty, NaN, infinities, mismatched lengths,
+//! zero probabilities, n = 0 or 1): every call returns a value or a typed error, never
+//! panics, and every p-value or probability is in [0, 1].
 #![no_main]
 
 use fl_stats::{
     Alternative, ChiSquareOptions, Confidence, Divergence, HypothesisTest, SparseCells,
     benjamini_hochberg, binomial, binomial_test, chi_square_gof_samples, chi_square_gof_with,
     chi_square_sf, clopper_pearson, holm, kolmogorov_limit_sf, kolmogorov_smirnov_cdf,
-    kolmogorov_smirnov_sf, ks_one_sample, ks_two_sample, smirnov_sf,
+    kolmogorov_smirnov_sf, ks_one_sample, ks_two_sample, normal_cdf, normal_sf, smirnov_sf,
+    subset_inclusion_test, z_test,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -66,6 +68,24 @@ fuzz_target!(|data: &[u8]| {
             }
             if let Ok(p) = chi_square_sf(inp.f64(), inp.f64()) {
                 prob(p);
+            }
+            let z = inp.f64();
+            for f in [normal_sf, normal_cdf] {
+                if let Ok(p) = f(z) {
+                    prob(p);
+                }
+            }
+            let alt = match inp.u8() % 3 {
+                0 => Alternative::TwoSided,
+                1 => Alternative::Less,
+                _ => Alternative::Greater,
+            };
+            if let Ok(t) = z_test(inp.f64(), inp.f64(), inp.f64(), inp.u64() % 4, alt) {
+                check(&t);
+            }
+            let sizes: Vec<u64> = (0..inp.len(8)).map(|_| inp.u64() % 64).collect();
+            if let Ok(t) = subset_inclusion_test(&observed, &sizes) {
+                check(&t);
             }
         }
         1 => {

@@ -139,6 +139,9 @@ pub fn render_markdown(report: &Report, svg_names: &[String]) -> String {
                 .join(", "),
             s.samples_drawn
         );
+        if !s.sample_size.is_empty() {
+            let _ = writeln!(out, "\nSample sizes: {}.", s.sample_size);
+        }
         if let Some(o) = &s.sampler_overrides {
             let _ = writeln!(
                 out,

@@ -115,6 +115,9 @@ pub struct SuiteSummary {
     pub samples_drawn: u64,
     /// Sampler-only overrides, if the suite is a deliberately mis-calibrated variant.
     pub sampler_overrides: Option<Params>,
+    /// How the sample sizes were chosen, in words (planned and what the plan detects,
+    /// fixed by the suite file, or set by `--samples`).
+    pub sample_size: String,
     /// Plot panels.
     pub panels: Vec<Panel>,
     /// Wall-clock seconds spent (not part of the reproducible JSON).

@@ -17,6 +17,8 @@ const MARGIN_B: f64 = 28.0;
 pub(crate) const MAX_PANELS: usize = 36;
 /// At most this many bars per panel (larger laws are shown on their most likely outputs).
 const MAX_BARS: usize = 64;
+/// Characters of a panel title that fit in a panel at the title's font size.
+const TITLE_CHARS: usize = 54;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -144,12 +146,24 @@ fn cdf(out: &mut String, x0: f64, y0: f64, xs: &[f64], expected: &[f64], empiric
 
 fn panel(out: &mut String, x0: f64, y0: f64, p: &Panel) {
     let h = PANEL_H - MARGIN_T - MARGIN_B;
+    // A title longer than the panel is cut with an ellipsis (the whole title is the
+    // element's tooltip), so that neighbouring panels' titles do not overlap.
+    let shown: String = if p.title.chars().count() > TITLE_CHARS {
+        p.title
+            .chars()
+            .take(TITLE_CHARS - 1)
+            .chain(std::iter::once('…'))
+            .collect()
+    } else {
+        p.title.clone()
+    };
     let _ = writeln!(
         out,
-        r#"<text x="{}" y="{}" class="title">{}</text>"#,
+        r#"<text x="{}" y="{}" class="title"><title>{}</title>{}</text>"#,
         f(x0 + 6.0),
         f(y0 + 16.0),
-        esc(&p.title)
+        esc(&p.title),
+        esc(&shown)
     );
     let _ = writeln!(
         out,
@@ -231,6 +245,7 @@ mod tests {
             samples_per_input: vec![10],
             samples_drawn: 10,
             sampler_overrides: None,
+            sample_size: String::new(),
             panels: vec![
                 Panel {
                     title: "bars".into(),

@@ -17,7 +17,9 @@ use crate::coin::Bernoulli;
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
 use crate::kary::KaryRandomizedResponse;
-use crate::mechanism::{BitProduct, Mechanism, Neighbouring, PrivacyClaim};
+use crate::mechanism::{
+    BitProduct, FiniteInputs, FiniteOutputs, Mechanism, Neighbouring, PrivacyClaim,
+};
 
 /// A protocol of [`FrequencyOracle`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,6 +282,78 @@ impl Mechanism for OptimizedLocalHashing {
     }
 }
 
+impl OptimizedLocalHashing {
+    /// The number of hash seeds g^(m+1) (each report's seed is uniform below it).
+    #[must_use]
+    pub const fn seed_count(&self) -> u128 {
+        self.seeds
+    }
+
+    /// The number of (seed, bucket) reports, g^(m+1)·g, if an explicit law may list them.
+    fn report_count(&self) -> Result<usize> {
+        let count = self.seeds.saturating_mul(u128::from(self.buckets));
+        usize::try_from(count)
+            .ok()
+            .filter(|&c| c <= crate::mechanism::MAX_LAW_OUTPUTS)
+            .ok_or(Error::InvalidCount {
+                name: "OLH reports (seeds x buckets, for an explicit law)",
+                value: i128::try_from(count).unwrap_or(i128::MAX),
+                allowed: "at most 2^24",
+            })
+    }
+}
+
+/// OLH's exact law over whole reports, for auditors (small k and ε): report (seed, bucket)
+/// is output number seed·g + bucket, with probability (1/g^(m+1))·GRR_g(H_seed(x))\[bucket\].
+/// Refused when g^(m+1)·g exceeds [`MAX_LAW_OUTPUTS`](crate::mechanism::MAX_LAW_OUTPUTS).
+impl FiniteOutputs for OptimizedLocalHashing {
+    fn output_count(&self, input: &usize) -> Result<usize> {
+        check_value(*input, self.categories)?;
+        self.report_count()
+    }
+
+    fn output_index(&self, output: &OlhReport) -> Result<usize> {
+        let count = self.report_count()?;
+        if output.seed >= self.seeds || output.bucket >= self.buckets {
+            return Err(Error::IndexOutOfRange {
+                name: "report",
+                index: usize::MAX,
+                bound: count,
+            });
+        }
+        // < count ≤ 2^24: the conversions are exact.
+        Ok(output.seed as usize * self.buckets as usize + output.bucket as usize)
+    }
+
+    fn output_probabilities(&self, input: &usize) -> Result<Vec<f64>> {
+        let count = self.output_count(input)?;
+        let per_seed = 1.0 / self.seeds as f64;
+        let mut law = Vec::with_capacity(count);
+        for seed in 0..self.seeds {
+            law.extend(
+                self.bucket_law(*input, seed)?
+                    .into_iter()
+                    .map(|p| per_seed * p),
+            );
+        }
+        Ok(law)
+    }
+}
+
+/// The input domain 0..k (every pair of values is a pair of neighbours).
+impl FiniteInputs for OptimizedLocalHashing {
+    fn inputs(&self) -> Result<Vec<usize>> {
+        Ok((0..self.categories).collect())
+    }
+}
+
+/// The input domain 0..k (every pair of values is a pair of neighbours).
+impl FiniteInputs for OptimizedUnaryEncoding {
+    fn inputs(&self) -> Result<Vec<usize>> {
+        Ok((0..self.categories).collect())
+    }
+}
+
 fn check_categories(categories: usize) -> Result<()> {
     if !(2..=MAX_FREQUENCY_CATEGORIES).contains(&categories) {
         return Err(Error::InvalidCount {
@@ -462,6 +536,37 @@ impl FrequencyOracle {
         }
     }
 
+    /// The unbiased count estimates ĉ_v = (C_v − n·q)/(p − q) from support counts C_v
+    /// (`support_counts[v]` reports supported v) of `reports` reports — the estimator of
+    /// [`SupportCounter::estimate`], for counts accumulated elsewhere (merged from several
+    /// aggregators, or by an auditor). All-zero at ε = 0, where nothing can be estimated.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCount`] unless there is one count per value;
+    /// [`Error::InputOutOfDomain`] when a count exceeds `reports`.
+    pub fn estimate(&self, support_counts: &[u64], reports: u64) -> Result<Vec<f64>> {
+        if support_counts.len() != self.categories() {
+            return Err(Error::InvalidCount {
+                name: "support counts",
+                value: support_counts.len() as i128,
+                allowed: "one count per value (k)",
+            });
+        }
+        if let Some(v) = support_counts.iter().position(|&c| c > reports) {
+            return Err(Error::InputOutOfDomain {
+                name: "support counts",
+                index: v,
+                value: support_counts[v] as f64,
+                allowed: "at most the number of reports",
+            });
+        }
+        Ok(estimate_from(
+            self.support_probabilities(),
+            support_counts,
+            reports,
+        ))
+    }
+
     /// An empty support counter for this oracle.
     #[must_use]
     pub fn support_counter(&self) -> SupportCounter {
@@ -527,20 +632,28 @@ impl SupportCounter {
     /// where nothing can be estimated; check [`FrequencyOracle::variance`]).
     #[must_use]
     pub fn estimate(&self) -> Vec<f64> {
-        let (p, q) = self.oracle.support_probabilities();
-        let gap = p - q;
-        let n = self.reports as f64;
-        self.counts
-            .iter()
-            .map(|&c| {
-                if gap > 0.0 {
-                    (c as f64 - n * q) / gap
-                } else {
-                    0.0
-                }
-            })
-            .collect()
+        estimate_from(
+            self.oracle.support_probabilities(),
+            &self.counts,
+            self.reports,
+        )
     }
+}
+
+/// ĉ_v = (C_v − n·q)/(p − q), all-zero when p ≤ q (ε = 0): the one place the formula lives.
+fn estimate_from((p, q): (f64, f64), counts: &[u64], reports: u64) -> Vec<f64> {
+    let gap = p - q;
+    let n = reports as f64;
+    counts
+        .iter()
+        .map(|&c| {
+            if gap > 0.0 {
+                (c as f64 - n * q) / gap
+            } else {
+                0.0
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -660,7 +773,69 @@ mod tests {
                 "{protocol:?} {est:?} sd {sd}"
             );
             assert_eq!(counter.reports(), n);
+            // The estimator on counts accumulated elsewhere is the counter's estimator.
+            assert_eq!(oracle.estimate(counter.counts(), n).unwrap(), est);
+            assert!(oracle.estimate(&counter.counts()[..3], n).is_err());
+            assert!(oracle.estimate(counter.counts(), 10).is_err());
         }
+    }
+
+    /// OLH's law over whole reports sums to 1, realises at most the claimed ε (and
+    /// reaches it), and the sampler follows it (chi-square at α = 1e-6, with a negative
+    /// control: the law at another ε).
+    #[test]
+    fn olh_report_law_is_exact_and_sampled() {
+        use crate::mechanism::law_epsilon;
+        use fl_stats::{Alpha, HypothesisTest, chi_square_gof};
+        let alpha = Alpha::new(1e-6).unwrap();
+        let m = OptimizedLocalHashing::new(eps(1.0), 6).unwrap();
+        assert_eq!((m.buckets(), m.seed_count()), (5, 125));
+        assert_eq!(m.inputs().unwrap(), (0..6).collect::<Vec<_>>());
+        let law = m.output_probabilities(&2).unwrap();
+        assert_eq!(law.len(), 625);
+        assert!((law.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        let worst = law_epsilon(&m).unwrap();
+        assert!(
+            worst <= m.privacy().epsilon + 1e-12 && worst > 1.0 - 1e-9,
+            "{worst}"
+        );
+        let mut rng = ChaCha20Rng::seed_from_u64(24);
+        let counts = m.sample_counts(&2, 200_000, &mut rng).unwrap();
+        let t = chi_square_gof(&counts, &law).unwrap();
+        assert!(!t.rejects(alpha), "p = {}", t.p_value);
+        let wrong = OptimizedLocalHashing::new(eps(1.2), 6)
+            .unwrap()
+            .output_probabilities(&2)
+            .unwrap();
+        let t = chi_square_gof(&counts, &wrong).unwrap();
+        assert!(t.rejects(alpha), "control p = {}", t.p_value);
+        let r = m.randomize(2, &mut rng).unwrap();
+        assert_eq!(
+            m.output_index(&r).unwrap(),
+            r.seed as usize * 5 + r.bucket as usize
+        );
+        for bad in [
+            OlhReport {
+                seed: 125,
+                bucket: 0,
+            },
+            OlhReport { seed: 0, bucket: 5 },
+        ] {
+            assert!(m.output_index(&bad).is_err());
+        }
+        assert!(m.output_probabilities(&6).is_err());
+        // Too many reports for an explicit law: refused, sampling still works.
+        let big = OptimizedLocalHashing::new(eps(1.0), 1 << 20).unwrap();
+        assert!(big.output_count(&0).is_err());
+        assert!(big.output_index(&OlhReport { seed: 0, bucket: 0 }).is_err());
+        assert!(big.randomize(0, &mut rng).is_ok());
+        assert_eq!(
+            OptimizedUnaryEncoding::new(eps(1.0), 3)
+                .unwrap()
+                .inputs()
+                .unwrap(),
+            vec![0, 1, 2]
+        );
     }
 
     #[test]

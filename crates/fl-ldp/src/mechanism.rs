@@ -79,6 +79,60 @@ pub struct PrivacyClaim {
 }
 
 impl PrivacyClaim {
+    /// A claim for a mechanism implemented outside this crate (the fields are
+    /// `#[non_exhaustive]`, so other crates build claims here): (`epsilon`, `delta`)-DP for
+    /// `neighbouring`, requested as `requested_epsilon`.
+    ///
+    /// `epsilon` may be `+∞` (the mechanism gives no differential privacy) and may exceed
+    /// `requested_epsilon` (a compatibility option that realises more than asked, which the
+    /// claim must then say). Nothing else is checked: the claim is the implementer's
+    /// statement, and auditors test it.
+    ///
+    /// ```
+    /// use fl_ldp::{Neighbouring, PrivacyClaim};
+    ///
+    /// let claim = PrivacyClaim::new(1.0, 0.999_999, 0.0, Neighbouring::AnyTwoInputs)?;
+    /// assert_eq!(claim.epsilon, 0.999_999);
+    /// assert!(PrivacyClaim::new(1.0, f64::NAN, 0.0, Neighbouring::AnyTwoInputs).is_err());
+    /// # Ok::<(), fl_ldp::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidEpsilon`] when `requested_epsilon` is NaN, infinite or negative;
+    /// [`Error::InvalidParameter`] when `epsilon` is NaN or negative;
+    /// [`Error::InvalidProbability`] when `delta` is not in `[0, 1]`.
+    pub fn new(
+        requested_epsilon: f64,
+        epsilon: f64,
+        delta: f64,
+        neighbouring: Neighbouring,
+    ) -> Result<Self> {
+        if !(requested_epsilon.is_finite() && requested_epsilon >= 0.0) {
+            return Err(Error::InvalidEpsilon {
+                value: requested_epsilon,
+            });
+        }
+        if epsilon.is_nan() || epsilon < 0.0 {
+            return Err(Error::InvalidParameter {
+                name: "epsilon (realised)",
+                value: epsilon,
+                allowed: "a number >= 0 (+infinity for no privacy)",
+            });
+        }
+        if !(0.0..=1.0).contains(&delta) {
+            return Err(Error::InvalidProbability {
+                name: "delta",
+                value: delta,
+            });
+        }
+        Ok(Self {
+            requested_epsilon,
+            epsilon,
+            delta,
+            neighbouring,
+        })
+    }
+
     pub(crate) fn pure(requested: f64, realised: f64, neighbouring: Neighbouring) -> Self {
         Self {
             requested_epsilon: requested,
@@ -281,4 +335,41 @@ where
         }
     }
     Ok(worst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn privacy_claim_new_validates_and_keeps_its_fields() {
+        let n = Neighbouring::OneCoordinate;
+        let c = PrivacyClaim::new(2.0, 1.5, 1e-9, n).unwrap();
+        assert_eq!(
+            (c.requested_epsilon, c.epsilon, c.delta, c.neighbouring),
+            (2.0, 1.5, 1e-9, n)
+        );
+        // No privacy, and a compatibility option realising more than requested: allowed.
+        assert!(PrivacyClaim::new(1.0, f64::INFINITY, 0.0, n).is_ok());
+        assert!(PrivacyClaim::new(1.0, 2.0, 0.0, n).is_ok());
+        for (req, eps, delta) in [
+            (f64::NAN, 1.0, 0.0),
+            (-1.0, 1.0, 0.0),
+            (f64::INFINITY, 1.0, 0.0),
+            (1.0, f64::NAN, 0.0),
+            (1.0, -0.5, 0.0),
+            (1.0, 1.0, -0.1),
+            (1.0, 1.0, 1.5),
+            (1.0, 1.0, f64::NAN),
+        ] {
+            assert!(
+                PrivacyClaim::new(req, eps, delta, n).is_err(),
+                "{req} {eps} {delta}"
+            );
+        }
+        assert_eq!(
+            PrivacyClaim::new(1.0, 0.5, 0.0, n).unwrap(),
+            PrivacyClaim::pure(1.0, 0.5, n)
+        );
+    }
 }

@@ -11,7 +11,7 @@
 //! - `MindSporeCompatible`: upstream's f64 operation order, step by step, so that the
 //!   reference tables (h, ν_th, E(t, h), the inverse-CDF table) come out identical.
 
-use fl_ldp::Categorical;
+use fl_ldp::{Categorical, Neighbouring, PrivacyClaim};
 
 use crate::error::{Error, Result};
 use crate::params::{MAX_DIMENSION, MAX_OUTPUT_DIMENSION, Params, Profile};
@@ -421,6 +421,8 @@ pub struct SelectionLaw {
     /// [`SelectionLaw::realised_epsilon`]).
     sampling_epsilon: f64,
     realised_epsilon: f64,
+    /// The privacy claim of one selection (fl-ldp's contract).
+    claim: PrivacyClaim,
     /// ln ω_ν (−∞ where ω_ν = 0).
     ln_omega: Vec<f64>,
     /// fl-ldp's exact sampler for P(ν) ∝ exp(ln ω_ν + ε_s·1[ν ≥ ν_th]).
@@ -517,6 +519,7 @@ impl SelectionLaw {
             });
         }
         let realised_epsilon = (sampling_epsilon + slack).next_up().min(epsilon);
+        let claim = PrivacyClaim::new(epsilon, realised_epsilon, 0.0, Neighbouring::AnyTwoInputs)?;
         let log_weights: Vec<f64> = (0..=h)
             .map(|nu| {
                 ln_omega[nu]
@@ -545,6 +548,7 @@ impl SelectionLaw {
             profile,
             sampling_epsilon,
             realised_epsilon,
+            claim,
             ln_omega,
             sampler,
             log_probabilities,
@@ -632,6 +636,15 @@ impl SelectionLaw {
     #[must_use]
     pub fn realised_epsilon(&self) -> f64 {
         self.realised_epsilon
+    }
+
+    /// The privacy claim of one selection: ε-LDP ([`Self::realised_epsilon`], requested
+    /// [`Self::epsilon`], δ = 0) for any two top-k sets, hence any two updates
+    /// (fl-ldp's [`Neighbouring::AnyTwoInputs`]); the same value as
+    /// `fl_ldp::Mechanism::privacy`.
+    #[must_use]
+    pub fn privacy_claim(&self) -> PrivacyClaim {
+        self.claim
     }
 
     /// ε_s, the boost in the sampler's log-weights (ε minus the rounding slack).

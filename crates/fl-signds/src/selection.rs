@@ -7,23 +7,12 @@
 //! [`SelectionLaw::probabilities`] (law of ν = |J ∩ S|) and
 //! [`SelectionLaw::inclusion_probability`] (law of each index).
 
+use fl_ldp::coin::uniform_below;
+use fl_ldp::{FiniteInputs, FiniteOutputs, Mechanism, PrivacyClaim};
 use rand::CryptoRng;
 
 use crate::error::{Error, Result};
 use crate::law::SelectionLaw;
-
-/// A uniform integer in [0, n), n ≥ 1, exactly (Lemire's multiply-and-reject method; the
-/// loop repeats with probability < n/2^64).
-pub(crate) fn uniform_below<R: CryptoRng + ?Sized>(rng: &mut R, n: u64) -> u64 {
-    let mut m = u128::from(rng.next_u64()) * u128::from(n);
-    if (m as u64) < n {
-        let threshold = n.wrapping_neg() % n;
-        while (m as u64) < threshold {
-            m = u128::from(rng.next_u64()) * u128::from(n);
-        }
-    }
-    (m >> 64) as u64
-}
 
 /// Membership bitset of the top-k set over 0..d.
 pub(crate) struct TopKSet {
@@ -51,6 +40,13 @@ impl TopKSet {
             words[w] |= 1 << b;
         }
         Ok(Self { words, dimension })
+    }
+
+    /// Whether index `i` is in the set.
+    fn contains(&self, i: u32) -> bool {
+        self.words
+            .get(i as usize / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
 
     /// Maps ascending ranks among the indices *not* in the set to the indices, in one pass
@@ -156,6 +152,211 @@ impl SelectionLaw {
     }
 }
 
+/// C(n, r) if it is at most `cap`, else `None` (exact: each partial product C(n, i) is
+/// an integer no larger than the final value when r ≤ n/2, and stays below `cap`·n).
+fn binomial_at_most(n: usize, r: usize, cap: usize) -> Option<usize> {
+    if r > n {
+        return Some(0);
+    }
+    let r = r.min(n - r);
+    let mut c: u128 = 1;
+    for i in 0..r {
+        c = c * (n - i) as u128 / (i + 1) as u128;
+        if c > cap as u128 {
+            return None;
+        }
+    }
+    usize::try_from(c).ok()
+}
+
+/// The colex rank of a sorted h-subset: Σᵢ C(jᵢ, i + 1) (0 for the first set, {0..h−1}).
+fn colex_rank(set: &[u32]) -> usize {
+    set.iter()
+        .enumerate()
+        .map(|(i, &j)| binomial_at_most(j as usize, i + 1, usize::MAX).unwrap_or(0))
+        .sum()
+}
+
+/// Steps `set` (sorted, distinct, < d) to the next h-subset in colex order; `false` after
+/// the last one.
+fn next_colex(set: &mut [u32], dimension: usize) -> bool {
+    let h = set.len();
+    for i in 0..h {
+        let limit = if i + 1 < h {
+            set[i + 1]
+        } else {
+            dimension as u32
+        };
+        if set[i] + 1 < limit {
+            set[i] += 1;
+            for (t, v) in set[..i].iter_mut().enumerate() {
+                *v = t as u32;
+            }
+            return true;
+        }
+    }
+    false
+}
+
+fn ldp_error(e: Error) -> fl_ldp::Error {
+    match e {
+        Error::Ldp(e) => e,
+        Error::LengthMismatch { got, .. } => fl_ldp::Error::InputOutOfDomain {
+            name: "index set",
+            index: 0,
+            value: got as f64,
+            allowed: "exactly K (a top-k set) or h (an output) indices",
+        },
+        Error::IndexOutOfRange {
+            position, index, ..
+        } => fl_ldp::Error::InputOutOfDomain {
+            name: "index set",
+            index: position,
+            value: index as f64,
+            allowed: "indices below the dimension d",
+        },
+        Error::IndicesNotIncreasing { position } => fl_ldp::Error::InputOutOfDomain {
+            name: "index set",
+            index: position,
+            value: f64::NAN,
+            allowed: "distinct indices (strictly increasing for an output set)",
+        },
+        _ => fl_ldp::Error::InputOutOfDomain {
+            name: "index set",
+            index: 0,
+            value: f64::NAN,
+            allowed: "a valid top-k set",
+        },
+    }
+}
+
+impl SelectionLaw {
+    /// C(d, h), or an error when an explicit law over output sets would exceed
+    /// [`MAX_LAW_OUTPUTS`](fl_ldp::MAX_LAW_OUTPUTS).
+    fn explicit_output_count(&self) -> fl_ldp::Result<usize> {
+        binomial_at_most(
+            self.dimension(),
+            self.output_dimension(),
+            fl_ldp::MAX_LAW_OUTPUTS,
+        )
+        .ok_or(fl_ldp::Error::InvalidCount {
+            name: "output sets C(d, h)",
+            value: i128::MAX,
+            allowed: "at most 2^24 for an explicit law",
+        })
+    }
+}
+
+/// fl-ldp's sampler contract: the input is a top-k set S (K distinct indices < d, any
+/// order), the output the sorted h-subset J. [`Mechanism::sample`] is
+/// [`SelectionLaw::sample`]; [`Mechanism::privacy`] is [`SelectionLaw::privacy_claim`].
+impl Mechanism for SelectionLaw {
+    type Input = Vec<u32>;
+    type Output = Vec<u32>;
+
+    fn sample<R: CryptoRng + ?Sized>(
+        &self,
+        input: &Vec<u32>,
+        rng: &mut R,
+    ) -> fl_ldp::Result<Vec<u32>> {
+        Self::sample(self, input, rng).map_err(ldp_error)
+    }
+
+    fn privacy(&self) -> PrivacyClaim {
+        self.privacy_claim()
+    }
+}
+
+/// The exact law over whole output sets, for auditors (small d only): outputs are the
+/// C(d, h) h-subsets numbered in colex order (rank Σᵢ C(jᵢ, i + 1) of the sorted set), and
+/// P(J | S) = exp([`SelectionLaw::set_log_probability`](|J ∩ S|)) from the same log-weights
+/// the sampler uses. Refused (an error) when C(d, h) exceeds fl-ldp's
+/// [`MAX_LAW_OUTPUTS`](fl_ldp::MAX_LAW_OUTPUTS).
+impl FiniteOutputs for SelectionLaw {
+    fn output_count(&self, input: &Vec<u32>) -> fl_ldp::Result<usize> {
+        TopKSet::new(input, self.dimension()).map_err(ldp_error)?;
+        if input.len() != self.top_k() {
+            return Err(ldp_error(Error::LengthMismatch {
+                got: input.len(),
+                expected: self.top_k(),
+            }));
+        }
+        self.explicit_output_count()
+    }
+
+    fn output_index(&self, output: &Vec<u32>) -> fl_ldp::Result<usize> {
+        // Ranks are below C(d, h): bounded here, so the sum below cannot overflow.
+        self.explicit_output_count()?;
+        if output.len() != self.output_dimension() {
+            return Err(ldp_error(Error::LengthMismatch {
+                got: output.len(),
+                expected: self.output_dimension(),
+            }));
+        }
+        for (position, w) in output.windows(2).enumerate() {
+            if w[0] >= w[1] {
+                return Err(ldp_error(Error::IndicesNotIncreasing {
+                    position: position + 1,
+                }));
+            }
+        }
+        if let Some(&last) = output.last()
+            && last as usize >= self.dimension()
+        {
+            return Err(ldp_error(Error::IndexOutOfRange {
+                position: output.len() - 1,
+                index: u64::from(last),
+                dimension: self.dimension() as u64,
+            }));
+        }
+        Ok(colex_rank(output))
+    }
+
+    fn output_probabilities(&self, input: &Vec<u32>) -> fl_ldp::Result<Vec<f64>> {
+        let count = self.output_count(input)?;
+        let set = TopKSet::new(input, self.dimension()).map_err(ldp_error)?;
+        let h = self.output_dimension();
+        let per_nu: Vec<f64> = (0..=h)
+            .map(|nu| self.set_log_probability(nu).exp())
+            .collect();
+        let mut out = Vec::with_capacity(count);
+        let mut current: Vec<u32> = (0..h as u32).collect();
+        loop {
+            let nu = current.iter().filter(|&&j| set.contains(j)).count();
+            out.push(per_nu.get(nu).copied().unwrap_or(0.0));
+            if !next_colex(&mut current, self.dimension()) {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Every top-k set (the K-subsets of 0..d, in colex order): for local DP every pair is a
+/// pair of neighbours. Refused when C(d, K) exceeds
+/// [`MAX_LAW_OUTPUTS`](fl_ldp::MAX_LAW_OUTPUTS).
+impl FiniteInputs for SelectionLaw {
+    fn inputs(&self) -> fl_ldp::Result<Vec<Vec<u32>>> {
+        let k = self.top_k();
+        let count = binomial_at_most(self.dimension(), k, fl_ldp::MAX_LAW_OUTPUTS).ok_or(
+            fl_ldp::Error::InvalidCount {
+                name: "top-k sets C(d, K)",
+                value: i128::MAX,
+                allowed: "at most 2^24 for an explicit input list",
+            },
+        )?;
+        let mut out = Vec::with_capacity(count);
+        let mut current: Vec<u32> = (0..k as u32).collect();
+        loop {
+            out.push(current.clone());
+            if !next_colex(&mut current, self.dimension()) {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +384,28 @@ mod tests {
         assert_eq!(got, want);
         assert!(TopKSet::new(&[3, 3], 10).is_err());
         assert!(TopKSet::new(&[10], 10).is_err());
+    }
+
+    #[test]
+    fn colex_enumeration_matches_the_rank() {
+        let (d, h) = (7usize, 3usize);
+        let mut set: Vec<u32> = (0..h as u32).collect();
+        let mut rank = 0;
+        loop {
+            assert_eq!(colex_rank(&set), rank, "{set:?}");
+            rank += 1;
+            if !next_colex(&mut set, d) {
+                break;
+            }
+        }
+        assert_eq!(rank, 35);
+        assert_eq!(binomial_at_most(7, 3, 100), Some(35));
+        assert_eq!(binomial_at_most(7, 3, 34), None);
+        assert_eq!(binomial_at_most(3, 7, 10), Some(0));
+        assert_eq!(
+            binomial_at_most(60, 30, usize::MAX),
+            Some(118_264_581_564_861_424)
+        );
     }
 
     #[test]

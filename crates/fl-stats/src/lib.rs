@@ -8,8 +8,10 @@ pub mod error;
 pub mod kolmogorov;
 pub mod ks;
 pub mod multiple;
+pub mod normal;
 pub mod power;
 mod special;
+pub mod subsets;
 pub mod test;
 
 pub use binomial::{
@@ -31,5 +33,7 @@ pub use kolmogorov::{
 };
 pub use ks::{KsTest, TwoSampleKsTest, TwoSampleMethod, ks_one_sample, ks_two_sample};
 pub use multiple::{Adjusted, Correction, benjamini_hochberg, holm};
+pub use normal::{ZTest, normal_cdf, normal_sf, z_test};
 pub use power::{SampleSizePlan, binomial_test_power, sample_size_for_proportion};
+pub use subsets::{SubsetInclusionTest, subset_inclusion_test};
 pub use test::{Alpha, Alternative, Confidence, Decision, HypothesisTest, TestSummary};

@@ -13,6 +13,7 @@
 use fl_stats::{
     Alpha, Alternative, Confidence, HypothesisTest, binomial_test, chi_square_gof,
     epsilon_lower_bound, ks_one_sample, ks_two_sample, sample_size_for_proportion,
+    subset_inclusion_test, z_test,
 };
 use rand::rngs::ChaCha20Rng;
 use rand::{Rng, SeedableRng};
@@ -275,4 +276,104 @@ fn epsilon_bound_reaches_99_percent_at_1e8_samples() {
     let bound = epsilon_lower_bound(&a, &b, conf).unwrap();
     eprintln!("{bound:?}");
     assert!(bound.epsilon >= 0.99 && bound.epsilon <= 1.0, "{bound:?}");
+}
+
+/// The z-test of a de-biased randomized-response count (the estimator fl-audit tests):
+/// calibrated under the null, and a 2 % error in the true count is rejected.
+#[test]
+fn z_test_is_calibrated_and_rejects_a_biased_estimate() {
+    let alpha = Alpha::new(ALPHA).unwrap();
+    let (n, ones, flip) = (20_000u64, 6_000u64, 0.25);
+    let t_keep = threshold(1.0 - flip);
+    let t_flip = threshold(flip);
+    let se = (n as f64 * flip * (1.0 - flip)).sqrt() / (1.0 - 2.0 * flip);
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    let mut rejections = 0;
+    let mut biased = 0;
+    for _ in 0..SIMULATIONS {
+        let reported = (0..n)
+            .filter(|&i| coin(&mut rng, if i < ones { t_keep } else { t_flip }))
+            .count() as f64;
+        let estimate = (reported - n as f64 * flip) / (1.0 - 2.0 * flip);
+        let t = z_test(estimate, ones as f64, se, n, Alternative::TwoSided).unwrap();
+        rejections += u64::from(t.rejects(alpha));
+        // Negative control: the same estimates against a truth 5 % too high.
+        let wrong = z_test(estimate, 1.05 * ones as f64, se, n, Alternative::TwoSided).unwrap();
+        biased += u64::from(wrong.rejects(alpha));
+    }
+    assert_calibrated("z-test", rejections, false);
+    // 300 ones off is 300/122.5 ≈ 2.45 standard errors: power at α = 0.01 is about 0.45.
+    assert!(biased > 350, "a 5 % bias is rejected too rarely: {biased}");
+    // At 100× the population a 2 % bias is 9.8 standard errors.
+    let n = 2_000_000u64;
+    let ones = 600_000u64;
+    let se = (n as f64 * flip * (1.0 - flip)).sqrt() / (1.0 - 2.0 * flip);
+    let reported = (0..n)
+        .filter(|&i| coin(&mut rng, if i < ones { t_keep } else { t_flip }))
+        .count() as f64;
+    let estimate = (reported - n as f64 * flip) / (1.0 - 2.0 * flip);
+    let right = z_test(estimate, ones as f64, se, n, Alternative::TwoSided).unwrap();
+    assert!(!right.rejects(alpha), "p = {}", right.p_value);
+    let wrong = z_test(estimate, 1.02 * ones as f64, se, n, Alternative::TwoSided).unwrap();
+    assert!(wrong.p_value < 1e-6, "p = {}", wrong.p_value);
+}
+
+/// A uniform s-subset of 0..k by partial Fisher–Yates; `weight0` > 1 makes cell 0 more
+/// likely to be picked (a deliberately non-uniform sampler for the negative control).
+fn subset(rng: &mut ChaCha20Rng, k: usize, s: usize, weight0: f64) -> Vec<usize> {
+    let mut cells: Vec<usize> = (0..k).collect();
+    for i in 0..s {
+        let j = loop {
+            let j = i + ((u128::from(rng.next_u64()) * (k - i) as u128) >> 64) as usize;
+            // Accept cell 0 always, others with probability 1/weight0.
+            if cells[j] == 0 || uniform(rng) * weight0 < 1.0 {
+                break j;
+            }
+        };
+        cells.swap(i, j);
+    }
+    cells.truncate(s);
+    cells
+}
+
+/// The subset-inclusion test is calibrated on uniform subsets of random sizes (where
+/// Pearson's X² on the same counts is conservative), and rejects subsets that favour one
+/// cell by 30 % (negative control).
+#[test]
+fn subset_inclusion_test_is_calibrated_and_rejects_a_favoured_cell() {
+    let alpha = Alpha::new(ALPHA).unwrap();
+    let (k, draws) = (8usize, 300usize);
+    let size_cum = cumulative(&[0.1, 0.2, 0.4, 0.2, 0.1]);
+    let mut rng = ChaCha20Rng::seed_from_u64(10);
+    let run = |rng: &mut ChaCha20Rng, draws: usize, weight0: f64| {
+        let mut inclusions = vec![0u64; k];
+        let mut sizes = vec![0u64; k + 1];
+        for _ in 0..draws {
+            let s = 2 + categorical(rng, &size_cum);
+            sizes[s] += 1;
+            for c in subset(rng, k, s, weight0) {
+                inclusions[c] += 1;
+            }
+        }
+        (inclusions, sizes)
+    };
+    let (mut rejections, mut pearson) = (0, 0);
+    for _ in 0..SIMULATIONS {
+        let (inclusions, sizes) = run(&mut rng, draws, 1.0);
+        let t = subset_inclusion_test(&inclusions, &sizes).unwrap();
+        rejections += u64::from(t.rejects(alpha));
+        let x2 = chi_square_gof(&inclusions, &[1.0 / k as f64; 8]).unwrap();
+        pearson += u64::from(x2.rejects(alpha));
+    }
+    assert_calibrated("subset inclusion", rejections, false);
+    // Pearson's X² ignores the without-replacement covariance: conservative (0 here).
+    eprintln!("pearson on the same counts: {pearson}/{SIMULATIONS} rejections");
+    assert!(pearson <= rejections, "pearson {pearson} vs {rejections}");
+    let (inclusions, sizes) = run(&mut rng, 20_000, 1.3);
+    let t = subset_inclusion_test(&inclusions, &sizes).unwrap();
+    assert!(
+        t.p_value < 1e-6,
+        "favoured cell not rejected: p = {}",
+        t.p_value
+    );
 }

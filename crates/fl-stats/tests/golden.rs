@@ -291,3 +291,56 @@ fn clustering_scores_match_scikit_learn() {
     }
     finish(t, "clustering");
 }
+
+const NORMAL: &str = include_str!("data/normal.txt");
+
+/// The standard normal tails and the z-test's p-values against scipy's `norm.sf` and
+/// `norm.cdf` (z from −40 to 38 and at the quantiles of tail probabilities down to 1e-300).
+#[test]
+fn normal_tails_and_z_tests_match_scipy() {
+    let mut t = tally();
+    for l in NORMAL.lines() {
+        let fields: Vec<&str> = l.split(' ').collect();
+        match fields[0] {
+            "normsf" => {
+                let z = f(fields[1]);
+                t.check(
+                    &format!("sf({z})"),
+                    fl_stats::normal_sf(z).unwrap(),
+                    f(fields[2]),
+                    REL,
+                );
+                t.check(
+                    &format!("cdf({z})"),
+                    fl_stats::normal_cdf(z).unwrap(),
+                    f(fields[3]),
+                    REL,
+                );
+            }
+            "ztest" => {
+                let (est, hyp, se) = (f(fields[1]), f(fields[2]), f(fields[3]));
+                for (alt, want) in [
+                    (Alternative::TwoSided, fields[5]),
+                    (Alternative::Less, fields[6]),
+                    (Alternative::Greater, fields[7]),
+                ] {
+                    let z = fl_stats::z_test(est, hyp, se, 1000, alt).unwrap();
+                    t.check(
+                        &format!("z {est} {hyp} {se}"),
+                        z.statistic,
+                        f(fields[4]),
+                        1e-15,
+                    );
+                    t.check(
+                        &format!("z-test {est} {hyp} {se} {alt:?}"),
+                        z.p_value,
+                        f(want),
+                        REL,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    finish(t, "normal");
+}

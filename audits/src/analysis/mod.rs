@@ -3,6 +3,9 @@
 
 use serde_json::{Value, json};
 
+pub(crate) mod estimator;
+pub(crate) mod signds;
+
 use crate::{
     error::Result,
     report::{Panel, PanelData},
@@ -124,6 +127,51 @@ pub(crate) fn ks(
     })
 }
 
+/// The error when a sampler's output does not have the law's shape (a suite's `sampler`
+/// overrides changed more than a calibration parameter).
+pub(crate) fn check_shape(found: usize, expected: usize) -> Result<()> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(crate::error::AuditError::Mechanism(format!(
+            "the sampler's output has {found} cells where the law has {expected}: sampler \
+             overrides may change calibration parameters (eps), not the output shape"
+        )))
+    }
+}
+
+/// Exact test of fl-stats' subset-inclusion statistic: given its size, each draw is a
+/// uniformly random subset of the cells.
+pub(crate) fn subset_inclusion(
+    test: &str,
+    about: Params,
+    inclusions: &[u64],
+    sizes: &[u64],
+) -> Result<Outcome> {
+    let t = fl_stats::subset_inclusion_test(inclusions, sizes)?;
+    Ok(Outcome {
+        test: test.into(),
+        about,
+        samples: t.draws,
+        statistic: t.statistic,
+        p_value: t.p_value,
+    })
+}
+
+/// A frequency oracle's support structure over a finite law's outputs: which values each
+/// output *supports* (C_v counts the reports supporting v), and the support probabilities.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SupportLaw {
+    /// For each output, the values it supports.
+    pub supports: Vec<Vec<usize>>,
+    /// The number of values k (input number i holds value i).
+    pub values: usize,
+    /// P(a report supports the user's own value).
+    pub p: f64,
+    /// P(a report supports a given other value).
+    pub q: f64,
+}
+
 /// A finite-output mechanism's law at one grid point.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FiniteLaw {
@@ -133,24 +181,58 @@ pub(crate) struct FiniteLaw {
     pub inputs: Vec<(String, Value, Vec<f64>)>,
     /// Claimed ε and the pairs of input indices that are neighbours, if ε is audited.
     pub epsilon: Option<(f64, Vec<(usize, usize)>)>,
+    /// A frequency oracle's supports (the `support` test), if any.
+    pub support: Option<SupportLaw>,
+    /// The probabilities to plan for, when not every output cell's (frequency oracles:
+    /// the support probabilities p and q).
+    pub plan: Option<Vec<f64>>,
 }
 
 impl FiniteLaw {
+    /// A law without supports and with the default plan (every output cell).
+    pub(crate) fn new(
+        outputs: Vec<String>,
+        inputs: Vec<(String, Value, Vec<f64>)>,
+        epsilon: Option<(f64, Vec<(usize, usize)>)>,
+    ) -> Self {
+        Self {
+            outputs,
+            inputs,
+            epsilon,
+            support: None,
+            plan: None,
+        }
+    }
+
     /// Tests this law produces per the test set (an estimate used for planning).
+    /// Tests this law produces per the test set when the data follow the law (an output
+    /// of probability 0 gets a test only if it is observed, i.e. never under H₀).
     pub(crate) fn test_count(&self, tests: &TestSet) -> usize {
         let k = self.outputs.len();
-        let mut per_input = 0;
-        if tests.has("cells") {
-            per_input += if k == 2 { 1 } else { k };
+        let mut count = 0;
+        for (_, _, law) in &self.inputs {
+            if tests.has("cells") {
+                count += if k == 2 {
+                    1
+                } else {
+                    law.iter().filter(|&&p| p > 0.0).count()
+                };
+            }
+            if tests.has("chi-square") && k > 2 {
+                count += 1;
+            }
+            if let (true, Some(s)) = (tests.has("support"), &self.support) {
+                count += s.values;
+            }
         }
-        if tests.has("chi-square") && k > 2 {
-            per_input += 1;
-        }
-        per_input * self.inputs.len()
+        count
     }
 
     /// Every positive probability that a 1 % relative error must be detected in.
     pub(crate) fn plan_probabilities(&self) -> Vec<f64> {
+        if let Some(plan) = &self.plan {
+            return plan.clone();
+        }
         self.inputs
             .iter()
             .flat_map(|(_, _, law)| law.iter().copied().filter(|&p| p > 0.0 && p < 1.0))
@@ -160,7 +242,8 @@ impl FiniteLaw {
     /// Runs the requested tests on `counts` (one histogram per input).
     pub(crate) fn analyze(&self, counts: &[Vec<u64>], tests: &TestSet) -> Result<PointResult> {
         let mut r = PointResult::default();
-        for ((label, _, law), c) in self.inputs.iter().zip(counts) {
+        for (i, ((label, _, law), c)) in self.inputs.iter().zip(counts).enumerate() {
+            check_shape(c.len(), law.len())?;
             let n: u64 = c.iter().sum();
             r.drawn += n;
             if tests.has("cells") {
@@ -185,14 +268,46 @@ impl FiniteLaw {
                 let a = about(&[("input", json!(label))]);
                 r.outcomes.push(chi_square("chi-square", a, c, law)?);
             }
-            r.panels.push(Panel {
-                title: format!("input {label}"),
-                data: PanelData::Bars {
-                    labels: self.outputs.clone(),
-                    expected: law.clone(),
-                    observed: c.iter().map(|&k| k as f64 / n.max(1) as f64).collect(),
-                },
-            });
+            if let Some(s) = &self.support {
+                // C_v = reports supporting v; input number i holds value i.
+                let mut support = vec![0u64; s.values];
+                for (&k, values) in c.iter().zip(&s.supports) {
+                    for &v in values {
+                        if let Some(x) = support.get_mut(v) {
+                            *x += k;
+                        }
+                    }
+                }
+                let expected: Vec<f64> = (0..s.values)
+                    .map(|v| if v == i { s.p } else { s.q })
+                    .collect();
+                if tests.has("support") {
+                    for (v, (&k, &p)) in support.iter().zip(&expected).enumerate() {
+                        let a = about(&[("input", json!(label)), ("value", json!(v))]);
+                        r.outcomes.push(binomial("support-binomial", a, k, n, p)?);
+                    }
+                }
+                r.panels.push(Panel {
+                    title: format!("input {label}: P(report supports value)"),
+                    data: PanelData::Bars {
+                        labels: (0..s.values).map(|v| v.to_string()).collect(),
+                        expected,
+                        observed: support
+                            .iter()
+                            .map(|&k| k as f64 / n.max(1) as f64)
+                            .collect(),
+                    },
+                });
+            } else {
+                r.panels.push(Panel {
+                    title: format!("input {label}"),
+                    data: PanelData::Bars {
+                        labels: self.outputs.clone(),
+                        expected: law.clone(),
+                        observed: c.iter().map(|&k| k as f64 / n.max(1) as f64).collect(),
+                    },
+                });
+            }
         }
         if tests.has("epsilon")
             && let Some((claimed, pairs)) = &self.epsilon
@@ -587,14 +702,14 @@ mod tests {
 
     fn rr_law() -> FiniteLaw {
         let p = 0.731_058_578_630_004_9;
-        FiniteLaw {
-            outputs: vec!["0".into(), "1".into()],
-            inputs: vec![
+        FiniteLaw::new(
+            vec!["0".into(), "1".into()],
+            vec![
                 ("0".into(), json!(0), vec![p, 1.0 - p]),
                 ("1".into(), json!(1), vec![1.0 - p, p]),
             ],
-            epsilon: Some((1.0, vec![(0, 1)])),
-        }
+            Some((1.0, vec![(0, 1)])),
+        )
     }
 
     #[test]

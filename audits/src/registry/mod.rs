@@ -5,8 +5,16 @@
 
 use serde_json::{Value, json};
 
+pub(crate) mod frequency;
+pub(crate) mod signds;
+
 use crate::{
-    analysis::{BitLaw, BitStats, FiniteLaw, PointResult, RealLaw, TestSet, neighbour_pairs},
+    analysis::{
+        BitLaw, BitStats, FiniteLaw, PointResult, RealLaw, TestSet,
+        estimator::EstimatorAudit,
+        neighbour_pairs,
+        signds::{ClientAudit, SelectionAudit},
+    },
     error::{AuditError, Result},
     progress::Progress,
     protocol::OutputKind,
@@ -83,6 +91,66 @@ pub const MECHANISMS: &[MechanismInfo] = &[
         params: "eps, dim",
         tests: &["ks", "tails", "epsilon"],
     },
+    MechanismInfo {
+        name: "signds-selection",
+        description: "SignDS dimension selection on chosen top-k sets (fl-signds SelectionLaw, exact profile)",
+        params: "eps, dim, top_k, output_dim",
+        tests: &["nu", "boost", "inclusion", "sets", "epsilon"],
+    },
+    MechanismInfo {
+        name: "signds-magrr",
+        description: "SignDS MagRR randomizer as the client holds it (binary RR at eps = eps_RR)",
+        params: "eps",
+        tests: &["cells", "epsilon"],
+    },
+    MechanismInfo {
+        name: "signds-client",
+        description: "the whole SignDS client (Client::encode): sign, MagRR bit, nu",
+        params: "eps, eps_rr, dim, top_k_fraction, output_dim?",
+        tests: &["sign", "magrr", "nu", "epsilon"],
+    },
+    MechanismInfo {
+        name: "frequency-grr",
+        description: "frequency oracle GRR (fl-ldp FrequencyOracle): support probabilities, report law",
+        params: "eps, k",
+        tests: &["support", "law", "epsilon"],
+    },
+    MechanismInfo {
+        name: "frequency-oue",
+        description: "frequency oracle OUE (fl-ldp FrequencyOracle): support bits, independence",
+        params: "eps, k",
+        tests: &["support", "law", "epsilon"],
+    },
+    MechanismInfo {
+        name: "frequency-olh",
+        description: "frequency oracle OLH (fl-ldp FrequencyOracle): support probabilities, (seed, bucket) law",
+        params: "eps, k",
+        tests: &["support", "law", "epsilon"],
+    },
+    MechanismInfo {
+        name: "estimator-rr-binary",
+        description: "unbiasedness of binary RR's de-biasing (BinaryRandomizedResponse::estimate_ones), z-test",
+        params: "eps",
+        tests: &["estimate"],
+    },
+    MechanismInfo {
+        name: "estimator-grr",
+        description: "unbiasedness of GRR's count estimator (FrequencyOracle::estimate), z-test",
+        params: "eps, k",
+        tests: &["estimate"],
+    },
+    MechanismInfo {
+        name: "estimator-oue",
+        description: "unbiasedness of OUE's count estimator (FrequencyOracle::estimate), z-test",
+        params: "eps, k",
+        tests: &["estimate"],
+    },
+    MechanismInfo {
+        name: "estimator-olh",
+        description: "unbiasedness of OLH's count estimator (FrequencyOracle::estimate), z-test",
+        params: "eps, k",
+        tests: &["estimate"],
+    },
 ];
 
 /// Looks a mechanism up by name.
@@ -136,6 +204,12 @@ pub(crate) enum Law {
     Bits(BitLaw),
     /// Real vectors.
     Reals(RealLaw),
+    /// SignDS's selection (counts in its own layout).
+    Selection(SelectionAudit),
+    /// SignDS's client pipeline (counts in its own layout).
+    Client(ClientAudit),
+    /// A de-biasing estimator (counts in its own layout).
+    Estimator(EstimatorAudit),
 }
 
 impl Law {
@@ -144,6 +218,9 @@ impl Law {
             Self::Finite(l) => l.inputs.len(),
             Self::Bits(l) => l.inputs.len(),
             Self::Reals(l) => l.inputs.len(),
+            Self::Selection(l) => l.inputs.len(),
+            Self::Client(l) => l.inputs.len(),
+            Self::Estimator(l) => l.inputs.len(),
         }
     }
 
@@ -153,6 +230,9 @@ impl Law {
             Self::Finite(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
             Self::Bits(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
             Self::Reals(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
+            Self::Selection(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
+            Self::Client(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
+            Self::Estimator(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
         }
     }
 }
@@ -167,6 +247,10 @@ pub(crate) struct PointAudit {
     pub source: Box<dyn Source>,
 }
 
+fn wrong_kind() -> AuditError {
+    AuditError::Mechanism("sampler returned the wrong kind of output".into())
+}
+
 impl PointAudit {
     /// Hypothesis tests this point will run (used to split α before sampling).
     pub(crate) fn test_count(&self) -> usize {
@@ -174,6 +258,9 @@ impl PointAudit {
             Law::Finite(l) => l.test_count(&self.tests),
             Law::Bits(l) => l.test_count(&self.tests),
             Law::Reals(l) => l.test_count(&self.tests),
+            Law::Selection(l) => l.test_count(&self.tests),
+            Law::Client(l) => l.test_count(&self.tests),
+            Law::Estimator(l) => l.test_count(&self.tests),
         }
     }
 
@@ -183,6 +270,9 @@ impl PointAudit {
             Law::Finite(l) => usize::from(self.tests.has("epsilon") && l.epsilon.is_some()),
             Law::Bits(l) => l.epsilon_count(&self.tests),
             Law::Reals(l) => l.epsilon_count(&self.tests),
+            Law::Selection(l) => l.epsilon_count(&self.tests),
+            Law::Client(l) => l.epsilon_count(&self.tests),
+            Law::Estimator(_) => 0,
         }
     }
 
@@ -192,6 +282,9 @@ impl PointAudit {
             Law::Finite(l) => l.plan_probabilities(),
             Law::Bits(l) => l.plan_probabilities(),
             Law::Reals(l) => l.plan_probabilities(),
+            Law::Selection(l) => l.plan_probabilities(),
+            Law::Client(l) => l.plan_probabilities(),
+            Law::Estimator(l) => l.plan_probabilities(),
         }
     }
 
@@ -206,27 +299,26 @@ impl PointAudit {
         for i in 0..self.inputs() {
             draws.push(self.source.draw(i, n, mix(seed, i as u64), progress)?);
         }
+        let counts = |draws: Vec<Draws>| -> Result<Vec<Vec<u64>>> {
+            draws
+                .into_iter()
+                .map(|d| match d {
+                    Draws::Counts(c) => Ok(c),
+                    _ => Err(wrong_kind()),
+                })
+                .collect()
+        };
         match &self.law {
-            Law::Finite(l) => {
-                let counts: Vec<Vec<u64>> = draws
-                    .into_iter()
-                    .map(|d| match d {
-                        Draws::Counts(c) => Ok(c),
-                        _ => Err(AuditError::Mechanism(
-                            "sampler returned the wrong kind of output".into(),
-                        )),
-                    })
-                    .collect::<Result<_>>()?;
-                l.analyze(&counts, &self.tests)
-            }
+            Law::Finite(l) => l.analyze(&counts(draws)?, &self.tests),
+            Law::Selection(l) => l.analyze(&counts(draws)?, &self.tests),
+            Law::Client(l) => l.analyze(&counts(draws)?, &self.tests),
+            Law::Estimator(l) => l.analyze(&counts(draws)?, &self.tests),
             Law::Bits(l) => {
                 let stats: Vec<BitStats> = draws
                     .into_iter()
                     .map(|d| match d {
                         Draws::Bits(s) => Ok(s),
-                        _ => Err(AuditError::Mechanism(
-                            "sampler returned the wrong kind of output".into(),
-                        )),
+                        _ => Err(wrong_kind()),
                     })
                     .collect::<Result<_>>()?;
                 l.analyze(&stats, &self.tests)
@@ -236,9 +328,7 @@ impl PointAudit {
                     .into_iter()
                     .map(|d| match d {
                         Draws::Reals(c) => Ok(c),
-                        _ => Err(AuditError::Mechanism(
-                            "sampler returned the wrong kind of output".into(),
-                        )),
+                        _ => Err(wrong_kind()),
                     })
                     .collect::<Result<_>>()?;
                 l.analyze(&cols, &self.tests)
@@ -251,14 +341,37 @@ fn class_labels(k: usize) -> Vec<String> {
     (0..k).map(|c| c.to_string()).collect()
 }
 
-fn finite_law<M>(m: &M, inputs: &[&M::Input], json_inputs: Vec<Value>) -> Result<FiniteLaw>
+/// The most probabilities (inputs × outputs) an audit materialises for one grid point
+/// (2^24, 128 MiB of `f64`): a larger grid point is a usage error, not an out-of-memory
+/// abort.
+pub(crate) const MAX_LAW_CELLS: usize = 1 << 24;
+
+/// [`AuditError::Usage`] when `inputs` × `outputs` exceeds [`MAX_LAW_CELLS`].
+pub(crate) fn check_law_cells(inputs: usize, outputs: usize) -> Result<()> {
+    if inputs.saturating_mul(outputs) > MAX_LAW_CELLS {
+        return Err(AuditError::usage(format!(
+            "the law has {inputs} inputs x {outputs} outputs; an audit handles at most 2^24 \
+             (choose fewer classes or a smaller dimension)"
+        )));
+    }
+    Ok(())
+}
+
+/// The finite law of `m` on `inputs` (with every pair of inputs a pair of neighbours).
+pub(crate) fn finite_law<M>(
+    m: &M,
+    inputs: &[&M::Input],
+    json_inputs: Vec<Value>,
+) -> Result<FiniteLaw>
 where
     M: FiniteOutputs,
 {
     let first = *inputs
         .first()
         .ok_or_else(|| AuditError::Mechanism("a finite law needs at least one input".into()))?;
-    let outputs = class_labels(m.output_count(first)?);
+    let count = m.output_count(first)?;
+    check_law_cells(inputs.len(), count)?;
+    let outputs = class_labels(count);
     let mut rows = Vec::with_capacity(inputs.len());
     for (x, j) in inputs.iter().zip(json_inputs) {
         let label = match &j {
@@ -267,11 +380,11 @@ where
         };
         rows.push((label, j, m.output_probabilities(*x)?));
     }
-    Ok(FiniteLaw {
+    Ok(FiniteLaw::new(
         outputs,
-        epsilon: Some((m.privacy().epsilon, neighbour_pairs(inputs.len()))),
-        inputs: rows,
-    })
+        rows,
+        Some((m.privacy().epsilon, neighbour_pairs(inputs.len()))),
+    ))
 }
 
 /// The inputs of an EmbeddingDP audit of dimension `dim`: alternating signs, their
@@ -383,17 +496,17 @@ fn laplace_inputs(dim: usize) -> Vec<(String, Vec<f64>)> {
 ///
 /// # Errors
 /// Unknown mechanism, missing or invalid parameters.
-pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, OutputKind)> {
+pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, Option<OutputKind>)> {
     match info(mechanism)?.name {
         "rr-binary" => {
             let m = BinaryRandomizedResponse::new(eps_param(params)?);
             let l = finite_law(&m, &[&false, &true], vec![json!(0), json!(1)])?;
-            Ok((Law::Finite(l), OutputKind::Class(2)))
+            Ok((Law::Finite(l), Some(OutputKind::Class(2))))
         }
         "label-dp-binary" => {
             let m = LabelDp::new(eps_param(params)?);
             let l = finite_law(m.binary(), &[&false, &true], vec![json!(0), json!(1)])?;
-            Ok((Law::Finite(l), OutputKind::Class(2)))
+            Ok((Law::Finite(l), Some(OutputKind::Class(2))))
         }
         "rr-kary" => {
             let k = int_param(params, "k", 2, 1 << 16)?;
@@ -401,7 +514,7 @@ pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, OutputKind)>
             let xs: Vec<usize> = (0..k).collect();
             let refs: Vec<&usize> = xs.iter().collect();
             let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
-            Ok((Law::Finite(l), OutputKind::Class(k)))
+            Ok((Law::Finite(l), Some(OutputKind::Class(k))))
         }
         "label-dp-onehot" => {
             let k = int_param(params, "classes", 2, 1 << 16)?;
@@ -409,7 +522,7 @@ pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, OutputKind)>
             let xs: Vec<usize> = (0..k).collect();
             let refs: Vec<&usize> = xs.iter().collect();
             let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
-            Ok((Law::Finite(l), OutputKind::Class(k)))
+            Ok((Law::Finite(l), Some(OutputKind::Class(k))))
         }
         "embedding-dp" => {
             let (m, dim) = embedding(params)?;
@@ -423,21 +536,21 @@ pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, OutputKind)>
                 inputs,
                 epsilon: Some((m.per_coordinate_epsilon(), m.per_vector_epsilon(dim))),
             };
-            Ok((Law::Bits(l), OutputKind::Bits(dim)))
+            Ok((Law::Bits(l), Some(OutputKind::Bits(dim))))
         }
         "exponential" => {
             let (m, inputs) = exponential(params)?;
             let refs: Vec<&[f64]> = inputs.iter().map(Vec::as_slice).collect();
             let l = finite_law(&m, &refs, inputs.iter().map(|u| json!(u)).collect())?;
             let k = inputs.first().map_or(0, Vec::len);
-            Ok((Law::Finite(l), OutputKind::Class(k)))
+            Ok((Law::Finite(l), Some(OutputKind::Class(k))))
         }
         "rr-with-prior" => {
             let m = prior(params)?;
             let xs = m.inputs()?;
             let refs: Vec<&usize> = xs.iter().collect();
             let l = finite_law(&m, &refs, xs.iter().map(|&c| json!(c)).collect())?;
-            Ok((Law::Finite(l), OutputKind::Class(xs.len())))
+            Ok((Law::Finite(l), Some(OutputKind::Class(xs.len()))))
         }
         "laplace" => {
             let (m, dim) = laplace(params)?;
@@ -459,7 +572,16 @@ pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, OutputKind)>
                 scale,
                 epsilon: Some(claimed),
             };
-            Ok((Law::Reals(law), OutputKind::Reals(dim)))
+            Ok((Law::Reals(law), Some(OutputKind::Reals(dim))))
+        }
+        "signds-selection" => Ok((signds::selection_law(params)?, None)),
+        "signds-magrr" => Ok((signds::magrr_law(params)?, None)),
+        "signds-client" => Ok((signds::client_law(params)?, None)),
+        name @ ("frequency-grr" | "frequency-oue" | "frequency-olh") => {
+            Ok((frequency::oracle_law(name, params)?, None))
+        }
+        name @ ("estimator-rr-binary" | "estimator-grr" | "estimator-oue" | "estimator-olh") => {
+            Ok((frequency::estimator_law(name, params)?, None))
         }
         other => Err(AuditError::usage(format!("no law for mechanism `{other}`"))),
     }
@@ -573,6 +695,15 @@ pub(crate) fn sampler(mechanism: &str, params: &Params) -> Result<Internal> {
                 Ok(Draws::Reals(cols))
             }))
         }
+        "signds-selection" => signds::selection_sampler(params),
+        "signds-magrr" => signds::magrr_sampler(params),
+        "signds-client" => signds::client_sampler(params),
+        name @ ("frequency-grr" | "frequency-oue" | "frequency-olh") => {
+            frequency::oracle_sampler(name, params)
+        }
+        name @ ("estimator-rr-binary" | "estimator-grr" | "estimator-oue" | "estimator-olh") => {
+            frequency::estimator_sampler(name, params)
+        }
         other => Err(AuditError::usage(format!(
             "no sampler for mechanism `{other}`"
         ))),
@@ -599,10 +730,16 @@ pub(crate) fn point(
         }
     }
     let (law, _) = law(mechanism, params)?;
+    signds::check_selection_tests(&law, tests)?;
     let source = sampler(mechanism, sampler_params)?;
+    let tests = if mechanism.starts_with("frequency-") {
+        frequency::internal_tests(mechanism, tests)
+    } else {
+        tests.to_vec()
+    };
     Ok(PointAudit {
         law,
-        tests: TestSet(tests.to_vec()),
+        tests: TestSet(tests),
         source: Box::new(source),
     })
 }

@@ -1,0 +1,140 @@
+//! Unbiasedness of de-biasing estimators (binary RR's `estimate_ones`, the frequency
+//! oracles' `estimate`): a population with known true counts is randomized, the mechanism
+//! crate's estimator (at the *law's* ε) turns the reports' support counts into estimates,
+//! and a z-test (fl-stats) compares each estimate with the truth in units of the
+//! estimator's exact standard deviation (also from the mechanism crate).
+
+use serde_json::{Value, json};
+
+use super::{PointResult, TestSet, about, check_shape};
+use crate::{
+    error::Result,
+    report::{Panel, PanelData},
+};
+
+/// The estimator of a grid point: (support counts, reports, true counts) → (estimate,
+/// variance) per estimated value, computed by the mechanism crate at the law's ε.
+pub(crate) type EstimateFn = dyn Fn(&[u64], u64, &[u64]) -> Result<Vec<(f64, f64)>> + Send + Sync;
+
+/// An estimator's audit at one grid point.
+///
+/// Each input (a population) draws counts laid out as `[reports n | support counts C_v
+/// (one per value) | true counts c_v (one per value)]`.
+pub(crate) struct EstimatorAudit {
+    /// Labels of the estimated values.
+    pub values: Vec<String>,
+    /// Per input: label, the population as JSON, the population's value fractions.
+    pub inputs: Vec<(String, Value, Vec<f64>)>,
+    /// The estimator.
+    pub estimate: Box<EstimateFn>,
+    /// The mechanism's support (keep/flip) probabilities, for planning.
+    pub plan: Vec<f64>,
+}
+
+impl std::fmt::Debug for EstimatorAudit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EstimatorAudit")
+            .field("values", &self.values)
+            .field("inputs", &self.inputs)
+            .field("plan", &self.plan)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EstimatorAudit {
+    /// Tests this law produces.
+    pub(crate) fn test_count(&self, tests: &TestSet) -> usize {
+        if tests.has("estimate") {
+            self.values.len() * self.inputs.len()
+        } else {
+            0
+        }
+    }
+
+    /// The mechanism's keep/flip probabilities: a 1 % relative error in them biases the
+    /// estimate by as many standard deviations as it moves a binomial count.
+    pub(crate) fn plan_probabilities(&self) -> Vec<f64> {
+        self.plan.clone()
+    }
+
+    /// Runs the z-tests.
+    pub(crate) fn analyze(&self, counts: &[Vec<u64>], tests: &TestSet) -> Result<PointResult> {
+        let mut r = PointResult::default();
+        let m = self.values.len();
+        for ((label, _, _), c) in self.inputs.iter().zip(counts) {
+            check_shape(c.len(), 1 + 2 * m)?;
+            let n = c[0];
+            let (support, truth) = c[1..].split_at(m);
+            r.drawn += n;
+            let estimates = (self.estimate)(support, n, truth)?;
+            if tests.has("estimate") {
+                for ((name, &(value, variance)), &t) in
+                    self.values.iter().zip(&estimates).zip(truth)
+                {
+                    let a = about(&[("input", json!(label)), ("value", json!(name))]);
+                    let z = fl_stats::z_test(
+                        value,
+                        t as f64,
+                        variance.sqrt(),
+                        n,
+                        fl_stats::Alternative::TwoSided,
+                    )?;
+                    r.outcomes.push(super::Outcome {
+                        test: "estimate-z".into(),
+                        about: a,
+                        samples: n,
+                        statistic: z.statistic,
+                        p_value: z.p_value,
+                    });
+                }
+            }
+            let scale = n.max(1) as f64;
+            r.panels.push(Panel {
+                title: format!("population {label}: estimated vs true fraction"),
+                data: PanelData::Bars {
+                    labels: self.values.clone(),
+                    expected: truth.iter().map(|&t| t as f64 / scale).collect(),
+                    observed: estimates.iter().map(|&(v, _)| v / scale).collect(),
+                },
+            });
+        }
+        Ok(r)
+    }
+}
+
+/// Splits `size` users between values by `fractions` (non-negative, summing to 1): ⌊fᵥ·size⌋
+/// each, the remainder to the value with the largest fraction (the first of equals), so the
+/// split depends only on `size` and is reproducible.
+pub(crate) fn apportion(size: u64, fractions: &[f64]) -> Vec<u64> {
+    let mut counts: Vec<u64> = fractions
+        .iter()
+        .map(|&f| (f * size as f64).floor().clamp(0.0, size as f64) as u64)
+        .collect();
+    let assigned: u64 = counts.iter().sum();
+    let largest = fractions.iter().enumerate().fold(
+        0,
+        |best, (i, &f)| if f > fractions[best] { i } else { best },
+    );
+    if let Some(c) = counts.get_mut(largest) {
+        *c += size.saturating_sub(assigned);
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apportion_is_exact_and_deterministic() {
+        assert_eq!(apportion(10, &[0.25, 0.75]), vec![2, 8]);
+        assert_eq!(apportion(7, &[0.5, 0.3, 0.2, 0.0]), vec![4, 2, 1, 0]);
+        assert_eq!(apportion(0, &[0.5, 0.5]), vec![0, 0]);
+        for size in [1u64, 17, 262_144, 1_000_003] {
+            assert_eq!(
+                apportion(size, &[0.1, 0.2, 0.3, 0.4]).iter().sum::<u64>(),
+                size
+            );
+        }
+    }
+}
