@@ -2,6 +2,7 @@
 
 mod arith;
 pub mod ciphertext;
+mod dot;
 pub mod encoding;
 pub mod error;
 pub mod fast;
