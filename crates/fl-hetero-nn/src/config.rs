@@ -421,6 +421,24 @@ mod tests {
     }
 
     #[test]
+    fn djn_rerandomizer_covers_every_product_with_slack() {
+        let c = ProtocolConfig::new(Profile::Hardened, 64, 32);
+        let b = Bounds::new(&c);
+        let alpha = 224;
+        let beta = b.rerandomizer_bits(alpha);
+        // Σ kᵢ·αᵢ over each product, for every step a session supports.
+        let forward = alpha + b.noisy_weight(MAX_STEPS) + clog2(64);
+        let gradient = alpha + b.d + clog2(4096);
+        let input = alpha + b.d + clog2(32);
+        for exponent in [forward, gradient, input] {
+            assert!(beta >= exponent + 40, "{beta} < {exponent} + 40");
+        }
+        // It fits a 2048-bit key with room to spare (the guest checks this).
+        assert!(beta < 2048, "{beta}");
+        assert!(b.noisy_weight(MAX_STEPS) >= b.noisy_weight(1 << 20));
+    }
+
+    #[test]
     fn hardened_masks_have_forty_bits_of_slack() {
         let c = ProtocolConfig::new(Profile::Hardened, 64, 32);
         let b = Bounds::new(&c);

@@ -15,7 +15,8 @@ use fl_hetero_nn::error::{Error, PeerMisbehaved};
 use fl_hetero_nn::message::{Message, RoundCiphertexts};
 use fl_hetero_nn::transport::memory::{Direction, Side};
 use fl_hetero_nn::{
-    Guest, Host, Matrix, Paillier, PlainInteractiveLayer, Profile, ProtocolConfig, Purpose,
+    Encryption, Guest, Host, Matrix, Paillier, PlainInteractiveLayer, Profile, ProtocolConfig,
+    Purpose,
 };
 use num_bigint::{BigInt, BigUint};
 use rand::SeedableRng;
@@ -47,6 +48,78 @@ fn effective_weight_invariant_hardened_packed() {
     let mut pair = make_pair::<Paillier>(c, test_key(1024), &init, 3);
     let mut reference = PlainInteractiveLayer::new(c, &init.weight, &init.bias).unwrap();
     check_against_reference(&mut pair, &mut reference, 3, 7, 4);
+}
+
+#[test]
+fn effective_weight_invariant_hardened_packed_djn_and_textbook() {
+    // The encryption mode changes only where ciphertexts get their randomness.
+    for (encryption, seed) in [(Encryption::Djn, 13), (Encryption::Textbook, 14)] {
+        let mut c = config(Profile::Hardened, 3, 2);
+        c.encryption = encryption;
+        let init = init(&c, 12);
+        let mut pair = make_pair::<Paillier>(c, test_key(1024), &init, seed);
+        let mut reference = PlainInteractiveLayer::new(c, &init.weight, &init.bias).unwrap();
+        check_against_reference(&mut pair, &mut reference, 2, 7, 4);
+    }
+}
+
+#[test]
+fn djn_fixed_base_is_validated_and_required_exactly_in_djn_mode() {
+    let mut c = config(Profile::Hardened, 2, 2);
+    c.encryption = Encryption::Djn;
+    let init = init(&c, 98);
+    let mut rng = ChaCha20Rng::seed_from_u64(27);
+    let mut host = Host::<Paillier>::new(c, test_key(1024), Some(&init.weight), &mut rng).unwrap();
+    let Some(Message::Hello(hello)) = host.poll_message() else {
+        panic!("expected Hello")
+    };
+    assert!(hello.fixed_base.is_some());
+    let n = BigUint::from_bytes_be(&hello.public_key);
+    let n2 = &n * &n;
+    let bad: Vec<(Option<Vec<u8>>, &str)> = vec![
+        (Some(vec![1]), "h_s = 1"),
+        (Some((&n2 - 1u8).to_bytes_be()), "h_s = -1"),
+        (Some(n2.to_bytes_be()), "h_s = n^2"),
+        (Some(n.to_bytes_be()), "h_s not a unit"),
+        (Some(vec![]), "h_s = 0"),
+        (None, "missing h_s"),
+    ];
+    for (fixed_base, what) in bad {
+        let mut guest = Guest::<Paillier>::new(c, &init.bias, None).unwrap();
+        let mut h = hello.clone();
+        h.fixed_base = fixed_base;
+        let e = guest
+            .handle_message(Message::Hello(h), &mut rng)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::PeerMisbehaved(
+                    PeerMisbehaved::WeakKey(_) | PeerMisbehaved::ConfigMismatch { .. }
+                )
+            ),
+            "{what}: {e}"
+        );
+        assert!(guest.is_closed());
+    }
+    // A base sent in a non-DJN session is a mismatch too.
+    let c2 = config(Profile::Hardened, 2, 2);
+    let mut guest = Guest::<Paillier>::new(c2, &init.bias, None).unwrap();
+    let mut h = hello.clone();
+    h.config = c2;
+    assert_eq!(
+        guest
+            .handle_message(Message::Hello(h), &mut rng)
+            .unwrap_err(),
+        Error::PeerMisbehaved(PeerMisbehaved::ConfigMismatch {
+            field: "fixed_base"
+        })
+    );
+    // The genuine hello is accepted.
+    let mut guest = Guest::<Paillier>::new(c, &init.bias, None).unwrap();
+    guest
+        .handle_message(Message::Hello(hello), &mut rng)
+        .unwrap();
 }
 
 // (2) The guest's z_A and the host's δ_A do not depend on the masks: two sessions with

@@ -851,10 +851,15 @@ mod tests {
     /// same values; FateFaithful sends the deterministic result (FATE's leak, §e.5).
     #[test]
     fn guest_to_host_ciphertexts_are_rerandomised_in_hardened_only() {
-        for profile in [Profile::Hardened, Profile::FateFaithful] {
+        for (profile, encryption) in [
+            (Profile::Hardened, Encryption::KeyOwnerCrt),
+            (Profile::Hardened, Encryption::Djn),
+            (Profile::FateFaithful, Encryption::Textbook),
+        ] {
             let (dk, dk2) = key_pair();
             let mut c = ProtocolConfig::new(profile, 2, 2);
             c.min_key_bits = 1024;
+            c.encryption = encryption;
             let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
             let mut rng = ChaCha20Rng::seed_from_u64(2);
             let (hw, gw) = if profile == Profile::Hardened {
