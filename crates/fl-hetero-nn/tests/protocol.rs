@@ -227,23 +227,20 @@ fn input_gradient_uses_pre_update_weights_and_acc_is_sent_before_update() {
     }
 }
 
-/// Packs like the protocol (signed slots) for the check above.
+/// Packs like the protocol (fl-paillier's signed slots, batch along rows) for the check
+/// above.
 fn pack(layout: &fl_hetero_nn::packing::Layout, x: &Matrix<BigInt>) -> Matrix<BigInt> {
     let s = layout.slots;
     let (r, c) = x.shape();
     let (pr, pc) = layout.ciphertext_shape(r, c);
     Matrix::from_fn(pr, pc, |p, q| {
-        let mut acc = BigInt::from(0);
-        for slot in (0..s).rev() {
-            let i = p * s + slot;
-            if i < r {
-                acc = (acc << layout.slot_bits) + x.get(i, q).unwrap();
-            }
-        }
+        let values: Vec<BigInt> = (p * s..((p + 1) * s).min(r))
+            .map(|i| x.get(i, q).unwrap().clone())
+            .collect();
         if s == 1 {
-            x.get(p, q).unwrap().clone()
+            values[0].clone()
         } else {
-            acc
+            fl_paillier::pack_signed_slots(&values, layout.slot_bits).unwrap()
         }
     })
 }

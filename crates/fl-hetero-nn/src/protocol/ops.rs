@@ -117,7 +117,7 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
         layout: Layout,
         rng: &mut R,
     ) -> Result<Self, Error> {
-        let packed = layout.pack(x);
+        let packed = layout.pack(x)?;
         let (pr, pc) = packed.shape();
         let v = par_map_rng(pr * pc, rng, |i, r| {
             encryptor
@@ -232,7 +232,7 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
         ek: &S::EncryptionKey,
         x: &Matrix<BigInt>,
     ) -> Result<(), Error> {
-        let packed = self.layout.pack(x);
+        let packed = self.layout.pack(x)?;
         let cts = &self.cts;
         let v = par_map(cts.as_slice().len(), |i| {
             S::add_plaintext(ek, &cts.as_slice()[i], &packed.as_slice()[i]).map_err(scheme_err)
