@@ -1,18 +1,25 @@
 //! fl-hetero-nn: one training step (forward + backward, all 7 messages) at n = 256,
-//! d_A = 64, m = 32 with a 2048-bit key, FateFaithful unpacked (FATE's cost structure)
-//! against Hardened packed, side by side in one run. `docs/PERFORMANCE.md` reports the ratio.
+//! d_A = 64, m = 32 with a 2048-bit key: FateFaithful unpacked (FATE's cost structure:
+//! textbook encryption, one value per ciphertext, no re-randomisation) against Hardened
+//! packed with DJN encryption (`Encryption::Djn`) and with key-owner CRT encryption
+//! (`Encryption::KeyOwnerCrt`, the default), side by side in one run.
+//! `docs/PERFORMANCE.md` reports the ratios.
 //!
-//! A FateFaithful step at this size takes minutes, so besides the criterion group (10 flat
-//! samples each) there is a one-shot mode that times a single step of each profile and
-//! prints messages and bytes per step:
-//! `FL_HETERO_ONESHOT=1 cargo bench -p fl-benches --bench hetero_nn`.
+//! A FateFaithful step at this size takes many minutes, more than criterion's minimum of 10
+//! samples allows, so the default run times it **once** (printed before the criterion
+//! group, with messages and bytes per step) and runs the criterion group (10 flat samples)
+//! for the hardened variants only. `FL_HETERO_ONESHOT=1` times one step of every variant
+//! and skips criterion. `FL_HETERO_VARIANTS=djn,crt,fate` picks the variants (default
+//! `djn,fate`: a CRT step takes minutes too);
 //! `FL_HETERO_ROWS`, `FL_HETERO_DA`, `FL_HETERO_M`, `FL_HETERO_KEY_BITS` override the sizes.
 
 use std::time::Instant;
 
 use criterion::{Criterion, SamplingMode};
 use fl_hetero_nn::transport::memory::Pair;
-use fl_hetero_nn::{Guest, GuestEvent, Host, Matrix, Paillier, Profile, ProtocolConfig, Purpose};
+use fl_hetero_nn::{
+    Encryption, Guest, GuestEvent, Host, Matrix, Paillier, Profile, ProtocolConfig, Purpose,
+};
 use rand::rngs::ChaCha20Rng;
 use rand::{RngExt, SeedableRng};
 
@@ -61,8 +68,47 @@ fn setup() -> Option<Setup> {
     })
 }
 
-fn pair(s: &Setup, profile: Profile) -> Option<Pair<Paillier, ChaCha20Rng>> {
+/// A benchmarked configuration.
+struct Variant {
+    name: &'static str,
+    key: &'static str,
+    profile: Profile,
+    encryption: Encryption,
+}
+
+const VARIANTS: [Variant; 3] = [
+    Variant {
+        name: "Hardened packed, DJN",
+        key: "djn",
+        profile: Profile::Hardened,
+        encryption: Encryption::Djn,
+    },
+    Variant {
+        name: "Hardened packed, CRT",
+        key: "crt",
+        profile: Profile::Hardened,
+        encryption: Encryption::KeyOwnerCrt,
+    },
+    Variant {
+        name: "FateFaithful unpacked",
+        key: "fate",
+        profile: Profile::FateFaithful,
+        encryption: Encryption::Textbook,
+    },
+];
+
+fn selected() -> Vec<&'static Variant> {
+    let wanted = std::env::var("FL_HETERO_VARIANTS").unwrap_or_else(|_| "djn,fate".into());
+    VARIANTS
+        .iter()
+        .filter(|v| wanted.split(',').any(|w| w == v.key))
+        .collect()
+}
+
+fn pair(s: &Setup, v: &Variant) -> Option<Pair<Paillier, ChaCha20Rng>> {
+    let profile = v.profile;
     let mut c = ProtocolConfig::new(profile, s.d_a, s.m);
+    c.encryption = v.encryption;
     c.max_batch_rows = s.n;
     c.min_key_bits = u64::from(s.key_bits);
     let dk = fl_paillier::DecryptionKey::from_primes(&s.p, &s.q).ok()?;
@@ -100,37 +146,59 @@ fn step(pair: &mut Pair<Paillier, ChaCha20Rng>, s: &Setup) -> bool {
     true
 }
 
-fn oneshot(s: &Setup) {
+/// User + system CPU seconds of this process (all threads) from `/proc/self/stat`
+/// (Linux, 100 ticks per second); `None` elsewhere. On a shared, loaded machine CPU time is
+/// a steadier measure than wall-clock time.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let user: f64 = fields.get(11)?.parse().ok()?;
+    let system: f64 = fields.get(12)?.parse().ok()?;
+    Some((user + system) / 100.0)
+}
+
+/// Times one step; prints wall-clock and CPU seconds, messages and bytes. Returns
+/// (wall, CPU) seconds.
+fn time_one(s: &Setup, v: &Variant) -> Option<(f64, f64)> {
+    let Some(mut p) = pair(s, v) else {
+        println!("{}: setup failed", v.name);
+        return None;
+    };
+    let before = p.stats;
+    let cpu0 = cpu_seconds().unwrap_or(0.0);
+    let t = Instant::now();
+    let ok = step(&mut p, s);
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_seconds().unwrap_or(0.0) - cpu0;
+    let msgs = p.stats.messages() - before.messages();
+    let bytes = p.stats.bytes() - before.bytes();
     println!(
-        "fl-hetero-nn one training step: n = {}, d_A = {}, m = {}, {}-bit key",
+        "{:>22}: {secs:9.2} s/step wall, {cpu:9.2} s CPU, {msgs} messages, {:.1} KiB per step (ok: {ok})",
+        v.name,
+        bytes as f64 / 1024.0
+    );
+    ok.then_some((secs, cpu))
+}
+
+fn oneshot(s: &Setup, variants: &[&Variant]) {
+    println!(
+        "fl-hetero-nn one training step (one-shot): n = {}, d_A = {}, m = {}, {}-bit key",
         s.n, s.d_a, s.m, s.key_bits
     );
-    let mut times = Vec::new();
-    for (name, profile) in [
-        ("Hardened packed", Profile::Hardened),
-        ("FateFaithful unpacked", Profile::FateFaithful),
-    ] {
-        let Some(mut p) = pair(s, profile) else {
-            println!("{name}: setup failed");
-            return;
-        };
-        let before = p.stats;
-        let t = Instant::now();
-        let ok = step(&mut p, s);
-        let secs = t.elapsed().as_secs_f64();
-        let msgs = p.stats.messages() - before.messages();
-        let bytes = p.stats.bytes() - before.bytes();
-        println!(
-            "{name:>22}: {secs:9.2} s/step, {msgs} messages, {:.1} KiB per step (ok: {ok})",
-            bytes as f64 / 1024.0
-        );
-        times.push(secs);
-    }
-    if let [h, f] = times[..] {
-        println!(
-            "speed-up Hardened packed vs FateFaithful unpacked: {:.1}x",
-            f / h
-        );
+    let times: Vec<(&'static str, (f64, f64))> = variants
+        .iter()
+        .filter_map(|v| time_one(s, v).map(|t| (v.key, t)))
+        .collect();
+    if let Some((_, (fw, fc))) = times.iter().find(|(k, _)| *k == "fate") {
+        for (k, (w, c)) in &times {
+            if *k != "fate" {
+                println!(
+                    "speed-up {k} vs FateFaithful unpacked (one-shot): {:.1}x wall, {:.1}x CPU",
+                    fw / w,
+                    fc / c
+                );
+            }
+        }
     }
 }
 
@@ -139,21 +207,26 @@ fn main() {
         eprintln!("benchmark setup failed");
         return;
     };
+    let variants = selected();
     if std::env::var("FL_HETERO_ONESHOT").is_ok() {
-        oneshot(&s);
+        oneshot(&s, &variants);
         return;
     }
+    // FateFaithful: one step, timed once (criterion would need at least 11).
+    let fate: Vec<&Variant> = variants
+        .iter()
+        .copied()
+        .filter(|v| v.key == "fate")
+        .collect();
+    oneshot(&s, &fate);
     let mut c = Criterion::default().configure_from_args().sample_size(10);
     let mut group = c.benchmark_group("hetero_nn/step_n256_da64_m32_2048");
     group.sampling_mode(SamplingMode::Flat);
-    for (name, profile) in [
-        ("hardened_packed", Profile::Hardened),
-        ("fate_faithful_unpacked", Profile::FateFaithful),
-    ] {
-        let Some(mut p) = pair(&s, profile) else {
+    for v in variants.iter().filter(|v| v.key != "fate") {
+        let Some(mut p) = pair(&s, v) else {
             return;
         };
-        group.bench_function(name, |b| b.iter(|| step(&mut p, &s)));
+        group.bench_function(v.key, |b| b.iter(|| step(&mut p, &s)));
     }
     group.finish();
     c.final_summary();

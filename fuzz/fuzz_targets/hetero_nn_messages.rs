@@ -9,7 +9,7 @@
 
 use fl_hetero_nn::message::Message;
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
-use fl_hetero_nn::{Guest, Host, Matrix, Profile, ProtocolConfig, Purpose};
+use fl_hetero_nn::{Encryption, Guest, Host, Matrix, Profile, ProtocolConfig, Purpose};
 use libfuzzer_sys::fuzz_target;
 use rand::{SeedableRng, rngs::ChaCha8Rng};
 
@@ -40,6 +40,12 @@ fuzz_target!(|data: &[u8]| {
     let mut c = ProtocolConfig::new(profile, 2, 2);
     c.min_key_bits = 64;
     c.max_batch_rows = 8;
+    // Mode bits 4–5 pick the encryption (DJN adds the fixed base to the hello).
+    c.encryption = match (mode >> 4) & 3 {
+        0 => Encryption::Textbook,
+        1 => Encryption::KeyOwnerCrt,
+        _ => Encryption::Djn,
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(mode));
     let Ok(dk) = IdentityDecryptionKey::generate(512, &mut rng) else {
         return;

@@ -9,7 +9,10 @@
 //! cargo run --release -p fl-hetero-nn --example breast -- --role host  --addr 127.0.0.1:7878
 //! cargo run --release -p fl-hetero-nn --example breast -- --role guest --addr 127.0.0.1:7878
 //! ```
-//! Options: `--epochs N`, `--seed S`, `--key-bits B`, `--profiles plain,fate,hardened`.
+//! Options: `--epochs N`, `--seed S`, `--key-bits B`, `--profiles plain,fixed,fate,hardened`,
+//! `--encryption textbook|crt|djn` (default: key-owner CRT for FateFaithful, whose protocol
+//! and leaks are FATE's while its ciphertexts have the textbook distribution, and DJN for
+//! Hardened; see `fl_hetero_nn::Encryption`).
 
 // An example program: errors end it with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -25,7 +28,8 @@ use fl_hetero_nn::split::{
 use fl_hetero_nn::transport::memory::{Pair, TrafficStats};
 use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig};
 use fl_hetero_nn::{
-    Error, Guest, Host, Matrix, Paillier, PlainInteractiveLayer, Profile, ProtocolConfig,
+    Encryption, Error, Guest, Host, Matrix, Paillier, PlainInteractiveLayer, Profile,
+    ProtocolConfig,
 };
 use rand::SeedableRng;
 use rand::rngs::ChaCha20Rng;
@@ -41,6 +45,7 @@ struct Args {
     role: Option<String>,
     addr: String,
     profiles: Vec<String>,
+    encryption: Option<Encryption>,
 }
 
 fn parse_args() -> Args {
@@ -57,6 +62,7 @@ fn parse_args() -> Args {
             "fate".into(),
             "hardened".into(),
         ],
+        encryption: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -89,6 +95,15 @@ fn parse_args() -> Args {
             }
             "--addr" => {
                 a.addr = val(i);
+                i += 1;
+            }
+            "--encryption" => {
+                a.encryption = Some(match val(i).as_str() {
+                    "textbook" => Encryption::Textbook,
+                    "crt" => Encryption::KeyOwnerCrt,
+                    "djn" => Encryption::Djn,
+                    other => panic!("--encryption textbook|crt|djn, not {other}"),
+                });
                 i += 1;
             }
             "--profiles" => {
@@ -136,9 +151,22 @@ fn progress(name: &str, epoch: usize, total: usize, start: Instant) {
     }
 }
 
-fn config(cfg: &SplitConfig, profile: Profile, key_bits: u32) -> ProtocolConfig {
+fn encryption(profile: Profile, chosen: Option<Encryption>) -> Encryption {
+    chosen.unwrap_or(match profile {
+        Profile::Hardened => Encryption::Djn,
+        _ => Encryption::KeyOwnerCrt,
+    })
+}
+
+fn config(
+    cfg: &SplitConfig,
+    profile: Profile,
+    key_bits: u32,
+    chosen: Option<Encryption>,
+) -> ProtocolConfig {
     let mut c = cfg.protocol_config(profile);
     c.min_key_bits = u64::from(key_bits.min(2048));
+    c.encryption = encryption(profile, chosen);
     c
 }
 
@@ -236,8 +264,9 @@ fn secure_parties(
     profile: Profile,
     key_bits: u32,
     seed: u64,
+    chosen: Option<Encryption>,
 ) -> Result<(Host<Paillier>, Guest<Paillier>, ChaCha20Rng, ChaCha20Rng), Error> {
-    let pc = config(cfg, profile, key_bits);
+    let pc = config(cfg, profile, key_bits, chosen);
     let mut host_rng = ChaCha20Rng::seed_from_u64(seed ^ 1);
     let guest_rng = ChaCha20Rng::seed_from_u64(seed ^ 2);
     let (hw, gw) = match profile {
@@ -257,8 +286,14 @@ fn run_tcp(
     profile: Profile,
     args: &Args,
 ) -> Result<Run, Error> {
-    let (mut host, mut guest, mut host_rng, mut guest_rng) =
-        secure_parties(cfg, init, profile, args.key_bits, args.seed)?;
+    let (mut host, mut guest, mut host_rng, mut guest_rng) = secure_parties(
+        cfg,
+        init,
+        profile,
+        args.key_bits,
+        args.seed,
+        args.encryption,
+    )?;
     let listener =
         TcpListener::bind("127.0.0.1:0").map_err(fl_hetero_nn::error::TransportError::from)?;
     let addr = listener
@@ -330,8 +365,14 @@ fn run_role(
     let tio = fl_hetero_nn::error::TransportError::from;
     match role {
         "host" => {
-            let (mut host, _, mut rng, _) =
-                secure_parties(cfg, init, Profile::Hardened, args.key_bits, args.seed)?;
+            let (mut host, _, mut rng, _) = secure_parties(
+                cfg,
+                init,
+                Profile::Hardened,
+                args.key_bits,
+                args.seed,
+                args.encryption,
+            )?;
             let listener = TcpListener::bind(&args.addr).map_err(tio)?;
             eprintln!("host listening on {}", args.addr);
             let (sock, _) = listener.accept().map_err(tio)?;
@@ -348,7 +389,7 @@ fn run_role(
             eprintln!("host done: {:?}", stream.stats);
         }
         "guest" => {
-            let pc = config(cfg, Profile::Hardened, args.key_bits);
+            let pc = config(cfg, Profile::Hardened, args.key_bits, args.encryption);
             let mut guest = Guest::<Paillier>::new(pc, &init.host_part_bias, None)?;
             let mut rng = ChaCha20Rng::seed_from_u64(args.seed ^ 2);
             let mut sock = None;
@@ -408,6 +449,11 @@ fn main() -> Result<(), Error> {
             "in-process"
         }
     );
+    println!(
+        "encryption: FateFaithful {:?}, Hardened {:?} (fl_hetero_nn::Encryption)",
+        encryption(Profile::FateFaithful, args.encryption),
+        encryption(Profile::Hardened, args.encryption)
+    );
     let mut runs = Vec::new();
     for p in &args.profiles {
         let run = match p.as_str() {
@@ -423,7 +469,7 @@ fn main() -> Result<(), Error> {
                 run_in_process("plain f64", &cfg, &data, &init, &mut part, cfg.epochs)?
             }
             "fixed" => {
-                let pc = config(&cfg, Profile::Hardened, args.key_bits);
+                let pc = config(&cfg, Profile::Hardened, args.key_bits, None);
                 let mut part =
                     PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)?;
                 run_in_process("plain 2^-23", &cfg, &data, &init, &mut part, cfg.epochs)?
@@ -437,8 +483,14 @@ fn main() -> Result<(), Error> {
                 if args.tcp {
                     run_tcp(name, &cfg, &data, &init, profile, &args)?
                 } else {
-                    let (host, guest, hr, gr) =
-                        secure_parties(&cfg, &init, profile, args.key_bits, args.seed)?;
+                    let (host, guest, hr, gr) = secure_parties(
+                        &cfg,
+                        &init,
+                        profile,
+                        args.key_bits,
+                        args.seed,
+                        args.encryption,
+                    )?;
                     let mut pair = Pair::new(host, guest, hr, gr);
                     pair.drive().map_err(|e| e.error)?;
                     let _ = pair.poll_guest_event();

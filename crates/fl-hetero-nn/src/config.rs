@@ -46,6 +46,52 @@ impl Profile {
     }
 }
 
+/// How the host encrypts and how the guest re-randomises (both parties must agree: the
+/// guest's fixed-base re-randomisation is sound only for a host that encrypts with the
+/// same base).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Encryption {
+    /// FATE's way: every host encryption and every guest re-randomisation draws r
+    /// uniform in Z*_n and computes rⁿ with the public key (one |n|-bit exponentiation
+    /// mod n² each).
+    Textbook,
+    /// The host, which owns the key, encrypts by CRT ([`fl_paillier::DecryptionKey::encrypt_crt`]:
+    /// exactly the textbook distribution, constant time, about a third of the cost); the
+    /// guest re-randomises with a textbook rⁿ. Standard assumptions only (DCR).
+    KeyOwnerCrt,
+    /// DJN fixed-base randomisers (opt-in; an extra assumption). The host publishes
+    /// h_s = hⁿ mod n² in its hello and encrypts with h_s^α, α of 2κ bits (κ = 112 for
+    /// 2048-bit keys): its ciphertexts hide a_A and acc from the guest under DCR **plus**
+    /// DJN's short-exponent assumption (see `fl_paillier::fast`). The guest re-randomises
+    /// with h_s^β, β uniform with `statistical_security_bits` of slack above the largest
+    /// randomness exponent Σ kᵢ·αᵢ its products can carry: for a host that follows the
+    /// protocol (semi-honest), the re-randomised ciphertext's randomness is then within
+    /// 2^−κ (statistically) of being independent of the guest's scalars, even for the key
+    /// owner, who can take n-th roots and discrete logarithms. No assumption is needed for
+    /// that step; see the crate README.
+    Djn,
+}
+
+impl Encryption {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Self::Textbook => 1,
+            Self::KeyOwnerCrt => 2,
+            Self::Djn => 3,
+        }
+    }
+
+    pub(crate) fn from_code(c: u8) -> Option<Self> {
+        match c {
+            1 => Some(Self::Textbook),
+            2 => Some(Self::KeyOwnerCrt),
+            3 => Some(Self::Djn),
+            _ => None,
+        }
+    }
+}
+
 /// The agreed parameters of a session. Construct with [`ProtocolConfig::new`] and adjust the
 /// public fields; [`ProtocolConfig::validate`] runs when a party is created.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,6 +121,9 @@ pub struct ProtocolConfig {
     pub min_key_bits: u64,
     /// Pack several values per ciphertext (hardened profile only).
     pub packing: bool,
+    /// How ciphertexts get their randomness (default: `Textbook` in `FateFaithful`,
+    /// `KeyOwnerCrt` in `Hardened`).
+    pub encryption: Encryption,
 }
 
 impl ProtocolConfig {
@@ -93,6 +142,10 @@ impl ProtocolConfig {
             max_batch_rows: 4096,
             min_key_bits: 2048,
             packing: matches!(profile, Profile::Hardened),
+            encryption: match profile {
+                Profile::FateFaithful => Encryption::Textbook,
+                Profile::Hardened => Encryption::KeyOwnerCrt,
+            },
         }
     }
 
@@ -161,6 +214,10 @@ impl ProtocolConfig {
         self.profile
     }
 }
+
+/// The number of training steps a session supports (the fixed-base re-randomisation
+/// exponent is sized for it).
+pub const MAX_STEPS: u64 = 1 << 40;
 
 /// ceil(log2(x)) for x ≥ 1.
 fn clog2(x: u64) -> u32 {
@@ -301,6 +358,17 @@ impl Bounds {
         self.d + self.effective_weight(t) + clog2(self.m)
     }
 
+    /// The guest's fixed-base re-randomisation exponent length for a host whose
+    /// randomness exponents have `alpha_bits` bits: κ bits of slack above the largest
+    /// |Σ kᵢ·αᵢ| of the three products (scalars W̃ over d_A terms for steps below
+    /// [`MAX_STEPS`], Dη over n_max terms, D over m terms).
+    pub(crate) fn rerandomizer_bits(&self, alpha_bits: u32) -> u32 {
+        let forward = self.noisy_weight(MAX_STEPS) + clog2(self.d_a);
+        let gradient = self.d + clog2(self.n_max);
+        let input = self.d + clog2(self.m);
+        alpha_bits + forward.max(gradient).max(input) + self.kappa + 1
+    }
+
     /// Slot bound for the packed ⟦acc⟧ + W̃ product (holds acc, W̃ and δ_A).
     pub(crate) fn backward_slot(&self, t: u64) -> u32 {
         self.input_gradient(t)
@@ -350,6 +418,24 @@ mod tests {
         c.host_dim = 2;
         c.learning_rate = f64::NAN;
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn djn_rerandomizer_covers_every_product_with_slack() {
+        let c = ProtocolConfig::new(Profile::Hardened, 64, 32);
+        let b = Bounds::new(&c);
+        let alpha = 224;
+        let beta = b.rerandomizer_bits(alpha);
+        // Σ kᵢ·αᵢ over each product, for every step a session supports.
+        let forward = alpha + b.noisy_weight(MAX_STEPS) + clog2(64);
+        let gradient = alpha + b.d + clog2(4096);
+        let input = alpha + b.d + clog2(32);
+        for exponent in [forward, gradient, input] {
+            assert!(beta >= exponent + 40, "{beta} < {exponent} + 40");
+        }
+        // It fits a 2048-bit key with room to spare (the guest checks this).
+        assert!(beta < 2048, "{beta}");
+        assert!(b.noisy_weight(MAX_STEPS) >= b.noisy_weight(1 << 20));
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod secret;
 pub mod split;
 pub mod transport;
 
-pub use config::{Profile, ProtocolConfig};
+pub use config::{Encryption, Profile, ProtocolConfig};
 pub use error::Error;
 pub use fixed::FixedPoint;
 pub use matrix::Matrix;

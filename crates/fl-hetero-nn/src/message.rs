@@ -19,7 +19,7 @@
 
 use num_bigint::{BigInt, Sign};
 
-use crate::config::{Profile, ProtocolConfig};
+use crate::config::{Encryption, Profile, ProtocolConfig};
 use crate::error::DecodeError;
 use crate::fixed::FixedPoint;
 use crate::matrix::Matrix;
@@ -28,7 +28,7 @@ use crate::packing::{Axis, Layout};
 /// Magic bytes at the start of every frame.
 pub const MAGIC: &[u8; 4] = b"FLHN";
 /// Codec version.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Largest number of entries in one matrix the decoder accepts.
 const MAX_ENTRIES: u64 = 1 << 26;
@@ -120,6 +120,9 @@ pub struct Hello {
     pub public_key: Vec<u8>,
     /// W̃₀ = W_init − acc₀ at scale S² (hardened profile only).
     pub initial_noisy_weight: Option<IntegerMatrix>,
+    /// The serialised fixed-base (DJN) public value, exactly when the configuration's
+    /// encryption is [`Encryption::Djn`].
+    pub fixed_base: Option<Vec<u8>>,
 }
 
 /// Message 1: the host's encrypted bottom output.
@@ -237,6 +240,13 @@ impl Message {
                         put_integers(&mut w, m);
                     }
                 }
+                match &h.fixed_base {
+                    None => w.push(0),
+                    Some(b) => {
+                        w.push(1);
+                        put_bytes(&mut w, b);
+                    }
+                }
             }
             Self::Activations(a) => {
                 w.extend_from_slice(&a.round.to_be_bytes());
@@ -289,10 +299,16 @@ impl Message {
                     1 => Some(get_integers(&mut r)?),
                     _ => return Err(DecodeError::InvalidField("initial_noisy_weight")),
                 };
+                let fixed_base = match r.u8()? {
+                    0 => None,
+                    1 => Some(r.bytes(1 << 16, "fixed_base")?.to_vec()),
+                    _ => return Err(DecodeError::InvalidField("fixed_base")),
+                };
                 Self::Hello(Hello {
                     config,
                     public_key,
                     initial_noisy_weight,
+                    fixed_base,
                 })
             }
             1 => {
@@ -403,6 +419,7 @@ fn put_config(w: &mut Vec<u8>, c: &ProtocolConfig) {
     put_u32(w, c.max_batch_rows);
     w.extend_from_slice(&c.min_key_bits.to_be_bytes());
     w.push(u8::from(c.packing));
+    w.push(c.encryption.code());
 }
 
 fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
@@ -423,6 +440,7 @@ fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
         1 => true,
         _ => return Err(DecodeError::InvalidField("packing")),
     };
+    c.encryption = Encryption::from_code(r.u8()?).ok_or(DecodeError::InvalidField("encryption"))?;
     Ok(c)
 }
 
@@ -560,6 +578,17 @@ mod tests {
                 config: ProtocolConfig::new(Profile::Hardened, 2, 3),
                 public_key: vec![1, 2, 3],
                 initial_noisy_weight: Some(ints.clone()),
+                fixed_base: None,
+            }),
+            Message::Hello(Hello {
+                config: {
+                    let mut c = ProtocolConfig::new(Profile::Hardened, 2, 3);
+                    c.encryption = Encryption::Djn;
+                    c
+                },
+                public_key: vec![1, 2, 3],
+                initial_noisy_weight: None,
+                fixed_base: Some(vec![9, 8, 7]),
             }),
             Message::Activations(Activations {
                 round: 7,
@@ -621,11 +650,11 @@ mod tests {
             Err(DecodeError::UnsupportedVersion(9))
         );
         assert_eq!(
-            Message::decode(b"FLHN\x01\x09"),
+            Message::decode(b"FLHN\x02\x09"),
             Err(DecodeError::UnknownKind(9))
         );
         // A huge announced matrix in a tiny frame is refused before allocating.
-        let mut b = b"FLHN\x01\x03".to_vec();
+        let mut b = b"FLHN\x02\x03".to_vec();
         b.extend_from_slice(&0u64.to_be_bytes());
         b.extend_from_slice(&u32::MAX.to_be_bytes());
         b.extend_from_slice(&u32::MAX.to_be_bytes());

@@ -3,12 +3,21 @@
 //! A matrix packed along [`Axis::Rows`] with `s` slots stores entries
 //! X[b·s .. b·s+s, k] in ciphertext (b, k); packed along [`Axis::Cols`] it stores
 //! X[i, c·s .. c·s+s] in ciphertext (i, c). With `s = 1` this is the unpacked layout. The
-//! slots are signed, `slot_bits` wide, and extracted as centred residues; every slot is
-//! range-checked on unpacking, so an overflow is an error, never a silently wrong value.
+//! slot arithmetic itself is fl-paillier's ([`fl_paillier::pack_signed_slots`],
+//! [`fl_paillier::unpack_signed_slots`]: signed, `slot_bits`-wide slots extracted as centred
+//! residues); this module only arranges matrices into slots. Every slot is range-checked on
+//! unpacking, so an overflow is an error, never a silently wrong value.
+//!
+//! Why not fl-paillier's [`fl_paillier::PackingLayout`] / `PackedCiphertext` themselves:
+//! their slots hold `i64` values in at most 127 bits and each ciphertext tracks its own
+//! bound, while the protocol's slots are 110–192 bits wide, hold big integers, and their
+//! bounds are public functions of the configuration (so that both parties derive the same
+//! layout without sending it), and the ciphertexts go through the
+//! [`HomomorphicScheme`](crate::HomomorphicScheme) trait (also implemented by the insecure
+//! identity scheme for fuzzing).
 
 use num_bigint::BigInt;
-use num_integer::Integer;
-use num_traits::{One, Zero};
+use num_traits::Zero;
 
 use crate::error::{ApiMisuse, Error, PeerMisbehaved};
 use crate::matrix::Matrix;
@@ -92,27 +101,35 @@ impl Layout {
     }
 
     /// Packs a logical matrix into one plaintext integer per ciphertext position.
-    pub(crate) fn pack(&self, x: &Matrix<BigInt>) -> Matrix<BigInt> {
+    ///
+    /// Errors if a value does not fit its slot (|v| ≥ 2^(slot_bits − 1)): the public
+    /// bounds rule that out, so it is a local bug, reported rather than wrapped.
+    pub(crate) fn pack(&self, x: &Matrix<BigInt>) -> Result<Matrix<BigInt>, Error> {
         let (r, c) = x.shape();
         let (pr, pc) = self.ciphertext_shape(r, c);
-        Matrix::from_fn(pr, pc, |p, q| {
-            let idx = self.slot_indices(p, q, r, c);
-            if self.slots <= 1 {
-                return idx
-                    .first()
-                    .and_then(|&(i, j)| x.get(i, j))
-                    .cloned()
-                    .unwrap_or_default();
-            }
-            let mut acc = BigInt::zero();
-            for &(i, j) in idx.iter().rev() {
-                acc <<= self.slot_bits;
-                if let Some(v) = x.get(i, j) {
-                    acc += v;
+        let mut out = Vec::with_capacity(pr * pc);
+        for p in 0..pr {
+            for q in 0..pc {
+                let values: Vec<BigInt> = self
+                    .slot_indices(p, q, r, c)
+                    .iter()
+                    .map(|&(i, j)| x.get(i, j).cloned().unwrap_or_default())
+                    .collect();
+                if self.slots <= 1 {
+                    out.push(values.into_iter().next().unwrap_or_default());
+                } else {
+                    out.push(
+                        fl_paillier::pack_signed_slots(&values, self.slot_bits).map_err(|_| {
+                            Error::ApiMisuse(ApiMisuse::ValueOutOfRange {
+                                what: "a packed slot",
+                                bound_bits: self.slot_bits.saturating_sub(1),
+                            })
+                        })?,
+                    );
                 }
             }
-            acc
-        })
+        }
+        Matrix::from_vec(pr, pc, out)
     }
 
     /// Unpacks plaintexts into the logical `rows × cols` matrix, checking that every slot
@@ -135,34 +152,24 @@ impl Layout {
             .into());
         }
         let mut out = Matrix::filled(rows, cols, BigInt::zero());
-        let modulus = BigInt::one() << self.slot_bits;
-        let half = BigInt::one() << self.slot_bits.saturating_sub(1);
         for p in 0..expected.0 {
             for q in 0..expected.1 {
-                let mut v = packed.get(p, q).cloned().unwrap_or_default();
+                let v = packed.get(p, q).cloned().unwrap_or_default();
                 let idx = self.slot_indices(p, q, rows, cols);
-                for (n, &(i, j)) in idx.iter().enumerate() {
-                    let slot = if self.slots <= 1 {
-                        core::mem::take(&mut v)
-                    } else {
-                        let mut r = v.mod_floor(&modulus);
-                        if r >= half {
-                            r -= &modulus;
-                        }
-                        v = (&v - &r) >> self.slot_bits;
-                        r
-                    };
+                let slots = if self.slots <= 1 {
+                    vec![v]
+                } else {
+                    // Anything left above the last slot is an overflow or garbage.
+                    fl_paillier::unpack_signed_slots(&v, self.slot_bits, idx.len())
+                        .map_err(|_| PeerMisbehaved::ValueOutOfRange { what })?
+                };
+                for (slot, &(i, j)) in slots.into_iter().zip(&idx) {
                     if slot.magnitude().bits() > u64::from(bound_bits) {
                         return Err(PeerMisbehaved::ValueOutOfRange { what }.into());
                     }
                     if let Some(e) = out.get_mut(i, j) {
                         *e = slot;
                     }
-                    let _ = n;
-                }
-                // Anything left above the last slot is an overflow or garbage.
-                if !v.is_zero() {
-                    return Err(PeerMisbehaved::ValueOutOfRange { what }.into());
                 }
             }
         }
@@ -185,7 +192,7 @@ mod tests {
             let x = Matrix::from_vec(3, 4, vals.into_iter().map(BigInt::from).collect()).unwrap();
             let axis = if axis_rows { Axis::Rows } else { Axis::Cols };
             let layout = if slots == 1 { Layout::unpacked(axis) } else { Layout { axis, slots, slot_bits: 22 } };
-            let p = layout.pack(&x);
+            let p = layout.pack(&x).unwrap();
             prop_assert_eq!(p.shape(), layout.ciphertext_shape(3, 4));
             let back = layout.unpack(&p, 3, 4, 21, "x").unwrap();
             prop_assert_eq!(back, x);
@@ -200,8 +207,8 @@ mod tests {
             let layout = Layout { axis: Axis::Cols, slots: 4, slot_bits: 24 };
             let ma = Matrix::from_vec(1, 4, a.iter().copied().map(BigInt::from).collect()).unwrap();
             let mb = Matrix::from_vec(1, 4, b.iter().copied().map(BigInt::from).collect()).unwrap();
-            let pa = layout.pack(&ma);
-            let pb = layout.pack(&mb);
+            let pa = layout.pack(&ma).unwrap();
+            let pb = layout.pack(&mb).unwrap();
             let sum = Matrix::from_vec(1, 1, vec![&pa.as_slice()[0] * BigInt::from(k) + &pb.as_slice()[0]]).unwrap();
             let back = layout.unpack(&sum, 1, 4, 23, "x").unwrap();
             for j in 0..4 {
@@ -218,8 +225,11 @@ mod tests {
             slot_bits: 8,
         };
         let x = Matrix::from_vec(2, 1, vec![BigInt::from(100), BigInt::from(-3)]).unwrap();
-        let p = layout.pack(&x);
+        let p = layout.pack(&x).unwrap();
         assert!(layout.unpack(&p, 2, 1, 6, "x").is_err()); // 100 needs 7 bits
+        // A value that does not fit its 8-bit slot is refused when packing.
+        let big = Matrix::from_vec(2, 1, vec![BigInt::from(128), BigInt::from(0)]).unwrap();
+        assert!(layout.pack(&big).is_err());
         assert_eq!(layout.unpack(&p, 2, 1, 7, "x").unwrap(), x);
         let garbage = Matrix::from_vec(1, 1, vec![BigInt::from(1) << 40]).unwrap();
         assert!(layout.unpack(&garbage, 2, 1, 7, "x").is_err());

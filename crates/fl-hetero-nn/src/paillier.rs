@@ -1,8 +1,8 @@
 //! [`HomomorphicScheme`] for fl-paillier: the default, and the only secure, scheme.
 
-use fl_paillier::{Ciphertext, DecryptionKey, EncryptionKey};
-use num_bigint::{BigInt, Sign};
-use num_traits::ToPrimitive;
+use fl_paillier::fast::djn_default_alpha_bits;
+use fl_paillier::{Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, EncryptionKey};
+use num_bigint::{BigInt, BigUint};
 use rand::CryptoRng;
 
 use crate::error::{SchemeError, SchemeErrorKind};
@@ -12,9 +12,6 @@ use crate::scheme::HomomorphicScheme;
 /// validated key import, ciphertexts bound to their key).
 #[derive(Debug, Clone, Copy)]
 pub struct Paillier;
-
-/// Bits per scalar limb in big dot products (|digit| < 2^62 fits an `i64`).
-const LIMB_BITS: u32 = 62;
 
 fn map_err(e: fl_paillier::Error) -> SchemeError {
     use fl_paillier::Error as E;
@@ -31,21 +28,6 @@ fn map_err(e: fl_paillier::Error) -> SchemeError {
         kind,
         detail: e.to_string(),
     }
-}
-
-/// Splits k into `limbs` signed digits of [`LIMB_BITS`] bits, least significant first, all
-/// with k's sign.
-fn digits(k: &BigInt, limbs: usize) -> Vec<i64> {
-    let mask = BigInt::from((1u64 << LIMB_BITS) - 1);
-    let mut m = BigInt::from(k.magnitude().clone());
-    let neg = k.sign() == Sign::Minus;
-    (0..limbs)
-        .map(|_| {
-            let d = (&m & &mask).to_i64().unwrap_or(0);
-            m >>= LIMB_BITS;
-            if neg { -d } else { d }
-        })
-        .collect()
 }
 
 impl HomomorphicScheme for Paillier {
@@ -100,10 +82,9 @@ impl HomomorphicScheme for Paillier {
         ek.mul_bigint(c, k).map_err(map_err)
     }
 
-    /// Σ kᵢ·⟦aᵢ⟧ by fl-paillier's Straus multi-exponentiation over 62-bit signed limbs
-    /// (`dot_i64`, or the constant-time `dot_secret_i64` when `secret`), recombined by
-    /// Horner's rule with public powers of two. With `secret` the number of limbs comes
-    /// from the public `bound_bits`, so the running time does not depend on the scalars.
+    /// Σ kᵢ·⟦aᵢ⟧ by fl-paillier's Straus multi-exponentiation over big scalars
+    /// ([`EncryptionKey::dot`], or the constant-time [`EncryptionKey::dot_secret`] over
+    /// exactly `bound_bits + 1` exponent bits when `secret`).
     fn dot(
         ek: &EncryptionKey,
         cts: &[&Ciphertext],
@@ -111,38 +92,89 @@ impl HomomorphicScheme for Paillier {
         bound_bits: u32,
         secret: bool,
     ) -> Result<Ciphertext, SchemeError> {
-        let owned: Vec<Ciphertext> = cts.iter().map(|c| (*c).clone()).collect();
-        let actual = ks.iter().map(|k| k.magnitude().bits()).max().unwrap_or(0);
-        let bits = if secret {
-            u64::from(bound_bits).max(actual)
+        if secret {
+            ek.dot_secret(cts, ks, bound_bits)
         } else {
-            actual
-        };
-        let limbs = bits.div_ceil(u64::from(LIMB_BITS)).max(1) as usize;
-        let per_scalar: Vec<Vec<i64>> = ks.iter().map(|k| digits(k, limbs)).collect();
-        let mut acc: Option<Ciphertext> = None;
-        for l in (0..limbs).rev() {
-            let ds: Vec<i64> = per_scalar.iter().map(|d| d[l]).collect();
-            let x = if secret {
-                ek.dot_secret_i64(&owned, &ds)
-            } else {
-                ek.dot_i64(&owned, &ds)
-            }
-            .map_err(map_err)?;
-            acc = Some(match acc {
-                None => x,
-                Some(a) => {
-                    let shifted = ek
-                        .mul_bigint(&a, &(BigInt::from(1u8) << LIMB_BITS))
-                        .map_err(map_err)?;
-                    ek.add(&shifted, &x).map_err(map_err)?
-                }
+            ek.dot(cts, ks)
+        }
+        .map_err(map_err)
+    }
+
+    /// [`EncryptionKey::dot_many`] / [`EncryptionKey::dot_many_secret`]: one window table
+    /// per ciphertext, shared by all rows.
+    fn dot_many(
+        ek: &EncryptionKey,
+        cts: &[&Ciphertext],
+        rows: &[&[BigInt]],
+        bound_bits: u32,
+        secret: bool,
+    ) -> Result<Vec<Ciphertext>, SchemeError> {
+        if secret {
+            ek.dot_many_secret(cts, rows, bound_bits)
+        } else {
+            ek.dot_many(cts, rows)
+        }
+        .map_err(map_err)
+    }
+
+    /// [`DecryptionKey::encrypt_crt`]: constant time, the distribution of textbook
+    /// encryption, about a third of its cost.
+    fn encrypt_as_owner<R: CryptoRng + ?Sized>(
+        dk: &DecryptionKey,
+        m: &BigInt,
+        rng: &mut R,
+    ) -> Result<Ciphertext, SchemeError> {
+        let p = dk.encryption_key().encode_signed(m).map_err(map_err)?;
+        dk.encrypt_crt(&p, rng).map_err(map_err)
+    }
+
+    type FixedBase = DjnEncryptor;
+
+    fn fixed_base_generate<R: CryptoRng + ?Sized>(ek: &EncryptionKey, rng: &mut R) -> Vec<u8> {
+        DjnPublic::generate(ek, rng).hs().to_bytes_be()
+    }
+
+    fn fixed_base_default_bits(ek: &EncryptionKey) -> u32 {
+        djn_default_alpha_bits(ek.bits())
+    }
+
+    /// Imports h_s (a unit mod n², neither 1 nor −1: those would make every randomizer
+    /// ±1) and builds the comb table (6-bit windows).
+    fn fixed_base_new(
+        ek: &EncryptionKey,
+        public: &[u8],
+        exponent_bits: u32,
+    ) -> Result<DjnEncryptor, SchemeError> {
+        let hs = BigUint::from_bytes_be(public);
+        let n2 = ek.n() * ek.n();
+        if hs == &n2 - 1u8 {
+            return Err(SchemeError {
+                kind: SchemeErrorKind::WeakKey,
+                detail: "DJN base h_s = -1 has order 2".into(),
             });
         }
-        acc.ok_or(SchemeError {
-            kind: SchemeErrorKind::Other,
-            detail: "empty dot product".into(),
-        })
+        let public = DjnPublic::from_hs(ek, &hs).map_err(|e| SchemeError {
+            kind: SchemeErrorKind::WeakKey,
+            detail: e.to_string(),
+        })?;
+        DjnEncryptor::new(ek, &public, exponent_bits, 6).map_err(map_err)
+    }
+
+    fn fixed_base_encrypt<R: CryptoRng + ?Sized>(
+        fb: &DjnEncryptor,
+        m: &BigInt,
+        rng: &mut R,
+    ) -> Result<Ciphertext, SchemeError> {
+        let p = fb.encryption_key().encode_signed(m).map_err(map_err)?;
+        fb.encrypt(&p, rng).map_err(map_err)
+    }
+
+    fn fixed_base_rerandomize<R: CryptoRng + ?Sized>(
+        fb: &DjnEncryptor,
+        c: &Ciphertext,
+        rng: &mut R,
+    ) -> Result<Ciphertext, SchemeError> {
+        fb.rerandomize(c, rng).map_err(map_err)
     }
 
     fn rerandomize<R: CryptoRng + ?Sized>(
@@ -171,28 +203,5 @@ impl HomomorphicScheme for Paillier {
 
     fn key_from_bytes(bytes: &[u8]) -> Result<EncryptionKey, SchemeError> {
         EncryptionKey::from_n_be_bytes(bytes).map_err(map_err)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use num_traits::Zero;
-
-    #[test]
-    fn digits_recombine() {
-        for k in [
-            BigInt::from(0),
-            BigInt::from(-5),
-            (BigInt::from(1) << 130u32) - BigInt::from(7),
-            -(BigInt::from(3) << 100u32),
-        ] {
-            let d = digits(&k, 3);
-            let mut back = BigInt::zero();
-            for x in d.iter().rev() {
-                back = (back << LIMB_BITS) + BigInt::from(*x);
-            }
-            assert_eq!(back, k);
-        }
     }
 }

@@ -96,6 +96,67 @@ pub trait HomomorphicScheme: 'static {
         })
     }
 
+    /// Many dot products over the same ciphertexts: output r is Σᵢ rows\[r\]\[i\]·⟦aᵢ⟧. Every
+    /// row has `cts.len()` scalars; `bound_bits` and `secret` as in [`Self::dot`]. Schemes
+    /// override the default (one [`Self::dot`] per row) to share per-ciphertext work
+    /// (window tables) between the rows.
+    fn dot_many(
+        ek: &Self::EncryptionKey,
+        cts: &[&Self::Ciphertext],
+        rows: &[&[BigInt]],
+        bound_bits: u32,
+        secret: bool,
+    ) -> Result<Vec<Self::Ciphertext>, SchemeError> {
+        rows.iter()
+            .map(|ks| Self::dot(ek, cts, ks, bound_bits, secret))
+            .collect()
+    }
+
+    /// Encrypts as the key owner: the same distribution as [`Self::encrypt`], computed
+    /// with the private key where that is faster (Paillier: CRT). The default encrypts with
+    /// the public key.
+    fn encrypt_as_owner<R: CryptoRng + ?Sized>(
+        dk: &Self::DecryptionKey,
+        m: &BigInt,
+        rng: &mut R,
+    ) -> Result<Self::Ciphertext, SchemeError> {
+        Self::encrypt(&Self::encryption_key(dk), m, rng)
+    }
+
+    /// A fixed-base randomizer (Paillier: DJN's h_s^α with a comb table), built from the
+    /// public key and a published base.
+    type FixedBase: Send + Sync;
+
+    /// Draws a fresh public base for `ek` and serialises it (the key owner publishes it).
+    fn fixed_base_generate<R: CryptoRng + ?Sized>(ek: &Self::EncryptionKey, rng: &mut R)
+    -> Vec<u8>;
+
+    /// The exponent length the key owner's fixed-base encryptions use (Paillier: 2κ, the
+    /// DJN default for the key size).
+    fn fixed_base_default_bits(ek: &Self::EncryptionKey) -> u32;
+
+    /// Parses and validates a published base and builds a randomizer with exponents of
+    /// `exponent_bits` bits.
+    fn fixed_base_new(
+        ek: &Self::EncryptionKey,
+        public: &[u8],
+        exponent_bits: u32,
+    ) -> Result<Self::FixedBase, SchemeError>;
+
+    /// Encrypts with a fixed-base randomizer.
+    fn fixed_base_encrypt<R: CryptoRng + ?Sized>(
+        fb: &Self::FixedBase,
+        m: &BigInt,
+        rng: &mut R,
+    ) -> Result<Self::Ciphertext, SchemeError>;
+
+    /// Re-randomizes with a fixed-base randomizer.
+    fn fixed_base_rerandomize<R: CryptoRng + ?Sized>(
+        fb: &Self::FixedBase,
+        c: &Self::Ciphertext,
+        rng: &mut R,
+    ) -> Result<Self::Ciphertext, SchemeError>;
+
     /// Multiplies in fresh randomness: same plaintext, unlinkable ciphertext.
     fn rerandomize<R: CryptoRng + ?Sized>(
         ek: &Self::EncryptionKey,
@@ -284,6 +345,41 @@ mod identity {
                 return Err(err(SchemeErrorKind::InvalidCiphertext, "ciphertext ≥ N"));
             }
             Ok(c)
+        }
+        type FixedBase = IdentityKey;
+        fn fixed_base_generate<R: CryptoRng + ?Sized>(_ek: &IdentityKey, _rng: &mut R) -> Vec<u8> {
+            vec![1]
+        }
+        fn fixed_base_default_bits(_ek: &IdentityKey) -> u32 {
+            64
+        }
+        fn fixed_base_new(
+            ek: &IdentityKey,
+            public: &[u8],
+            _exponent_bits: u32,
+        ) -> Result<IdentityKey, SchemeError> {
+            if public == [1] {
+                Ok(ek.clone())
+            } else {
+                Err(err(
+                    SchemeErrorKind::WeakKey,
+                    "identity fixed base must be [1]",
+                ))
+            }
+        }
+        fn fixed_base_encrypt<R: CryptoRng + ?Sized>(
+            fb: &IdentityKey,
+            m: &BigInt,
+            rng: &mut R,
+        ) -> Result<BigUint, SchemeError> {
+            Self::encrypt(fb, m, rng)
+        }
+        fn fixed_base_rerandomize<R: CryptoRng + ?Sized>(
+            _fb: &IdentityKey,
+            c: &BigUint,
+            _rng: &mut R,
+        ) -> Result<BigUint, SchemeError> {
+            Ok(c.clone())
         }
         fn key_to_bytes(ek: &IdentityKey) -> Vec<u8> {
             ek.n.to_bytes_be()

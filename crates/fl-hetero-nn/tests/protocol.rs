@@ -15,7 +15,8 @@ use fl_hetero_nn::error::{Error, PeerMisbehaved};
 use fl_hetero_nn::message::{Message, RoundCiphertexts};
 use fl_hetero_nn::transport::memory::{Direction, Side};
 use fl_hetero_nn::{
-    Guest, Host, Matrix, Paillier, PlainInteractiveLayer, Profile, ProtocolConfig, Purpose,
+    Encryption, Guest, Host, Matrix, Paillier, PlainInteractiveLayer, Profile, ProtocolConfig,
+    Purpose,
 };
 use num_bigint::{BigInt, BigUint};
 use rand::SeedableRng;
@@ -47,6 +48,78 @@ fn effective_weight_invariant_hardened_packed() {
     let mut pair = make_pair::<Paillier>(c, test_key(1024), &init, 3);
     let mut reference = PlainInteractiveLayer::new(c, &init.weight, &init.bias).unwrap();
     check_against_reference(&mut pair, &mut reference, 3, 7, 4);
+}
+
+#[test]
+fn effective_weight_invariant_hardened_packed_djn_and_textbook() {
+    // The encryption mode changes only where ciphertexts get their randomness.
+    for (encryption, seed) in [(Encryption::Djn, 13), (Encryption::Textbook, 14)] {
+        let mut c = config(Profile::Hardened, 3, 2);
+        c.encryption = encryption;
+        let init = init(&c, 12);
+        let mut pair = make_pair::<Paillier>(c, test_key(1024), &init, seed);
+        let mut reference = PlainInteractiveLayer::new(c, &init.weight, &init.bias).unwrap();
+        check_against_reference(&mut pair, &mut reference, 2, 7, 4);
+    }
+}
+
+#[test]
+fn djn_fixed_base_is_validated_and_required_exactly_in_djn_mode() {
+    let mut c = config(Profile::Hardened, 2, 2);
+    c.encryption = Encryption::Djn;
+    let init = init(&c, 98);
+    let mut rng = ChaCha20Rng::seed_from_u64(27);
+    let mut host = Host::<Paillier>::new(c, test_key(1024), Some(&init.weight), &mut rng).unwrap();
+    let Some(Message::Hello(hello)) = host.poll_message() else {
+        panic!("expected Hello")
+    };
+    assert!(hello.fixed_base.is_some());
+    let n = BigUint::from_bytes_be(&hello.public_key);
+    let n2 = &n * &n;
+    let bad: Vec<(Option<Vec<u8>>, &str)> = vec![
+        (Some(vec![1]), "h_s = 1"),
+        (Some((&n2 - 1u8).to_bytes_be()), "h_s = -1"),
+        (Some(n2.to_bytes_be()), "h_s = n^2"),
+        (Some(n.to_bytes_be()), "h_s not a unit"),
+        (Some(vec![]), "h_s = 0"),
+        (None, "missing h_s"),
+    ];
+    for (fixed_base, what) in bad {
+        let mut guest = Guest::<Paillier>::new(c, &init.bias, None).unwrap();
+        let mut h = hello.clone();
+        h.fixed_base = fixed_base;
+        let e = guest
+            .handle_message(Message::Hello(h), &mut rng)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::PeerMisbehaved(
+                    PeerMisbehaved::WeakKey(_) | PeerMisbehaved::ConfigMismatch { .. }
+                )
+            ),
+            "{what}: {e}"
+        );
+        assert!(guest.is_closed());
+    }
+    // A base sent in a non-DJN session is a mismatch too.
+    let c2 = config(Profile::Hardened, 2, 2);
+    let mut guest = Guest::<Paillier>::new(c2, &init.bias, None).unwrap();
+    let mut h = hello.clone();
+    h.config = c2;
+    assert_eq!(
+        guest
+            .handle_message(Message::Hello(h), &mut rng)
+            .unwrap_err(),
+        Error::PeerMisbehaved(PeerMisbehaved::ConfigMismatch {
+            field: "fixed_base"
+        })
+    );
+    // The genuine hello is accepted.
+    let mut guest = Guest::<Paillier>::new(c, &init.bias, None).unwrap();
+    guest
+        .handle_message(Message::Hello(hello), &mut rng)
+        .unwrap();
 }
 
 // (2) The guest's z_A and the host's δ_A do not depend on the masks: two sessions with
@@ -154,23 +227,20 @@ fn input_gradient_uses_pre_update_weights_and_acc_is_sent_before_update() {
     }
 }
 
-/// Packs like the protocol (signed slots) for the check above.
+/// Packs like the protocol (fl-paillier's signed slots, batch along rows) for the check
+/// above.
 fn pack(layout: &fl_hetero_nn::packing::Layout, x: &Matrix<BigInt>) -> Matrix<BigInt> {
     let s = layout.slots;
     let (r, c) = x.shape();
     let (pr, pc) = layout.ciphertext_shape(r, c);
     Matrix::from_fn(pr, pc, |p, q| {
-        let mut acc = BigInt::from(0);
-        for slot in (0..s).rev() {
-            let i = p * s + slot;
-            if i < r {
-                acc = (acc << layout.slot_bits) + x.get(i, q).unwrap();
-            }
-        }
+        let values: Vec<BigInt> = (p * s..((p + 1) * s).min(r))
+            .map(|i| x.get(i, q).unwrap().clone())
+            .collect();
         if s == 1 {
-            x.get(p, q).unwrap().clone()
+            values[0].clone()
         } else {
-            acc
+            fl_paillier::pack_signed_slots(&values, layout.slot_bits).unwrap()
         }
     })
 }

@@ -120,6 +120,7 @@ fn oversized_frames_are_refused_before_allocation() {
         config: ProtocolConfig::new(Profile::Hardened, 1, 1),
         public_key: vec![7; 4096],
         initial_noisy_weight: None,
+        fixed_base: None,
     });
     assert!(matches!(
         a.send(&big),

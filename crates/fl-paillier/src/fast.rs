@@ -286,6 +286,12 @@ impl DjnEncryptor {
         self.alpha_bits
     }
 
+    /// The public key this encryptor encrypts under.
+    #[must_use]
+    pub fn encryption_key(&self) -> &EncryptionKey {
+        &self.key
+    }
+
     /// The public value.
     #[must_use]
     pub fn public(&self) -> &DjnPublic {
@@ -384,6 +390,37 @@ impl DjnEncryptor {
         let value = c.value.mul(&r);
         r.zeroize();
         Ok(Ciphertext { value })
+    }
+
+    /// Re-randomizes many ciphertexts with fresh h_s^α (one ChaCha20 stream per item seeded
+    /// in order from `rng`; the fixed-base exponentiations run in parallel with `rayon`).
+    ///
+    /// # Errors
+    /// [`Error::KeyMismatch`] if any ciphertext belongs to another key (nothing is
+    /// re-randomized then).
+    pub fn rerandomize_many<R: CryptoRng + ?Sized>(
+        &self,
+        cs: &[Ciphertext],
+        rng: &mut R,
+    ) -> Result<Vec<Ciphertext>> {
+        for c in cs {
+            self.key.check_ciphertext(c)?;
+        }
+        let jobs: Vec<(&Ciphertext, [u8; 32])> = cs
+            .iter()
+            .map(|c| {
+                let mut s = [0u8; 32];
+                rng.fill_bytes(&mut s);
+                (c, s)
+            })
+            .collect();
+        Ok(map_slice(&jobs, |(c, seed)| {
+            let mut local = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::from_seed(*seed);
+            let mut r = self.randomizer(&mut local);
+            let value = c.value.mul(&r);
+            r.zeroize();
+            Ciphertext { value }
+        }))
     }
 
     /// Encrypts many plaintexts (randomness drawn in order; multiplications in parallel

@@ -2,6 +2,7 @@
 
 mod arith;
 pub mod ciphertext;
+mod dot;
 pub mod encoding;
 pub mod error;
 pub mod fast;
@@ -21,4 +22,4 @@ pub use keys::{
 };
 /// Re-exported so callers can name the big-integer types of this API.
 pub use num_bigint::{BigInt, BigUint};
-pub use packing::{PackedCiphertext, PackingLayout};
+pub use packing::{PackedCiphertext, PackingLayout, pack_signed_slots, unpack_signed_slots};

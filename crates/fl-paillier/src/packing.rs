@@ -19,8 +19,66 @@ use num_integer::Integer;
 use num_traits::{ToPrimitive, Zero};
 use rand::CryptoRng;
 
-/// Largest slot width in bits (slot values are `i128`).
+/// Largest slot width in bits of a [`PackingLayout`] (slot values are `i128`).
 pub const MAX_SLOT_BITS: u32 = 127;
+
+/// Packs signed big slot values into one signed integer P = Σᵢ vᵢ·2^(w·i) (slot 0 lowest),
+/// the slot arithmetic behind [`PackingLayout`], for callers whose slots are wider than
+/// [`MAX_SLOT_BITS`] or hold big integers (fl-hetero-nn lays whole matrices out this way).
+/// Encode the result with [`EncryptionKey::encode_signed`], which checks |P| ≤ max_int.
+///
+/// # Errors
+/// [`Error::Packing`] if `slot_bits` < 2 or some |vᵢ| ≥ 2^(w−1).
+pub fn pack_signed_slots(values: &[BigInt], slot_bits: u32) -> Result<BigInt> {
+    if slot_bits < 2 {
+        return Err(Error::Packing {
+            reason: "slot width must be at least 2 bits",
+        });
+    }
+    let limit = u64::from(slot_bits - 1);
+    let mut acc = BigInt::zero();
+    for v in values.iter().rev() {
+        if v.magnitude().bits() > limit {
+            return Err(Error::Packing {
+                reason: "a value exceeds the slot limit 2^(w-1) - 1",
+            });
+        }
+        acc = (acc << slot_bits) + v;
+    }
+    Ok(acc)
+}
+
+/// Splits a packed signed integer into `count` slots of `slot_bits` bits by centred
+/// residues (each in [−2^(w−1), 2^(w−1))), lowest slot first: the inverse of
+/// [`pack_signed_slots`] for in-range slots, and the decoding of any slotwise sum or
+/// scalar multiple of packed values whose slots stayed in range.
+///
+/// # Errors
+/// [`Error::Packing`] if `slot_bits` < 2; [`Error::Overflow`] if anything is left above
+/// the last slot (a spilled slot, or more slots than `count`).
+pub fn unpack_signed_slots(packed: &BigInt, slot_bits: u32, count: usize) -> Result<Vec<BigInt>> {
+    if slot_bits < 2 {
+        return Err(Error::Packing {
+            reason: "slot width must be at least 2 bits",
+        });
+    }
+    let modulus = BigInt::from(1u8) << slot_bits;
+    let half = BigInt::from(1u8) << (slot_bits - 1);
+    let mut p = packed.clone();
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut r = p.mod_floor(&modulus);
+        if r >= half {
+            r -= &modulus;
+        }
+        p = (p - &r) >> slot_bits;
+        out.push(r);
+    }
+    if !p.is_zero() {
+        return Err(Error::Overflow);
+    }
+    Ok(out)
+}
 
 /// A packing layout: `slots` slots of `slot_bits` bits each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,18 +147,13 @@ impl PackingLayout {
                 reason: "more values than slots",
             });
         }
-        let mut bound = 0u128;
-        let mut acc = BigInt::zero();
-        for &v in values.iter().rev() {
-            let mag = u128::from(v.unsigned_abs());
-            if mag > self.slot_limit() {
-                return Err(Error::Packing {
-                    reason: "a value exceeds the slot limit 2^(w-1) - 1",
-                });
-            }
-            bound = bound.max(mag);
-            acc = (acc << self.slot_bits) + v;
-        }
+        let bound = values
+            .iter()
+            .map(|v| u128::from(v.unsigned_abs()))
+            .max()
+            .unwrap_or(0);
+        let big: Vec<BigInt> = values.iter().map(|&v| BigInt::from(v)).collect();
+        let acc = pack_signed_slots(&big, self.slot_bits)?;
         Ok((key.encode_signed(&acc)?, bound))
     }
 
@@ -115,22 +168,11 @@ impl PackingLayout {
                 reason: "more values requested than slots",
             });
         }
-        let mut p = key.decode_signed(m)?;
-        let modulus = BigInt::from(1u8) << self.slot_bits;
-        let half = BigInt::from(1u8) << (self.slot_bits - 1);
-        let mut out = Vec::with_capacity(count);
-        for _ in 0..count {
-            let mut r = p.mod_floor(&modulus);
-            if r >= half {
-                r -= &modulus;
-            }
-            p = (p - &r) >> self.slot_bits;
-            out.push(r.to_i128().ok_or(Error::Overflow)?);
-        }
-        if !p.is_zero() {
-            return Err(Error::Overflow);
-        }
-        Ok(out)
+        let p = key.decode_signed(m)?;
+        unpack_signed_slots(&p, self.slot_bits, count)?
+            .into_iter()
+            .map(|r| r.to_i128().ok_or(Error::Overflow))
+            .collect()
     }
 
     /// Packs and encrypts `values`.

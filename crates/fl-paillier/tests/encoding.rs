@@ -257,3 +257,53 @@ fn extreme_phe_exponents_are_errors_not_panics() {
         assert!(fl_paillier::phe::decrypt_to_pheutil_output(dk, &c).is_err());
     }
 }
+
+proptest! {
+    /// Wide slots (beyond PackingLayout's 127 bits) with big signed values round-trip, and
+    /// slotwise sums decode slotwise.
+    #[test]
+    fn wide_signed_slots_round_trip_and_add(
+        a in proptest::collection::vec(any::<i64>(), 1..6),
+        b in proptest::collection::vec(any::<i64>(), 1..6),
+        shift in 0u32..100,
+    ) {
+        let w = 64 + shift + 3; // room for a sum of two values of 63 + shift bits
+        let scale = BigInt::from(1u8) << shift;
+        let len = a.len().min(b.len());
+        let va: Vec<BigInt> = a[..len].iter().map(|&x| x * &scale).collect();
+        let vb: Vec<BigInt> = b[..len].iter().map(|&x| x * &scale).collect();
+        let pa = fl_paillier::pack_signed_slots(&va, w).unwrap();
+        let pb = fl_paillier::pack_signed_slots(&vb, w).unwrap();
+        let sum: Vec<BigInt> = va.iter().zip(&vb).map(|(x, y)| x + y).collect();
+        prop_assert_eq!(fl_paillier::unpack_signed_slots(&pa, w, len).unwrap(), va);
+        prop_assert_eq!(fl_paillier::unpack_signed_slots(&(pa + pb), w, len).unwrap(), sum);
+    }
+}
+
+#[test]
+fn wide_slot_errors() {
+    use fl_paillier::{pack_signed_slots, unpack_signed_slots};
+    // |v| must be below 2^(w-1); w ≥ 2.
+    assert!(pack_signed_slots(&[BigInt::from(127)], 8).is_ok());
+    assert!(matches!(
+        pack_signed_slots(&[BigInt::from(-128)], 8),
+        Err(Error::Packing { .. })
+    ));
+    assert!(matches!(
+        pack_signed_slots(&[BigInt::from(0)], 1),
+        Err(Error::Packing { .. })
+    ));
+    assert!(matches!(
+        unpack_signed_slots(&BigInt::from(0), 1, 1),
+        Err(Error::Packing { .. })
+    ));
+    // Something left above the requested slots is an overflow, not silently dropped.
+    let p = pack_signed_slots(&[BigInt::from(1), BigInt::from(2)], 8).unwrap();
+    assert_eq!(unpack_signed_slots(&p, 8, 1), Err(Error::Overflow));
+    assert_eq!(
+        unpack_signed_slots(&p, 8, 2).unwrap(),
+        vec![BigInt::from(1), BigInt::from(2)]
+    );
+    // Empty: packs to 0.
+    assert_eq!(pack_signed_slots(&[], 8).unwrap(), BigInt::from(0));
+}

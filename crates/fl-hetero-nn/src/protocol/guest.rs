@@ -6,8 +6,12 @@ use num_bigint::BigInt;
 use rand::CryptoRng;
 
 use super::RoundLayouts;
-use super::ops::{CtMatrix, forward_product, gradient_product, input_gradient_product};
-use crate::config::{Bounds, Profile, ProtocolConfig, fate_mask, uniform_mask};
+use super::ops::{
+    CtMatrix, Rerandomizer, forward_product, gradient_product, input_gradient_product,
+};
+use crate::config::{
+    Bounds, Encryption, MAX_STEPS, Profile, ProtocolConfig, fate_mask, uniform_mask,
+};
 use crate::error::{ApiMisuse, Error, PeerMisbehaved};
 use crate::fixed::bits;
 use crate::matrix::Matrix;
@@ -114,6 +118,8 @@ pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
     config: ProtocolConfig,
     bounds: Bounds,
     ek: Option<S::EncryptionKey>,
+    /// The DJN re-randomiser (long exponents) when the encryption is `Djn`.
+    fixed_base: Option<S::FixedBase>,
     noisy_weight: SecretMatrix,
     bias: SecretMatrix,
     training_steps: u64,
@@ -194,6 +200,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             bounds: Bounds::new(&config),
             config,
             ek: None,
+            fixed_base: None,
             noisy_weight,
             bias: SecretMatrix::from_matrix(&bias),
             training_steps: 0,
@@ -300,6 +307,14 @@ impl<S: HomomorphicScheme> Guest<S> {
         self.ek.as_ref().ok_or(Error::SessionClosed)
     }
 
+    /// How this guest re-randomises (hardened profile).
+    fn rerandomizer(&self) -> Result<Rerandomizer<'_, S>, Error> {
+        Ok(match &self.fixed_base {
+            Some(fb) => Rerandomizer::FixedBase(fb),
+            None => Rerandomizer::Public(self.ek()?),
+        })
+    }
+
     fn layouts(&self, n: usize) -> Result<RoundLayouts, Error> {
         RoundLayouts::new(
             &self.config,
@@ -384,7 +399,7 @@ impl<S: HomomorphicScheme> Guest<S> {
     fn on_hello(&mut self, h: Hello) -> Result<(), Error> {
         let mine = &self.config;
         let theirs = &h.config;
-        let fields: [(&'static str, bool); 12] = [
+        let fields: [(&'static str, bool); 13] = [
             ("profile", mine.profile == theirs.profile),
             ("fixed_point", mine.fixed_point == theirs.fixed_point),
             ("host_dim", mine.host_dim == theirs.host_dim),
@@ -415,6 +430,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             ),
             ("min_key_bits", mine.min_key_bits == theirs.min_key_bits),
             ("packing", mine.packing == theirs.packing),
+            ("encryption", mine.encryption == theirs.encryption),
         ];
         if let Some((field, _)) = fields.iter().find(|(_, ok)| !ok) {
             return Err(PeerMisbehaved::ConfigMismatch { field }.into());
@@ -454,6 +470,33 @@ impl<S: HomomorphicScheme> Guest<S> {
                 .into());
             }
         }
+        self.fixed_base = match (self.config.encryption, h.fixed_base) {
+            (Encryption::Djn, Some(public)) => {
+                let bits = self
+                    .bounds
+                    .rerandomizer_bits(S::fixed_base_default_bits(&ek));
+                if u64::from(bits) >= S::key_bits(&ek) {
+                    return Err(ApiMisuse::InvalidConfig {
+                        reason: format!(
+                            "the DJN re-randomisation exponent needs {bits} bits, more than the key's {}; use a larger key or smaller bounds",
+                            S::key_bits(&ek)
+                        ),
+                    }
+                    .into());
+                }
+                Some(
+                    S::fixed_base_new(&ek, &public, bits)
+                        .map_err(|e| PeerMisbehaved::WeakKey(e.detail))?,
+                )
+            }
+            (Encryption::Djn, None) | (_, Some(_)) => {
+                return Err(PeerMisbehaved::ConfigMismatch {
+                    field: "fixed_base",
+                }
+                .into());
+            }
+            (_, None) => None,
+        };
         self.ek = Some(ek);
         self.events.push_back(GuestEvent::SessionEstablished);
         self.state = State::Idle;
@@ -520,7 +563,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         )?;
         z.add_plain(ek, &plain)?;
         if rerandomize && self.config.profile == Profile::Hardened {
-            z.rerandomize(ek, rng)?;
+            z.rerandomize(&self.rerandomizer()?, rng)?;
         }
         Ok((z, eps_b))
     }
@@ -539,6 +582,12 @@ impl<S: HomomorphicScheme> Guest<S> {
             .into());
         }
         self.check_own_parameters()?;
+        if self.training_steps >= MAX_STEPS {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!("a session supports at most {MAX_STEPS} training steps"),
+            }
+            .into());
+        }
         let layouts = self.layouts(n)?;
         let d_a = self.config.host_dim;
         let ek = self.ek()?.clone();
@@ -672,7 +721,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         let mut g = gradient_product(&ek, &a_cols, &d_eta, self.bounds.d, secret)?;
         g.add_plain(&ek, &noise_w)?;
         if self.config.profile == Profile::Hardened {
-            g.rerandomize(&ek, rng)?;
+            g.rerandomize(&self.rerandomizer()?, rng)?;
         }
         self.outbox
             .push_back(Message::MaskedGradient(RoundCiphertexts {
@@ -741,7 +790,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         let secret = self.config.profile == Profile::Hardened;
         let mut da = input_gradient_product(&ek, &w, &d.expose(), self.bounds.d, secret)?;
         if self.config.profile == Profile::Hardened {
-            da.rerandomize(&ek, rng)?;
+            da.rerandomize(&self.rerandomizer()?, rng)?;
         }
         debug_assert_eq!(
             da.layout,
@@ -802,10 +851,15 @@ mod tests {
     /// same values; FateFaithful sends the deterministic result (FATE's leak, §e.5).
     #[test]
     fn guest_to_host_ciphertexts_are_rerandomised_in_hardened_only() {
-        for profile in [Profile::Hardened, Profile::FateFaithful] {
+        for (profile, encryption) in [
+            (Profile::Hardened, Encryption::KeyOwnerCrt),
+            (Profile::Hardened, Encryption::Djn),
+            (Profile::FateFaithful, Encryption::Textbook),
+        ] {
             let (dk, dk2) = key_pair();
             let mut c = ProtocolConfig::new(profile, 2, 2);
             c.min_key_bits = 1024;
+            c.encryption = encryption;
             let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
             let mut rng = ChaCha20Rng::seed_from_u64(2);
             let (hw, gw) = if profile == Profile::Hardened {

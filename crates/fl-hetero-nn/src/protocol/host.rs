@@ -6,8 +6,8 @@ use num_bigint::BigInt;
 use rand::CryptoRng;
 
 use super::RoundLayouts;
-use super::ops::CtMatrix;
-use crate::config::{Bounds, Profile, ProtocolConfig, fate_mask, uniform_mask};
+use super::ops::{CtMatrix, Encryptor};
+use crate::config::{Bounds, Encryption, Profile, ProtocolConfig, fate_mask, uniform_mask};
 use crate::error::{ApiMisuse, Error, PeerMisbehaved};
 use crate::fixed::int_matmul;
 use crate::matrix::Matrix;
@@ -99,6 +99,8 @@ pub struct Host<S: HomomorphicScheme = crate::Paillier> {
     bounds: Bounds,
     dk: S::DecryptionKey,
     ek: S::EncryptionKey,
+    /// The DJN encryptor (exponents of 2κ bits) when the encryption is `Djn`.
+    fixed_base: Option<S::FixedBase>,
     acc: SecretMatrix,
     training_steps: u64,
     round: u64,
@@ -185,16 +187,26 @@ impl<S: HomomorphicScheme> Host<S> {
                 .into());
             }
         };
+        let (fixed_base, fixed_base_public) = match config.encryption {
+            Encryption::Djn => {
+                let public = S::fixed_base_generate(&ek, rng);
+                let fb = S::fixed_base_new(&ek, &public, S::fixed_base_default_bits(&ek))?;
+                (Some(fb), Some(public))
+            }
+            _ => (None, None),
+        };
         let hello = Message::Hello(Hello {
             config,
             public_key: S::key_to_bytes(&ek),
             initial_noisy_weight,
+            fixed_base: fixed_base_public,
         });
         Ok(Self {
             config,
             bounds,
             dk,
             ek,
+            fixed_base,
             acc,
             training_steps: 0,
             round: 0,
@@ -240,6 +252,15 @@ impl<S: HomomorphicScheme> Host<S> {
             accumulated_noise: self.acc.expose(),
             training_steps: self.training_steps,
             round: self.round,
+        }
+    }
+
+    /// Where this host's ciphertexts get their randomness.
+    fn encryptor(&self) -> Encryptor<'_, S> {
+        match (self.config.encryption, &self.fixed_base) {
+            (Encryption::Djn, Some(fb)) => Encryptor::FixedBase(fb),
+            (Encryption::KeyOwnerCrt, _) => Encryptor::Owner(&self.dk),
+            _ => Encryptor::Public(&self.ek),
         }
     }
 
@@ -309,9 +330,10 @@ impl<S: HomomorphicScheme> Host<S> {
             n,
             self.training_steps,
         )?;
-        let by_rows = CtMatrix::<S>::encrypt(&self.ek, &a, layouts.forward, rng)?;
+        let encryptor = self.encryptor();
+        let by_rows = CtMatrix::<S>::encrypt(&encryptor, &a, layouts.forward, rng)?;
         let by_cols = if purpose == Purpose::Train && self.config.packing {
-            Some(CtMatrix::<S>::encrypt(&self.ek, &a, layouts.gradient, rng)?.to_wire(&self.ek))
+            Some(CtMatrix::<S>::encrypt(&encryptor, &a, layouts.gradient, rng)?.to_wire(&self.ek))
         } else {
             None
         };
@@ -494,7 +516,7 @@ impl<S: HomomorphicScheme> Host<S> {
         }));
         // [[acc_t]] is sent before acc is updated (FATE's order, invariant f.2).
         let acc_t = self.acc.expose();
-        let enc_acc = CtMatrix::<S>::encrypt(&self.ek, &acc_t, layouts.acc, rng)?;
+        let enc_acc = CtMatrix::<S>::encrypt(&self.encryptor(), &acc_t, layouts.acc, rng)?;
         self.outbox
             .push_back(Message::EncryptedAcc(RoundCiphertexts {
                 round: self.round,

@@ -77,18 +77,52 @@ fn scheme_err(e: SchemeError) -> Error {
     Error::Scheme(e)
 }
 
+/// Where the host's ciphertexts get their randomness ([`crate::Encryption`]).
+pub(crate) enum Encryptor<'a, S: HomomorphicScheme> {
+    /// Textbook rⁿ with the public key.
+    Public(&'a S::EncryptionKey),
+    /// The key owner's CRT encryption.
+    Owner(&'a S::DecryptionKey),
+    /// DJN fixed-base h_s^α.
+    FixedBase(&'a S::FixedBase),
+}
+
+impl<S: HomomorphicScheme> Encryptor<'_, S> {
+    fn encrypt<R: CryptoRng + ?Sized>(
+        &self,
+        m: &BigInt,
+        rng: &mut R,
+    ) -> Result<S::Ciphertext, SchemeError> {
+        match self {
+            Self::Public(ek) => S::encrypt(ek, m, rng),
+            Self::Owner(dk) => S::encrypt_as_owner(dk, m, rng),
+            Self::FixedBase(fb) => S::fixed_base_encrypt(fb, m, rng),
+        }
+    }
+}
+
+/// How the guest re-randomises.
+pub(crate) enum Rerandomizer<'a, S: HomomorphicScheme> {
+    /// A textbook rⁿ.
+    Public(&'a S::EncryptionKey),
+    /// h_s^β with the guest's long β.
+    FixedBase(&'a S::FixedBase),
+}
+
 impl<S: HomomorphicScheme> CtMatrix<S> {
     /// Packs and encrypts a logical matrix.
     pub(crate) fn encrypt<R: CryptoRng + ?Sized>(
-        ek: &S::EncryptionKey,
+        encryptor: &Encryptor<'_, S>,
         x: &Matrix<BigInt>,
         layout: Layout,
         rng: &mut R,
     ) -> Result<Self, Error> {
-        let packed = layout.pack(x);
+        let packed = layout.pack(x)?;
         let (pr, pc) = packed.shape();
         let v = par_map_rng(pr * pc, rng, |i, r| {
-            S::encrypt(ek, &packed.as_slice()[i], r).map_err(scheme_err)
+            encryptor
+                .encrypt(&packed.as_slice()[i], r)
+                .map_err(scheme_err)
         })?;
         Ok(Self {
             rows: x.rows(),
@@ -176,12 +210,17 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
     /// Re-randomises every ciphertext.
     pub(crate) fn rerandomize<R: CryptoRng + ?Sized>(
         &mut self,
-        ek: &S::EncryptionKey,
+        rerandomizer: &Rerandomizer<'_, S>,
         rng: &mut R,
     ) -> Result<(), Error> {
         let cts = &self.cts;
         let v = par_map_rng(cts.as_slice().len(), rng, |i, r| {
-            S::rerandomize(ek, &cts.as_slice()[i], r).map_err(scheme_err)
+            let c = &cts.as_slice()[i];
+            match rerandomizer {
+                Rerandomizer::Public(ek) => S::rerandomize(ek, c, r),
+                Rerandomizer::FixedBase(fb) => S::fixed_base_rerandomize(fb, c, r),
+            }
+            .map_err(scheme_err)
         })?;
         self.cts = Matrix::from_vec(cts.rows(), cts.cols(), v)?;
         Ok(())
@@ -193,7 +232,7 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
         ek: &S::EncryptionKey,
         x: &Matrix<BigInt>,
     ) -> Result<(), Error> {
-        let packed = self.layout.pack(x);
+        let packed = self.layout.pack(x)?;
         let cts = &self.cts;
         let v = par_map(cts.as_slice().len(), |i| {
             S::add_plaintext(ek, &cts.as_slice()[i], &packed.as_slice()[i]).map_err(scheme_err)
@@ -211,7 +250,25 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
     }
 }
 
+/// Runs `blocks` independent [`HomomorphicScheme::dot_many`] calls (in parallel) and
+/// returns their outputs, block after block.
+fn dot_blocks<S: HomomorphicScheme>(
+    ek: &S::EncryptionKey,
+    blocks: usize,
+    bases: impl Fn(usize) -> Vec<S::Ciphertext> + Sync + Send,
+    rows: &[&[BigInt]],
+    bound_bits: u32,
+    secret: bool,
+) -> Result<Vec<Vec<S::Ciphertext>>, Error> {
+    par_map(blocks, |b| {
+        let owned = bases(b);
+        let cts: Vec<&S::Ciphertext> = owned.iter().collect();
+        S::dot_many(ek, &cts, rows, bound_bits, secret).map_err(scheme_err)
+    })
+}
+
 /// Forward product: ⟦A⟧ (n×d_A, packed along rows) · W (d_A×m) → n×m packed along rows.
+/// Per block of rows, the d_A ciphertexts' tables are shared by the m output columns.
 pub(crate) fn forward_product<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
     a_rows: &CtMatrix<S>,
@@ -222,21 +279,25 @@ pub(crate) fn forward_product<S: HomomorphicScheme>(
     let (blocks, d_a) = a_rows.cts.shape();
     let m = w.cols();
     let wt = w.transpose(); // m × d_A: row j holds the scalars of output column j
-    let v = par_map(blocks * m, |idx| {
-        let (b, j) = (idx / m, idx % m);
-        let cts: Vec<&S::Ciphertext> = a_rows.cts.row(b).iter().collect();
-        S::dot(ek, &cts, &wt.row(j)[..d_a], bound_bits, secret).map_err(scheme_err)
-    })?;
+    let rows: Vec<&[BigInt]> = (0..m).map(|j| &wt.row(j)[..d_a]).collect();
+    let out = dot_blocks::<S>(
+        ek,
+        blocks,
+        |b| a_rows.cts.row(b).to_vec(),
+        &rows,
+        bound_bits,
+        secret,
+    )?;
     Ok(CtMatrix {
         rows: a_rows.rows,
         cols: m,
         layout: a_rows.layout,
-        cts: Matrix::from_vec(blocks, m, v)?,
+        cts: Matrix::from_vec(blocks, m, out.into_iter().flatten().collect())?,
     })
 }
 
 /// Weight gradient: ⟦A⟧ᵀ (A packed along columns, n × ⌈d_A/s⌉) · D (n×m) → d_A×m packed
-/// along rows.
+/// along rows. Per column block, the n ciphertexts' tables are shared by the m outputs.
 pub(crate) fn gradient_product<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
     a_cols: &CtMatrix<S>,
@@ -247,12 +308,16 @@ pub(crate) fn gradient_product<S: HomomorphicScheme>(
     let (n, blocks) = a_cols.cts.shape();
     let m = d.cols();
     let dt = d.transpose(); // m × n
+    let rows: Vec<&[BigInt]> = (0..m).map(|j| &dt.row(j)[..n]).collect();
     let cols_t = a_cols.cts.transpose(); // blocks × n
-    let v = par_map(blocks * m, |idx| {
-        let (c, j) = (idx / m, idx % m);
-        let cts: Vec<&S::Ciphertext> = cols_t.row(c).iter().collect();
-        S::dot(ek, &cts, &dt.row(j)[..n], bound_bits, secret).map_err(scheme_err)
-    })?;
+    let out = dot_blocks::<S>(
+        ek,
+        blocks,
+        |c| cols_t.row(c).to_vec(),
+        &rows,
+        bound_bits,
+        secret,
+    )?;
     let layout = Layout {
         axis: Axis::Rows,
         ..a_cols.layout
@@ -261,12 +326,13 @@ pub(crate) fn gradient_product<S: HomomorphicScheme>(
         rows: a_cols.cols,
         cols: m,
         layout,
-        cts: Matrix::from_vec(blocks, m, v)?,
+        cts: Matrix::from_vec(blocks, m, out.into_iter().flatten().collect())?,
     })
 }
 
 /// Input gradient: D (n×m) · ⟦W⟧ᵀ where ⟦W⟧ is d_A×m packed along rows →
-/// n×d_A packed along columns.
+/// n×d_A packed along columns. Per block of ⟦W⟧, the m ciphertexts' tables are shared by
+/// the n outputs.
 pub(crate) fn input_gradient_product<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
     w_rows: &CtMatrix<S>,
@@ -276,11 +342,28 @@ pub(crate) fn input_gradient_product<S: HomomorphicScheme>(
 ) -> Result<CtMatrix<S>, Error> {
     let (blocks, m) = w_rows.cts.shape();
     let n = d.rows();
-    let v = par_map(n * blocks, |idx| {
-        let (i, c) = (idx / blocks, idx % blocks);
-        let cts: Vec<&S::Ciphertext> = w_rows.cts.row(c).iter().collect();
-        S::dot(ek, &cts, &d.row(i)[..m], bound_bits, secret).map_err(scheme_err)
-    })?;
+    let rows: Vec<&[BigInt]> = (0..n).map(|i| &d.row(i)[..m]).collect();
+    let out = dot_blocks::<S>(
+        ek,
+        blocks,
+        |c| w_rows.cts.row(c).to_vec(),
+        &rows,
+        bound_bits,
+        secret,
+    )?;
+    // out[c][i] is entry (i, c) of the n × blocks result.
+    let mut v = Vec::with_capacity(n * blocks);
+    for i in 0..n {
+        for column in &out {
+            v.push(column.get(i).cloned().ok_or_else(|| {
+                scheme_err(SchemeError {
+                    kind: crate::error::SchemeErrorKind::Other,
+                    detail: "dot_many returned fewer outputs than rows".into(),
+                })
+            })?);
+        }
+    }
+    let v = Matrix::from_vec(n, blocks, v)?;
     let layout = Layout {
         axis: Axis::Cols,
         ..w_rows.layout
@@ -289,6 +372,6 @@ pub(crate) fn input_gradient_product<S: HomomorphicScheme>(
         rows: n,
         cols: w_rows.rows,
         layout,
-        cts: Matrix::from_vec(n, blocks, v)?,
+        cts: v,
     })
 }

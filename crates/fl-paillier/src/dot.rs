@@ -1,0 +1,357 @@
+//! Dot products and matrix–vector products with big (`BigInt`) scalars over slices of
+//! ciphertext references, with window tables shared by every output that uses the same
+//! ciphertexts.
+//!
+//! A protocol that multiplies one set of ciphertexts by many scalar vectors (the rows of a
+//! weight matrix) pays for the window tables of each ciphertext once:
+//! [`EncryptionKey::dot_many`] (public scalars, variable time) and
+//! [`EncryptionKey::dot_many_secret`] (caller-secret scalars with a public bound, constant
+//! time in the scalars). [`EncryptionKey::dot`] and [`EncryptionKey::dot_secret`] are the
+//! one-row cases.
+
+use crate::ciphertext::Ciphertext;
+use crate::error::{Error, Result};
+use crate::keys::EncryptionKey;
+use crate::ops::map_slice;
+use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
+use crypto_bigint::{Choice, CtAssign, MontyForm, MontyMultiplier};
+use num_bigint::{BigInt, Sign};
+use zeroize::Zeroize;
+
+/// Window width of the constant-time shared tables (16-entry scans).
+const CT_WINDOW: u32 = 4;
+
+/// Per-base window tables: `entries[i·2^w + j] = base_i^j` (Montgomery form mod n²).
+struct Tables {
+    window: u32,
+    entries: Vec<BoxedMontyForm>,
+}
+
+impl Tables {
+    fn build(params: &BoxedMontyParams, bases: &[&BoxedMontyForm], window: u32) -> Self {
+        let size = 1usize << window;
+        let rows = map_slice(bases, |base| {
+            let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
+            let mut row = Vec::with_capacity(size);
+            let mut acc = BoxedMontyForm::one(params);
+            for _ in 0..size {
+                row.push(acc.clone());
+                mm.mul_assign(&mut acc, base);
+            }
+            row
+        });
+        Self {
+            window,
+            entries: rows.into_iter().flatten().collect(),
+        }
+    }
+
+    fn size(&self) -> usize {
+        1usize << self.window
+    }
+
+    /// Π baseᵢ^eᵢ for exponents given as little-endian 64-bit words, all below 2^bits.
+    ///
+    /// With `ct`, exactly ⌈bits/w⌉ windows are processed, every window multiplies every
+    /// base's entry (also entry 0 = 1) and each entry is selected by scanning the whole
+    /// row with constant-time selects, so control flow and memory accesses depend only on
+    /// `bits` and the number of bases. Without `ct`, leading zero windows and zero digits
+    /// are skipped.
+    fn multi_pow(
+        &self,
+        params: &BoxedMontyParams,
+        exps: &[&[u64]],
+        bits: u32,
+        ct: bool,
+    ) -> BoxedMontyForm {
+        let w = self.window;
+        let size = self.size();
+        let mask = (size - 1) as u64;
+        let one = BoxedMontyForm::one(params);
+        let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
+        let mut acc = one.clone();
+        let mut selected = one;
+        let mut started = ct;
+        for window in (0..bits.div_ceil(w)).rev() {
+            if started {
+                for _ in 0..w {
+                    mm.square_assign(&mut acc);
+                }
+            }
+            let bit = window * w;
+            let (word, off) = ((bit / 64) as usize, bit % 64);
+            for (i, e) in exps.iter().enumerate() {
+                let lo = e.get(word).copied().unwrap_or(0) >> off;
+                let hi = if off + w > 64 {
+                    e.get(word + 1).copied().unwrap_or(0) << (64 - off)
+                } else {
+                    0
+                };
+                let mut digit = (lo | hi) & mask;
+                let row = &self.entries[i * size..(i + 1) * size];
+                if ct {
+                    for (j, entry) in row.iter().enumerate() {
+                        selected.ct_assign(entry, Choice::from_u64_eq(digit, j as u64));
+                    }
+                    mm.mul_assign(&mut acc, &selected);
+                    digit.zeroize();
+                } else if digit != 0 {
+                    if let Some(entry) = row.get(digit as usize) {
+                        mm.mul_assign(&mut acc, entry);
+                    }
+                    started = true;
+                }
+            }
+        }
+        if ct {
+            selected.zeroize();
+        }
+        acc
+    }
+}
+
+/// Inverse of a valid ciphertext value (public data, variable time).
+fn invert(x: &BoxedMontyForm) -> Result<BoxedMontyForm> {
+    x.invert_vartime()
+        .into_option()
+        .ok_or(Error::InvalidCiphertext {
+            reason: "not invertible mod n^2",
+        })
+}
+
+/// A window width for public exponents of `bits` bits shared by `uses` outputs: minimises
+/// the table cost (2^w − 2 per base, paid once) plus the window multiplications.
+fn public_window(bits: u32, uses: usize) -> u32 {
+    let uses = u64::try_from(uses.max(1)).unwrap_or(u64::MAX);
+    (1..=6u32)
+        .min_by_key(|&w| ((1u64 << w) - 2) + uses.saturating_mul(u64::from(bits.div_ceil(w))))
+        .unwrap_or(4)
+}
+
+impl EncryptionKey {
+    fn check_rows(&self, cs: &[&Ciphertext], rows: &[&[BigInt]]) -> Result<()> {
+        for c in cs {
+            self.check_ciphertext(c)?;
+        }
+        for row in rows {
+            if row.len() != cs.len() {
+                return Err(Error::LengthMismatch {
+                    left: cs.len(),
+                    right: row.len(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Encrypted dot product with public big scalars: Enc(Σ kᵢ·xᵢ) for |kᵢ| < n, by a
+    /// Straus multi-exponentiation (negative scalars through one inversion at the end).
+    /// Variable time in the scalars. An empty product is the trivial encryption of 0.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`], [`Error::KeyMismatch`], [`Error::PlaintextOutOfRange`]
+    /// if some |kᵢ| ≥ n.
+    pub fn dot(&self, cs: &[&Ciphertext], ks: &[BigInt]) -> Result<Ciphertext> {
+        let mut out = self.dot_many(cs, &[ks])?;
+        out.pop().ok_or(Error::LengthMismatch {
+            left: cs.len(),
+            right: ks.len(),
+        })
+    }
+
+    /// Many encrypted dot products with public big scalars over the same ciphertexts:
+    /// output r is Enc(Σᵢ rows\[r\]\[i\]·xᵢ). Each ciphertext's window table is built once
+    /// and shared by all rows; rows run in parallel with `rayon`. Negative scalars are
+    /// handled by inverting each ciphertext once when there are more rows than
+    /// ciphertexts, and by one inversion per row otherwise. Variable time in the scalars.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] if a row's length differs from `cs.len()`,
+    /// [`Error::KeyMismatch`], [`Error::PlaintextOutOfRange`] if some |k| ≥ n.
+    pub fn dot_many(&self, cs: &[&Ciphertext], rows: &[&[BigInt]]) -> Result<Vec<Ciphertext>> {
+        self.check_rows(cs, rows)?;
+        for row in rows {
+            for k in row.iter() {
+                self.check_scalar(k)?;
+            }
+        }
+        let params = &self.inner.params;
+        let bits = rows
+            .iter()
+            .flat_map(|r| r.iter())
+            .map(|k| k.magnitude().bits())
+            .max()
+            .unwrap_or(0);
+        let bits = u32::try_from(bits).unwrap_or(u32::MAX);
+        let any_negative = rows
+            .iter()
+            .any(|r| r.iter().any(|k| k.sign() == Sign::Minus));
+        let invert_bases = any_negative && rows.len() > cs.len();
+        // With inverted bases, base i appears twice: index i (k ≥ 0) and cs.len() + i (k < 0).
+        let mut bases: Vec<BoxedMontyForm> = cs.iter().map(|c| c.value.clone()).collect();
+        if invert_bases {
+            let inverses = map_slice(cs, |c| invert(&c.value));
+            for inv in inverses {
+                bases.push(inv?);
+            }
+        }
+        let base_refs: Vec<&BoxedMontyForm> = bases.iter().collect();
+        let tables = Tables::build(params, &base_refs, public_window(bits, rows.len()));
+        let words: Vec<Vec<Vec<u64>>> = rows
+            .iter()
+            .map(|r| r.iter().map(|k| k.magnitude().to_u64_digits()).collect())
+            .collect();
+        let empty: Vec<u64> = Vec::new();
+        let jobs: Vec<(usize, &Vec<Vec<u64>>)> = words.iter().enumerate().collect();
+        let n = cs.len();
+        map_slice(&jobs, |(r, row_words)| {
+            let row = rows[*r];
+            if invert_bases {
+                // Exponent vector of length 2n: |k| at i or n + i by sign.
+                let exps: Vec<&[u64]> = (0..2 * n)
+                    .map(|j| {
+                        let i = j % n;
+                        let neg = row[i].sign() == Sign::Minus;
+                        if (j >= n) == neg {
+                            row_words[i].as_slice()
+                        } else {
+                            empty.as_slice()
+                        }
+                    })
+                    .collect();
+                Ok(Ciphertext {
+                    value: tables.multi_pow(params, &exps, bits, false),
+                })
+            } else {
+                let pos: Vec<&[u64]> = (0..n)
+                    .map(|i| {
+                        if row[i].sign() == Sign::Minus {
+                            empty.as_slice()
+                        } else {
+                            row_words[i].as_slice()
+                        }
+                    })
+                    .collect();
+                let mut value = tables.multi_pow(params, &pos, bits, false);
+                if row.iter().any(|k| k.sign() == Sign::Minus) {
+                    let neg: Vec<&[u64]> = (0..n)
+                        .map(|i| {
+                            if row[i].sign() == Sign::Minus {
+                                row_words[i].as_slice()
+                            } else {
+                                empty.as_slice()
+                            }
+                        })
+                        .collect();
+                    let negative = tables.multi_pow(params, &neg, bits, false);
+                    value = value.mul(&invert(&negative)?);
+                }
+                Ok(Ciphertext { value })
+            }
+        })
+        .into_iter()
+        .collect()
+    }
+
+    /// Encrypted dot product with caller-secret big scalars |kᵢ| < 2^`bound_bits`,
+    /// constant time in the scalars (see [`EncryptionKey::dot_many_secret`]).
+    ///
+    /// # Errors
+    /// As [`EncryptionKey::dot_many_secret`].
+    pub fn dot_secret(
+        &self,
+        cs: &[&Ciphertext],
+        ks: &[BigInt],
+        bound_bits: u32,
+    ) -> Result<Ciphertext> {
+        let mut out = self.dot_many_secret(cs, &[ks], bound_bits)?;
+        out.pop().ok_or(Error::LengthMismatch {
+            left: cs.len(),
+            right: ks.len(),
+        })
+    }
+
+    /// Many encrypted dot products with caller-secret big scalars over the same
+    /// ciphertexts, constant time in the scalars: every |k| must be below the public bound
+    /// 2^B (B = `bound_bits`, 1 ≤ B < bits of n).
+    ///
+    /// Output r is Π cᵢ^(kᵢ + 2^B) · ((Π cᵢ)^(2^B))⁻¹. The first product runs over exactly
+    /// ⌈(B + 1)/4⌉ windows of every exponent kᵢ + 2^B ∈ [0, 2^(B+1)) with constant-time
+    /// scans of 16-entry tables (built once per ciphertext and shared by all rows); the
+    /// correction depends only on the ciphertexts and is computed once for all rows. The
+    /// running time and memory accesses of the exponentiation depend on B, the number of
+    /// ciphertexts and rows only. **Not** constant time: the conversion of each `BigInt`
+    /// scalar to fixed-width words (num-bigint's representation, whose length and sign are
+    /// read), and the bound check (which reveals only whether the bound holds). Rows run
+    /// in parallel with `rayon`.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`], [`Error::KeyMismatch`], [`Error::InvalidParameter`] if B
+    /// is 0 or not below the bit length of n, [`Error::PlaintextOutOfRange`] if some
+    /// |k| ≥ 2^B.
+    pub fn dot_many_secret(
+        &self,
+        cs: &[&Ciphertext],
+        rows: &[&[BigInt]],
+        bound_bits: u32,
+    ) -> Result<Vec<Ciphertext>> {
+        self.check_rows(cs, rows)?;
+        if bound_bits == 0 || bound_bits >= self.inner.bits {
+            return Err(Error::InvalidParameter {
+                reason: "the secret-scalar bound must be between 1 and bits(n) - 1",
+            });
+        }
+        let bound = u64::from(bound_bits);
+        if rows
+            .iter()
+            .any(|r| r.iter().any(|k| k.magnitude().bits() > bound))
+        {
+            return Err(Error::PlaintextOutOfRange {
+                allowed: "secret scalars with |k| < 2^bound_bits",
+            });
+        }
+        let params = &self.inner.params;
+        let bits = bound_bits + 1;
+        let nwords = bits.div_ceil(64) as usize;
+        let offset = BigInt::from(1u8) << bound_bits;
+        // kᵢ + 2^B as exactly `nwords` little-endian words.
+        let mut words: Vec<Vec<Vec<u64>>> = rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|k| {
+                        let shifted = k + &offset;
+                        let mut ws = shifted.magnitude().to_u64_digits();
+                        ws.resize(nwords, 0);
+                        ws
+                    })
+                    .collect()
+            })
+            .collect();
+        let bases: Vec<&BoxedMontyForm> = cs.iter().map(|c| &c.value).collect();
+        let tables = Tables::build(params, &bases, CT_WINDOW);
+        // Correction ((Π cᵢ)^(2^B))⁻¹: public data, shared by every row.
+        let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
+        let mut prod = BoxedMontyForm::one(params);
+        for b in &bases {
+            mm.mul_assign(&mut prod, b);
+        }
+        for _ in 0..bound_bits {
+            mm.square_assign(&mut prod);
+        }
+        let correction = invert(&prod)?;
+        let out = map_slice(&words, |row_words| {
+            let exps: Vec<&[u64]> = row_words.iter().map(Vec::as_slice).collect();
+            let shifted = tables.multi_pow(params, &exps, bits, true);
+            Ciphertext {
+                value: shifted.mul(&correction),
+            }
+        });
+        for row in &mut words {
+            for w in row.iter_mut() {
+                w.zeroize();
+            }
+        }
+        Ok(out)
+    }
+}
