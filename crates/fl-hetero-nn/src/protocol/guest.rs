@@ -5,19 +5,17 @@ use std::collections::VecDeque;
 use num_bigint::BigInt;
 use rand::CryptoRng;
 
-use super::RoundLayouts;
 use super::ops::{
     CtMatrix, Rerandomizer, forward_product, gradient_product, input_gradient_product,
 };
+use super::{RoundLayouts, Session, check_round};
 use crate::config::{
     Bounds, Encryption, MAX_STEPS, Profile, ProtocolConfig, fate_mask, uniform_mask,
 };
 use crate::error::{ApiMisuse, Error, PeerMisbehaved};
 use crate::fixed::bits;
 use crate::matrix::Matrix;
-use crate::message::{
-    AbortCode, Activations, Hello, Message, Purpose, RoundCiphertexts, RoundIntegers,
-};
+use crate::message::{Activations, Hello, Message, Purpose, RoundCiphertexts, RoundIntegers};
 use crate::packing::{Axis, Layout};
 use crate::scheme::HomomorphicScheme;
 use crate::secret::SecretMatrix;
@@ -155,6 +153,24 @@ fn check_bits(m: &Matrix<BigInt>, bound: u32, what: &'static str) -> Result<(), 
     }
 }
 
+impl<S: HomomorphicScheme> Session for Guest<S> {
+    fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed)
+    }
+
+    fn close(&mut self) {
+        self.state = State::Closed;
+    }
+
+    fn outbox(&mut self) -> &mut VecDeque<Message> {
+        &mut self.outbox
+    }
+
+    fn dispatch<R: CryptoRng + ?Sized>(&mut self, msg: Message, rng: &mut R) -> Result<(), Error> {
+        self.handle_inner(msg, rng)
+    }
+}
+
 impl<S: HomomorphicScheme> Guest<S> {
     /// Creates the guest, waiting for the host's hello.
     ///
@@ -228,7 +244,7 @@ impl<S: HomomorphicScheme> Guest<S> {
 
     /// Whether an error closed the session.
     pub fn is_closed(&self) -> bool {
-        matches!(self.state, State::Closed)
+        Session::is_closed(self)
     }
 
     /// Whether the guest waits for the application's [`Guest::backward`].
@@ -273,36 +289,6 @@ impl<S: HomomorphicScheme> Guest<S> {
         self.events.pop_front()
     }
 
-    /// Closes the session on error; queues an abort notice unless `silent` (the session was
-    /// already closed, or the peer itself aborted).
-    fn fail_on_error(&mut self, r: Result<(), Error>, silent: bool) -> Result<(), Error> {
-        if let Err(e) = &r {
-            if !silent {
-                let code = match e {
-                    Error::PeerMisbehaved(_)
-                    | Error::UnexpectedMessage { .. }
-                    | Error::Decode(_) => AbortCode::ProtocolViolation,
-                    _ => AbortCode::LocalError,
-                };
-                self.outbox.push_back(Message::Abort(code as u8));
-            }
-            self.state = State::Closed;
-        }
-        r
-    }
-
-    fn check_round(&self, got: u64) -> Result<(), Error> {
-        if got == self.round {
-            Ok(())
-        } else {
-            Err(PeerMisbehaved::WrongRound {
-                expected: self.round,
-                got,
-            }
-            .into())
-        }
-    }
-
     fn ek(&self) -> Result<&S::EncryptionKey, Error> {
         self.ek.as_ref().ok_or(Error::SessionClosed)
     }
@@ -332,18 +318,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         frame: &[u8],
         rng: &mut R,
     ) -> Result<(), Error> {
-        match Message::decode(frame) {
-            Ok(msg) => self.handle_message(msg, rng),
-            Err(e) => {
-                let closed = self.is_closed();
-                let r = if closed {
-                    Err(Error::SessionClosed)
-                } else {
-                    Err(e.into())
-                };
-                self.fail_on_error(r, closed)
-            }
-        }
+        self.feed_frame(frame, rng)
     }
 
     /// Feeds a message from the host.
@@ -352,9 +327,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         msg: Message,
         rng: &mut R,
     ) -> Result<(), Error> {
-        let silent = matches!(msg, Message::Abort(_)) || self.is_closed();
-        let r = self.handle_inner(msg, rng);
-        self.fail_on_error(r, silent)
+        self.feed_message(msg, rng)
     }
 
     fn handle_inner<R: CryptoRng + ?Sized>(
@@ -573,7 +546,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         a: Activations,
         rng: &mut R,
     ) -> Result<(), Error> {
-        self.check_round(a.round)?;
+        check_round(self.round, a.round)?;
         let n = a.by_rows.rows;
         if n == 0 || n > self.config.max_batch_rows {
             return Err(PeerMisbehaved::TooLarge {
@@ -640,7 +613,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         a_cols: Option<CtMatrix<S>>,
         r: RoundIntegers,
     ) -> Result<(), Error> {
-        self.check_round(r.round)?;
+        check_round(self.round, r.round)?;
         let m = self.config.out_dim;
         if r.data.values.shape() != (n, m) {
             return Err(PeerMisbehaved::WrongShape {
@@ -745,7 +718,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         d_eta: SecretMatrix,
         r: RoundIntegers,
     ) -> Result<(), Error> {
-        self.check_round(r.round)?;
+        check_round(self.round, r.round)?;
         let expected = (self.config.host_dim, self.config.out_dim);
         if r.data.values.shape() != expected {
             return Err(PeerMisbehaved::WrongShape {
@@ -779,7 +752,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         c: RoundCiphertexts,
         rng: &mut R,
     ) -> Result<(), Error> {
-        self.check_round(c.round)?;
+        check_round(self.round, c.round)?;
         let ek = self.ek()?.clone();
         let layouts = self.layouts(n)?;
         let (d_a, m) = (self.config.host_dim, self.config.out_dim);

@@ -5,14 +5,14 @@ use std::collections::VecDeque;
 use num_bigint::BigInt;
 use rand::CryptoRng;
 
-use super::RoundLayouts;
 use super::ops::{CtMatrix, Encryptor};
+use super::{RoundLayouts, Session, check_round};
 use crate::config::{Bounds, Encryption, Profile, ProtocolConfig, fate_mask, uniform_mask};
-use crate::error::{ApiMisuse, Error, PeerMisbehaved};
+use crate::error::{ApiMisuse, Error};
 use crate::fixed::int_matmul;
 use crate::matrix::Matrix;
 use crate::message::{
-    AbortCode, Activations, Hello, IntegerMatrix, Message, Purpose, RoundCiphertexts, RoundIntegers,
+    Activations, Hello, IntegerMatrix, Message, Purpose, RoundCiphertexts, RoundIntegers,
 };
 use crate::packing::{Axis, Layout};
 use crate::scheme::HomomorphicScheme;
@@ -118,6 +118,24 @@ impl<S: HomomorphicScheme> core::fmt::Debug for Host<S> {
             self.round,
             self.state.name()
         )
+    }
+}
+
+impl<S: HomomorphicScheme> Session for Host<S> {
+    fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed)
+    }
+
+    fn close(&mut self) {
+        self.state = State::Closed;
+    }
+
+    fn outbox(&mut self) -> &mut VecDeque<Message> {
+        &mut self.outbox
+    }
+
+    fn dispatch<R: CryptoRng + ?Sized>(&mut self, msg: Message, rng: &mut R) -> Result<(), Error> {
+        self.handle_inner(msg, rng)
     }
 }
 
@@ -233,7 +251,7 @@ impl<S: HomomorphicScheme> Host<S> {
 
     /// Whether an error closed the session.
     pub fn is_closed(&self) -> bool {
-        matches!(self.state, State::Closed)
+        Session::is_closed(self)
     }
 
     /// Whether the host waits for a local command (no round in progress).
@@ -358,18 +376,7 @@ impl<S: HomomorphicScheme> Host<S> {
         frame: &[u8],
         rng: &mut R,
     ) -> Result<(), Error> {
-        match Message::decode(frame) {
-            Ok(msg) => self.handle_message(msg, rng),
-            Err(e) => {
-                let closed = self.is_closed();
-                let r = if closed {
-                    Err(Error::SessionClosed)
-                } else {
-                    Err(e.into())
-                };
-                self.fail_on_error(r, closed)
-            }
-        }
+        self.feed_frame(frame, rng)
     }
 
     /// Feeds a message from the guest.
@@ -378,39 +385,7 @@ impl<S: HomomorphicScheme> Host<S> {
         msg: Message,
         rng: &mut R,
     ) -> Result<(), Error> {
-        let silent = matches!(msg, Message::Abort(_)) || self.is_closed();
-        let r = self.handle_inner(msg, rng);
-        self.fail_on_error(r, silent)
-    }
-
-    /// Closes the session on error; queues an abort notice unless `silent` (the session was
-    /// already closed, or the peer itself aborted).
-    fn fail_on_error(&mut self, r: Result<(), Error>, silent: bool) -> Result<(), Error> {
-        if let Err(e) = &r {
-            if !silent {
-                let code = match e {
-                    Error::PeerMisbehaved(_)
-                    | Error::UnexpectedMessage { .. }
-                    | Error::Decode(_) => AbortCode::ProtocolViolation,
-                    _ => AbortCode::LocalError,
-                };
-                self.outbox.push_back(Message::Abort(code as u8));
-            }
-            self.state = State::Closed;
-        }
-        r
-    }
-
-    fn check_round(&self, got: u64) -> Result<(), Error> {
-        if got == self.round {
-            Ok(())
-        } else {
-            Err(PeerMisbehaved::WrongRound {
-                expected: self.round,
-                got,
-            }
-            .into())
-        }
+        self.feed_message(msg, rng)
     }
 
     fn handle_inner<R: CryptoRng + ?Sized>(
@@ -450,7 +425,7 @@ impl<S: HomomorphicScheme> Host<S> {
         layouts: RoundLayouts,
         m: RoundCiphertexts,
     ) -> Result<(), Error> {
-        self.check_round(m.round)?;
+        check_round(self.round, m.round)?;
         let t = self.training_steps;
         let (n, out) = (a.shape().0, self.config.out_dim);
         let cts =
@@ -489,7 +464,7 @@ impl<S: HomomorphicScheme> Host<S> {
         m: RoundCiphertexts,
         rng: &mut R,
     ) -> Result<(), Error> {
-        self.check_round(m.round)?;
+        check_round(self.round, m.round)?;
         let (d_a, out) = (self.config.host_dim, self.config.out_dim);
         let grad_layout = Layout {
             axis: Axis::Rows,
@@ -537,7 +512,7 @@ impl<S: HomomorphicScheme> Host<S> {
         layouts: RoundLayouts,
         m: RoundCiphertexts,
     ) -> Result<(), Error> {
-        self.check_round(m.round)?;
+        check_round(self.round, m.round)?;
         let d_a = self.config.host_dim;
         let layout = Layout {
             axis: Axis::Cols,
