@@ -79,46 +79,19 @@ pub fn render_markdown(report: &Report, svg_names: &[String]) -> String {
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|");
     for s in &report.suites {
-        let rows: Vec<&TestRow> = report
-            .results
-            .iter()
-            .filter(|r| r.suite == s.name)
-            .collect();
-        let eps: Vec<&EpsilonRow> = report
-            .epsilon
-            .iter()
-            .filter(|e| e.suite == s.name)
-            .collect();
-        let failed =
-            rows.iter().filter(|r| !r.passed).count() + eps.iter().filter(|e| !e.passed()).count();
-        let min_p = rows
-            .iter()
-            .map(|r| r.adjusted_p_value)
-            .fold(f64::INFINITY, f64::min);
-        let ratio = eps
-            .iter()
-            .filter(|e| e.claimed > 0.0)
-            .map(|e| e.lower_bound / e.claimed)
-            .fold(f64::NEG_INFINITY, f64::max);
+        let v = report.suite_verdict(&s.name);
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
             s.name,
             s.mechanism,
             s.points,
-            rows.len(),
-            failed,
-            if min_p.is_finite() {
-                fmt_p(min_p)
-            } else {
-                "–".into()
-            },
-            if ratio.is_finite() {
-                format!("{ratio:.3}")
-            } else {
-                "–".into()
-            },
-            if failed == 0 { "pass" } else { "**FAIL**" }
+            v.tests,
+            v.failed,
+            v.min_adjusted_p.map_or("–".into(), fmt_p),
+            v.max_epsilon_ratio
+                .map_or("–".into(), |r| format!("{r:.3}")),
+            if v.failed == 0 { "pass" } else { "**FAIL**" }
         );
     }
     for (i, s) in report.suites.iter().enumerate() {

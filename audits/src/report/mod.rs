@@ -147,7 +147,42 @@ fn num(x: f64) -> Value {
     if x.is_finite() { json!(x) } else { Value::Null }
 }
 
+/// One suite's line of the summary tables (stdout and `report.md`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SuiteVerdict {
+    /// Hypothesis tests run for the suite.
+    pub tests: usize,
+    /// Tests and ε bounds that failed.
+    pub failed: usize,
+    /// The smallest Holm-adjusted p-value, if the suite ran any test.
+    pub min_adjusted_p: Option<f64>,
+    /// The largest ratio ε̂_lb / ε over the suite's ε bounds with a positive claim, if any.
+    pub max_epsilon_ratio: Option<f64>,
+}
+
 impl Report {
+    /// The verdict line of the suite named `suite`.
+    #[must_use]
+    pub fn suite_verdict(&self, suite: &str) -> SuiteVerdict {
+        let rows = self.results.iter().filter(|r| r.suite == suite);
+        let eps = self.epsilon.iter().filter(|e| e.suite == suite);
+        let min_p = rows
+            .clone()
+            .map(|r| r.adjusted_p_value)
+            .fold(f64::INFINITY, f64::min);
+        let ratio = eps
+            .clone()
+            .filter(|e| e.claimed > 0.0)
+            .map(|e| e.lower_bound / e.claimed)
+            .fold(f64::NEG_INFINITY, f64::max);
+        SuiteVerdict {
+            tests: rows.clone().count(),
+            failed: rows.filter(|r| !r.passed).count() + eps.filter(|e| !e.passed()).count(),
+            min_adjusted_p: min_p.is_finite().then_some(min_p),
+            max_epsilon_ratio: ratio.is_finite().then_some(ratio),
+        }
+    }
+
     /// Total outputs drawn over the run.
     #[must_use]
     pub fn samples(&self) -> u64 {
