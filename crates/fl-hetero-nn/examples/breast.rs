@@ -9,7 +9,8 @@
 //! cargo run --release -p fl-hetero-nn --example breast -- --role host  --addr 127.0.0.1:7878
 //! cargo run --release -p fl-hetero-nn --example breast -- --role guest --addr 127.0.0.1:7878
 //! ```
-//! Options: `--epochs N`, `--seed S`, `--key-bits B`, `--profiles plain,fixed,fate,hardened`,
+//! Options: `--epochs N`, `--seed S`, `--key-bits B`, `--transport memory|tcp`,
+//! `--profiles plain,fixed,fate,hardened`,
 //! `--encryption textbook|crt|djn` (default: key-owner CRT for FateFaithful, whose protocol
 //! and leaks are FATE's while its ciphertexts have the textbook distribution, and DJN for
 //! Hardened; see `fl_hetero_nn::Encryption`).
@@ -48,7 +49,8 @@ struct Args {
     encryption: Option<Encryption>,
 }
 
-fn parse_args() -> Args {
+/// Parses the command line; a bad option is a usage error (message, exit status 2).
+fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         epochs: 100,
         seed: 100,
@@ -74,19 +76,23 @@ fn parse_args() -> Args {
                 a.key_bits = 1024;
             }
             "--epochs" => {
-                a.epochs = val(i).parse().expect("--epochs N");
+                a.epochs = number(&val(i), "--epochs N (a positive integer)")?;
                 i += 1;
             }
             "--seed" => {
-                a.seed = val(i).parse().expect("--seed S");
+                a.seed = number(&val(i), "--seed S (an unsigned integer)")?;
                 i += 1;
             }
             "--key-bits" => {
-                a.key_bits = val(i).parse().expect("--key-bits B");
+                a.key_bits = number(&val(i), "--key-bits B (bits of n, e.g. 2048)")?;
                 i += 1;
             }
             "--transport" => {
-                a.tcp = val(i) == "tcp";
+                a.tcp = match val(i).as_str() {
+                    "tcp" => true,
+                    "memory" => false,
+                    other => return Err(format!("--transport tcp|memory, not {other:?}")),
+                };
                 i += 1;
             }
             "--role" => {
@@ -102,7 +108,7 @@ fn parse_args() -> Args {
                     "textbook" => Encryption::Textbook,
                     "crt" => Encryption::KeyOwnerCrt,
                     "djn" => Encryption::Djn,
-                    other => panic!("--encryption textbook|crt|djn, not {other}"),
+                    other => return Err(format!("--encryption textbook|crt|djn, not {other:?}")),
                 });
                 i += 1;
             }
@@ -110,11 +116,34 @@ fn parse_args() -> Args {
                 a.profiles = val(i).split(',').map(String::from).collect();
                 i += 1;
             }
-            other => panic!("unknown option {other}; see the example's doc comment"),
+            other => {
+                return Err(format!(
+                    "unknown option {other:?}; see the example's doc comment"
+                ));
+            }
         }
         i += 1;
     }
-    a
+    if a.epochs == 0 {
+        return Err("--epochs must be at least 1".into());
+    }
+    if let Some(p) = a
+        .profiles
+        .iter()
+        .find(|p| !["plain", "fixed", "fate", "hardened"].contains(&p.as_str()))
+    {
+        return Err(format!(
+            "--profiles takes plain,fixed,fate,hardened, not {p:?}"
+        ));
+    }
+    if let Some(r) = a.role.as_deref().filter(|r| *r != "host" && *r != "guest") {
+        return Err(format!("--role must be host or guest, not {r:?}"));
+    }
+    Ok(a)
+}
+
+fn number<T: std::str::FromStr>(v: &str, what: &str) -> Result<T, String> {
+    v.parse().map_err(|_| format!("{what}, not {v:?}"))
 }
 
 fn checkpoints(epochs: usize) -> Vec<usize> {
@@ -428,7 +457,13 @@ fn run_role(
 }
 
 fn main() -> Result<(), Error> {
-    let args = parse_args();
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
     let mut cfg = SplitConfig::hetero_nn_binary_0();
     cfg.epochs = args.epochs;
     let data = VerticalData::align(parse_csv(GUEST_CSV, true)?, parse_csv(HOST_CSV, false)?)?;
