@@ -15,7 +15,8 @@
 //! 2. CRT decryption with the poisoned key (6 ciphertexts, including c = 1 and n² − 1):
 //!    0 errors, and the results are right;
 //! 3. key-owner CRT encryption with the poisoned key: 0 errors;
-//! 4. multiplication by a poisoned secret scalar and a poisoned secret dot product: 0;
+//! 4. multiplication by a poisoned secret scalar and a poisoned secret dot product (the
+//!    shared-table constant-time multi-exponentiation of `dot_many_secret`): 0;
 //! 5. DJN encryption with a poisoned exponent α: 0 errors;
 //! 6. positive control, last because it floods memcheck: the variable-time textbook
 //!    decryption with the poisoned key MUST be flagged (proves the key's secrets really

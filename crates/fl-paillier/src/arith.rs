@@ -1,7 +1,8 @@
 //! Internal big-integer helpers: conversions between num-bigint (public values, parsing,
 //! printing) and crypto-bigint (all modular arithmetic), and constant-time limb copies.
 
-use crypto_bigint::{BoxedUint, Limb, Word};
+use crypto_bigint::modular::BoxedMontyForm;
+use crypto_bigint::{BoxedUint, Choice, Limb, Word};
 use num_bigint::BigUint;
 
 /// Bits in one limb.
@@ -17,6 +18,29 @@ pub(crate) fn prec(limbs: usize) -> u32 {
     // Limb counts are bounded by the key-size limits (at most a few hundred), so the
     // product always fits a u32.
     u32::try_from(limbs).unwrap_or(u32::MAX / LIMB_BITS) * LIMB_BITS
+}
+
+/// Sets `selected` to `row[digit]` (`digit < row.len()`) by reading every entry of the row:
+/// the result is the OR over all entries of `entry & mask_j`, with mask_j all ones for
+/// j = digit and zero otherwise (from ctutils' `Choice`, behind its optimisation barrier),
+/// so the memory accesses and the control flow depend only on `row.len()` and the limb
+/// count, never on `digit`. The masked OR over plain words vectorises, which makes a scan
+/// of 2^w entries several times cheaper than crypto-bigint's per-limb `cmov` selects and
+/// lets the multi-exponentiations use wider windows. Every entry of `row` and `selected`
+/// must share the same Montgomery parameters (one modulus), which is why only the limbs are
+/// touched: crypto-bigint's `CtAssign` for a whole `BoxedMontyForm` also selects its
+/// parameters, which rebuilds them (four constant-time copies of |n²|-bit values and fresh
+/// allocations) on every entry and cost about a fifth of a hetero-NN training step.
+/// (If `digit ≥ row.len()`, `selected` becomes 0.)
+pub(crate) fn ct_lookup(selected: &mut BoxedMontyForm, row: &[BoxedMontyForm], digit: u64) {
+    let dst = selected.as_montgomery_mut().as_mut_words();
+    dst.fill(0);
+    for (j, entry) in row.iter().enumerate() {
+        let mask = Word::from(Choice::from_u64_eq(digit, j as u64).to_u8()).wrapping_neg();
+        for (d, s) in dst.iter_mut().zip(entry.as_montgomery().as_words()) {
+            *d |= s & mask;
+        }
+    }
 }
 
 /// Copies the low `limbs` limbs of `words` (zero-extending if it is shorter) into a new

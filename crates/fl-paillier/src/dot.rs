@@ -9,17 +9,37 @@
 //! time in the scalars). [`EncryptionKey::dot`] and [`EncryptionKey::dot_secret`] are the
 //! one-row cases.
 
+use crate::arith::ct_lookup;
 use crate::ciphertext::Ciphertext;
 use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
 use crate::ops::map_slice;
 use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
-use crypto_bigint::{Choice, CtAssign, MontyForm, MontyMultiplier};
+use crypto_bigint::{MontyForm, MontyMultiplier};
 use num_bigint::{BigInt, Sign};
 use zeroize::Zeroize;
 
-/// Window width of the constant-time shared tables (16-entry scans).
-const CT_WINDOW: u32 = 4;
+/// Cost of reading one table entry in the constant-time scan ([`ct_lookup`]), as a
+/// fraction 1/`SCAN_ENTRIES_PER_MUL` of one Montgomery multiplication mod n² (measured for
+/// 2048-bit n on x86-64: a 64-limb masked OR against a 64-limb CIOS multiplication).
+const SCAN_ENTRIES_PER_MUL: u64 = 400;
+
+/// The window width (2–7) for constant-time shared tables: minimises, per base, the table
+/// (2^w entries, paid once) plus `uses` exponentiations of ⌈bits/w⌉ windows, each costing a
+/// multiplication and a scan of 2^w entries.
+fn secret_window(bits: u32, uses: usize) -> u32 {
+    let uses = u64::try_from(uses.max(1)).unwrap_or(u64::MAX);
+    (2..=7u32)
+        .min_by_key(|&w| {
+            let size = 1u64 << w;
+            let per_window = SCAN_ENTRIES_PER_MUL + size;
+            size * SCAN_ENTRIES_PER_MUL
+                + uses
+                    .saturating_mul(u64::from(bits.div_ceil(w)))
+                    .saturating_mul(per_window)
+        })
+        .unwrap_or(4)
+}
 
 /// Per-base window tables: `entries[i·2^w + j] = base_i^j` (Montgomery form mod n²).
 struct Tables {
@@ -90,9 +110,7 @@ impl Tables {
                 let mut digit = (lo | hi) & mask;
                 let row = &self.entries[i * size..(i + 1) * size];
                 if ct {
-                    for (j, entry) in row.iter().enumerate() {
-                        selected.ct_assign(entry, Choice::from_u64_eq(digit, j as u64));
-                    }
+                    ct_lookup(&mut selected, row, digit);
                     mm.mul_assign(&mut acc, &selected);
                     digit.zeroize();
                 } else if digit != 0 {
@@ -108,6 +126,19 @@ impl Tables {
         }
         acc
     }
+}
+
+/// Π baseᵢ^eᵢ for caller-secret exponents below 2^`bits` (little-endian words), constant
+/// time in the exponents: one shared-table exponentiation as in
+/// [`EncryptionKey::dot_many_secret`] (the valgrind harness exercises this path through
+/// [`EncryptionKey::dot_secret_i64`]).
+pub(crate) fn secret_multi_pow(
+    params: &BoxedMontyParams,
+    bases: &[&BoxedMontyForm],
+    exps: &[&[u64]],
+    bits: u32,
+) -> BoxedMontyForm {
+    Tables::build(params, bases, secret_window(bits, 1)).multi_pow(params, exps, bits, true)
 }
 
 /// Inverse of a valid ciphertext value (public data, variable time).
@@ -276,8 +307,9 @@ impl EncryptionKey {
     /// 2^B (B = `bound_bits`, 1 ≤ B < bits of n).
     ///
     /// Output r is Π cᵢ^(kᵢ + 2^B) · ((Π cᵢ)^(2^B))⁻¹. The first product runs over exactly
-    /// ⌈(B + 1)/4⌉ windows of every exponent kᵢ + 2^B ∈ [0, 2^(B+1)) with constant-time
-    /// scans of 16-entry tables (built once per ciphertext and shared by all rows); the
+    /// ⌈(B + 1)/w⌉ windows of every exponent kᵢ + 2^B ∈ [0, 2^(B+1)) with constant-time
+    /// scans of 2^w-entry tables (built once per ciphertext and shared by all rows; w = 2–7
+    /// is chosen from B and the number of rows, both public); the
     /// correction depends only on the ciphertexts and is computed once for all rows. The
     /// running time and memory accesses of the exponentiation depend on B, the number of
     /// ciphertexts and rows only. **Not** constant time: the conversion of each `BigInt`
@@ -329,7 +361,7 @@ impl EncryptionKey {
             })
             .collect();
         let bases: Vec<&BoxedMontyForm> = cs.iter().map(|c| &c.value).collect();
-        let tables = Tables::build(params, &bases, CT_WINDOW);
+        let tables = Tables::build(params, &bases, secret_window(bits, rows.len()));
         // Correction ((Π cᵢ)^(2^B))⁻¹: public data, shared by every row.
         let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
         let mut prod = BoxedMontyForm::one(params);
@@ -353,5 +385,61 @@ impl EncryptionKey {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // Test code: a failed unwrap is a failed test.
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crypto_bigint::{BoxedUint, Odd};
+
+    /// Both paths of the shared-table multi-exponentiation, at every window width the
+    /// constant-time path can pick (and 1 and 8), agree with crypto-bigint's `pow` for
+    /// exponents over one and two words, including all-ones digits and exponents at the
+    /// full `bits`.
+    #[test]
+    fn multi_pow_matches_pow_for_every_window_width() {
+        let modulus = Odd::new(BoxedUint::from(0xffff_ffff_ffff_ffc5_u128 << 60 | 0x1d))
+            .into_option()
+            .unwrap();
+        let params = BoxedMontyParams::new_vartime(modulus);
+        let x = BoxedMontyForm::new(BoxedUint::from(123_456_789u128), &params);
+        let y = BoxedMontyForm::new(BoxedUint::from(987_654_321u128), &params);
+        let exps: [[u64; 2]; 6] = [
+            [0, 0],
+            [1, 0],
+            [63, 0],
+            [u64::MAX, 0],
+            [0x0123_4567_89ab_cdef, 0x1f],
+            [u64::MAX, 0x7f],
+        ];
+        let bits = 71;
+        let pow = |b: &BoxedMontyForm, e: &[u64; 2]| {
+            b.pow(&BoxedUint::from(u128::from(e[1]) << 64 | u128::from(e[0])))
+        };
+        for w in 1..=8 {
+            let tables = Tables::build(&params, &[&x, &y], w);
+            for a in &exps {
+                for b in &exps {
+                    let want = pow(&x, a).mul(&pow(&y, b));
+                    for ct in [false, true] {
+                        let got = tables.multi_pow(&params, &[&a[..], &b[..]], bits, ct);
+                        assert_eq!(got, want, "w = {w}, ct = {ct}, {a:?}, {b:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The window choice follows the measured costs: wide windows for many long
+    /// exponentiations sharing a table, narrow ones for a single short one.
+    #[test]
+    fn secret_window_grows_with_reuse() {
+        assert_eq!(secret_window(112, 32), 6);
+        assert_eq!(secret_window(29, 32), 5);
+        assert!(secret_window(8, 1) <= 3);
+        assert!((2..=7).contains(&secret_window(4000, 100_000)));
     }
 }

@@ -17,12 +17,13 @@
 //! (κ = 112 for 2048-bit n, 128 for 3072, 152 for 4096) the generic attacks cost 2^κ. This
 //! is an extra assumption beyond textbook Paillier: the mode is opt-in.
 
+use crate::arith::ct_lookup;
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
 use crate::ops::map_slice;
 use crypto_bigint::modular::BoxedMontyForm;
-use crypto_bigint::{BoxedUint, Choice, CtAssign, MontyForm, MontyMultiplier};
+use crypto_bigint::{BoxedUint, MontyForm, MontyMultiplier};
 use num_bigint::BigUint;
 use rand::CryptoRng;
 use zeroize::Zeroize;
@@ -346,9 +347,7 @@ impl DjnEncryptor {
             let valid = self.alpha_bits.saturating_sub(bit).min(self.window);
             digit &= (1u64 << valid) - 1;
             let row = &self.table[i * width..(i + 1) * width];
-            for (j, entry) in row.iter().enumerate() {
-                selected.ct_assign(entry, Choice::from_u64_eq(digit, j as u64));
-            }
+            ct_lookup(&mut selected, row, digit);
             mm.mul_assign(&mut acc, &selected);
             digit.zeroize();
         }

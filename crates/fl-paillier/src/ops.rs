@@ -10,11 +10,11 @@ use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
 use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
 use crypto_bigint::{
-    BoxedUint, Choice, ConcatenatingMul, CtAssign, CtLt, Gcd, MontyForm, MontyMultiplier, NonZero,
-    RandomMod,
+    BoxedUint, ConcatenatingMul, CtLt, Gcd, MontyForm, MontyMultiplier, NonZero, RandomMod,
 };
 use num_bigint::{BigInt, BigUint, Sign};
 use rand::CryptoRng;
+use zeroize::Zeroize;
 
 /// Window width of the multi-exponentiation tables.
 const WINDOW: u32 = 4;
@@ -37,31 +37,20 @@ where
     }
 }
 
-/// Simultaneous multi-exponentiation Π bᵢ^eᵢ with 64-bit exponents (Straus, 4-bit windows,
-/// shared squarings). With `ct` the look-ups scan the whole table with constant-time
-/// selects, every window multiplies (also by 1) and all 64 bits are processed, so the
-/// control flow and memory accesses are independent of the exponents.
+/// Simultaneous multi-exponentiation Π bᵢ^eᵢ with public 64-bit exponents (Straus, shared
+/// squarings), variable time: leading zero windows and zero digits are skipped. (The
+/// constant-time secret-scalar products go through [`crate::dot::secret_multi_pow`].)
 pub(crate) fn multi_pow_u64(
     params: &BoxedMontyParams,
     bases: &[&BoxedMontyForm],
     exps: &[u64],
-    ct: bool,
 ) -> BoxedMontyForm {
-    let max_bits = if ct {
-        64
-    } else {
-        64 - exps.iter().copied().max().unwrap_or(0).leading_zeros()
-    };
-    // Window width: fixed for the constant-time variant; for public exponents the width
-    // that minimises table building (2^w − 2 multiplications per base) plus window
-    // multiplications (⌈bits/w⌉ per base).
-    let w = if ct {
-        WINDOW
-    } else {
-        (1..=5u32)
-            .min_by_key(|&w| (1u32 << w) - 2 + max_bits.div_ceil(w))
-            .unwrap_or(WINDOW)
-    };
+    let max_bits = 64 - exps.iter().copied().max().unwrap_or(0).leading_zeros();
+    // Window width: the one that minimises table building (2^w − 2 multiplications per
+    // base) plus window multiplications (⌈bits/w⌉ per base).
+    let w = (1..=5u32)
+        .min_by_key(|&w| (1u32 << w) - 2 + max_bits.div_ceil(w))
+        .unwrap_or(WINDOW);
     let size = 1usize << w;
     let one = BoxedMontyForm::one(params);
     let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
@@ -77,9 +66,8 @@ pub(crate) fn multi_pow_u64(
     }
     let windows = max_bits.div_ceil(w);
     let mask = (size - 1) as u64;
-    let mut acc = one.clone();
-    let mut selected = one;
-    let mut started = ct;
+    let mut acc = one;
+    let mut started = false;
     for window in (0..windows).rev() {
         if started {
             for _ in 0..w {
@@ -89,12 +77,7 @@ pub(crate) fn multi_pow_u64(
         for (i, &e) in exps.iter().enumerate() {
             let digit = ((e >> (window * w)) & mask) as usize;
             let row = &tables[i * size..(i + 1) * size];
-            if ct {
-                for (j, entry) in row.iter().enumerate() {
-                    selected.ct_assign(entry, Choice::from_u64_eq(digit as u64, j as u64));
-                }
-                mm.mul_assign(&mut acc, &selected);
-            } else if digit != 0 {
+            if digit != 0 {
                 mm.mul_assign(&mut acc, &row[digit]);
                 started = true;
             }
@@ -319,7 +302,7 @@ impl EncryptionKey {
             c.value.clone()
         };
         Ok(Ciphertext {
-            value: multi_pow_u64(self.params(), &[&base], &[k.unsigned_abs()], false),
+            value: multi_pow_u64(self.params(), &[&base], &[k.unsigned_abs()]),
         })
     }
 
@@ -471,9 +454,9 @@ impl EncryptionKey {
             }
         }
         let params = self.params();
-        let mut value = multi_pow_u64(params, &pos, &pos_k, false);
+        let mut value = multi_pow_u64(params, &pos, &pos_k);
         if !neg.is_empty() {
-            let negative = multi_pow_u64(params, &neg, &neg_k, false);
+            let negative = multi_pow_u64(params, &neg, &neg_k);
             value = value.mul(&invert_public(&negative)?);
         }
         Ok(Ciphertext { value })
@@ -498,9 +481,12 @@ impl EncryptionKey {
         }
         let params = self.params();
         // kᵢ + 2^63 as an unsigned 64-bit value: flipping the sign bit (branch-free).
-        let offset: Vec<u64> = ks.iter().map(|&k| (k as u64) ^ (1u64 << 63)).collect();
+        let mut offset: Vec<u64> = ks.iter().map(|&k| (k as u64) ^ (1u64 << 63)).collect();
         let refs: Vec<&BoxedMontyForm> = cs.iter().map(|c| &c.value).collect();
-        let shifted = multi_pow_u64(params, &refs, &offset, true);
+        let exps: Vec<&[u64]> = offset.iter().map(core::slice::from_ref).collect();
+        let shifted = crate::dot::secret_multi_pow(params, &refs, &exps, 64);
+        drop(exps);
+        offset.zeroize();
         let mut prod = BoxedMontyForm::one(params);
         for c in cs {
             prod = prod.mul(&c.value);
@@ -566,14 +552,10 @@ mod tests {
         ];
         for &a in &exps {
             let want = x.pow(&BoxedUint::from(a));
-            for ct in [false, true] {
-                assert_eq!(multi_pow_u64(&params, &[&x], &[a], ct), want, "{a} {ct}");
-            }
+            assert_eq!(multi_pow_u64(&params, &[&x], &[a]), want, "{a}");
             for &b in &exps {
                 let want2 = want.mul(&y.pow(&BoxedUint::from(b)));
-                for ct in [false, true] {
-                    assert_eq!(multi_pow_u64(&params, &[&x, &y], &[a, b], ct), want2);
-                }
+                assert_eq!(multi_pow_u64(&params, &[&x, &y], &[a, b]), want2);
             }
         }
     }
