@@ -138,25 +138,18 @@ impl HomomorphicScheme for Paillier {
         djn_default_alpha_bits(ek.bits())
     }
 
-    /// Imports h_s (a unit mod n², neither 1 nor −1: those would make every randomizer
-    /// ±1) and builds the comb table (6-bit windows).
+    /// Imports h_s ([`DjnPublic::from_hs`]: a unit mod n², neither 1 nor −1, which would
+    /// make every randomizer ±1) and builds the comb table (6-bit windows).
     fn fixed_base_new(
         ek: &EncryptionKey,
         public: &[u8],
         exponent_bits: u32,
     ) -> Result<DjnEncryptor, SchemeError> {
-        let hs = BigUint::from_bytes_be(public);
-        let n2 = ek.n() * ek.n();
-        if hs == &n2 - 1u8 {
-            return Err(SchemeError {
+        let public =
+            DjnPublic::from_hs(ek, &BigUint::from_bytes_be(public)).map_err(|e| SchemeError {
                 kind: SchemeErrorKind::WeakKey,
-                detail: "DJN base h_s = -1 has order 2".into(),
-            });
-        }
-        let public = DjnPublic::from_hs(ek, &hs).map_err(|e| SchemeError {
-            kind: SchemeErrorKind::WeakKey,
-            detail: e.to_string(),
-        })?;
+                detail: e.to_string(),
+            })?;
         DjnEncryptor::new(ek, &public, exponent_bits, 6).map_err(map_err)
     }
 

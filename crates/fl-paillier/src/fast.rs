@@ -169,15 +169,16 @@ impl DjnPublic {
     /// cannot leak the plaintext).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] unless 1 < h_s < n² and gcd(h_s, n) = 1.
+    /// [`Error::InvalidParameter`] unless 1 < h_s < n² − 1 and gcd(h_s, n) = 1 (h_s = 1
+    /// and h_s = n² − 1 = −1 have order 1 and 2: every randomizer would be ±1).
     pub fn from_hs(key: &EncryptionKey, hs: &BigUint) -> Result<Self> {
         key.ciphertext_from_biguint(hs)
             .map_err(|_| Error::InvalidParameter {
                 reason: "h_s must be a unit mod n^2",
             })?;
-        if hs == &BigUint::from(1u8) {
+        if hs == &BigUint::from(1u8) || *hs == key.n() * key.n() - 1u8 {
             return Err(Error::InvalidParameter {
-                reason: "h_s must not be 1",
+                reason: "h_s must not be 1 or -1 (order 1 or 2)",
             });
         }
         Ok(Self { hs: hs.clone() })

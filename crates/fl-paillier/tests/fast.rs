@@ -84,7 +84,13 @@ fn djn_parameters_are_validated() {
         ));
     }
     let n2 = ek.n() * ek.n();
-    for bad in [BigUint::from(0u8), BigUint::from(1u8), ek.n().clone(), n2] {
+    for bad in [
+        BigUint::from(0u8),
+        BigUint::from(1u8),
+        ek.n().clone(),
+        &n2 - 1u8,
+        n2,
+    ] {
         assert!(matches!(
             DjnPublic::from_hs(ek, &bad),
             Err(Error::InvalidParameter { .. })
