@@ -53,10 +53,13 @@ impl Tables {
         let rows = map_slice(bases, |base| {
             let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
             let mut row = Vec::with_capacity(size);
-            let mut acc = BoxedMontyForm::one(params);
-            for _ in 0..size {
-                row.push(acc.clone());
+            // Entries 0 and 1 are 1 and the base itself: 2^w − 2 multiplications per row.
+            let mut acc = (*base).clone();
+            row.push(BoxedMontyForm::one(params));
+            row.push(acc.clone());
+            for _ in 2..size {
                 mm.mul_assign(&mut acc, base);
+                row.push(acc.clone());
             }
             row
         });
@@ -139,6 +142,17 @@ pub(crate) fn secret_multi_pow(
     bits: u32,
 ) -> BoxedMontyForm {
     Tables::build(params, bases, secret_window(bits, 1)).multi_pow(params, exps, bits, true)
+}
+
+/// Π baseᵢ^eᵢ for public exponents below 2^`bits` (little-endian words), variable time:
+/// one table per base at the width [`public_window`] picks for a single use.
+pub(crate) fn public_multi_pow(
+    params: &BoxedMontyParams,
+    bases: &[&BoxedMontyForm],
+    exps: &[&[u64]],
+    bits: u32,
+) -> BoxedMontyForm {
+    Tables::build(params, bases, public_window(bits, 1)).multi_pow(params, exps, bits, false)
 }
 
 /// Inverse of a valid ciphertext value (public data, variable time).
@@ -237,48 +251,32 @@ impl EncryptionKey {
         let n = cs.len();
         map_slice(&jobs, |(r, row_words)| {
             let row = rows[*r];
-            if invert_bases {
-                // Exponent vector of length 2n: |k| at i or n + i by sign.
-                let exps: Vec<&[u64]> = (0..2 * n)
-                    .map(|j| {
-                        let i = j % n;
-                        let neg = row[i].sign() == Sign::Minus;
-                        if (j >= n) == neg {
-                            row_words[i].as_slice()
-                        } else {
-                            empty.as_slice()
-                        }
-                    })
-                    .collect();
-                Ok(Ciphertext {
-                    value: tables.multi_pow(params, &exps, bits, false),
-                })
-            } else {
-                let pos: Vec<&[u64]> = (0..n)
+            // The magnitudes of the terms of one sign; the other sign's terms contribute 1.
+            let of_sign = |negative: bool| -> Vec<&[u64]> {
+                (0..n)
                     .map(|i| {
-                        if row[i].sign() == Sign::Minus {
-                            empty.as_slice()
-                        } else {
+                        if (row[i].sign() == Sign::Minus) == negative {
                             row_words[i].as_slice()
+                        } else {
+                            empty.as_slice()
                         }
                     })
-                    .collect();
-                let mut value = tables.multi_pow(params, &pos, bits, false);
-                if row.iter().any(|k| k.sign() == Sign::Minus) {
-                    let neg: Vec<&[u64]> = (0..n)
-                        .map(|i| {
-                            if row[i].sign() == Sign::Minus {
-                                row_words[i].as_slice()
-                            } else {
-                                empty.as_slice()
-                            }
-                        })
-                        .collect();
-                    let negative = tables.multi_pow(params, &neg, bits, false);
-                    value = value.mul(&invert(&negative)?);
-                }
-                Ok(Ciphertext { value })
+                    .collect()
+            };
+            if invert_bases {
+                // Exponent vector of length 2n over [cᵢ, cᵢ⁻¹]: |k| at i or n + i by sign.
+                let mut exps = of_sign(false);
+                exps.extend(of_sign(true));
+                return Ok(Ciphertext {
+                    value: tables.multi_pow(params, &exps, bits, false),
+                });
             }
+            let mut value = tables.multi_pow(params, &of_sign(false), bits, false);
+            if row.iter().any(|k| k.sign() == Sign::Minus) {
+                let negative = tables.multi_pow(params, &of_sign(true), bits, false);
+                value = value.mul(&invert(&negative)?);
+            }
+            Ok(Ciphertext { value })
         })
         .into_iter()
         .collect()

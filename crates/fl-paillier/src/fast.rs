@@ -21,7 +21,7 @@ use crate::arith::ct_lookup;
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
-use crate::ops::map_slice;
+use crate::ops::{map_slice, map_slice_seeded};
 use crypto_bigint::modular::BoxedMontyForm;
 use crypto_bigint::{BoxedUint, MontyForm, MontyMultiplier};
 use num_bigint::BigUint;
@@ -406,17 +406,8 @@ impl DjnEncryptor {
         for c in cs {
             self.key.check_ciphertext(c)?;
         }
-        let jobs: Vec<(&Ciphertext, [u8; 32])> = cs
-            .iter()
-            .map(|c| {
-                let mut s = [0u8; 32];
-                rng.fill_bytes(&mut s);
-                (c, s)
-            })
-            .collect();
-        Ok(map_slice(&jobs, |(c, seed)| {
-            let mut local = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::from_seed(*seed);
-            let mut r = self.randomizer(&mut local);
+        Ok(map_slice_seeded(cs, rng, |c, local| {
+            let mut r = self.randomizer(local);
             let value = c.value.mul(&r);
             r.zeroize();
             Ciphertext { value }
@@ -437,18 +428,8 @@ impl DjnEncryptor {
             .iter()
             .map(|m| self.key.g_pow(m))
             .collect::<Result<_>>()?;
-        let seeds: Vec<[u8; 32]> = gms
-            .iter()
-            .map(|_| {
-                let mut s = [0u8; 32];
-                rng.fill_bytes(&mut s);
-                s
-            })
-            .collect();
-        let jobs: Vec<(BoxedMontyForm, [u8; 32])> = gms.into_iter().zip(seeds).collect();
-        Ok(map_slice(&jobs, |(gm, seed)| {
-            let mut local = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::from_seed(*seed);
-            let mut r = self.randomizer(&mut local);
+        Ok(map_slice_seeded(&gms, rng, |gm, local| {
+            let mut r = self.randomizer(local);
             let value = gm.mul(&r);
             r.zeroize();
             Ciphertext { value }

@@ -876,17 +876,12 @@ impl DecryptionKey {
         ms: &[Plaintext],
         rng: &mut R,
     ) -> Result<Vec<Ciphertext>> {
-        let jobs: Vec<(BoxedMontyForm, [u8; 32])> = ms
+        let gms: Vec<BoxedMontyForm> = ms
             .iter()
-            .map(|m| {
-                let mut seed = [0u8; 32];
-                rng.fill_bytes(&mut seed);
-                self.public.g_pow(m).map(|gm| (gm, seed))
-            })
+            .map(|m| self.public.g_pow(m))
             .collect::<Result<_>>()?;
-        Ok(crate::ops::map_slice(&jobs, |(gm, seed)| {
-            let mut local = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::from_seed(*seed);
-            let mut r = self.crt_randomizer(&mut local);
+        Ok(crate::ops::map_slice_seeded(&gms, rng, |gm, local| {
+            let mut r = self.crt_randomizer(local);
             let value = gm.mul(&r);
             r.zeroize();
             Ciphertext { value }

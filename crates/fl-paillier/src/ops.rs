@@ -16,9 +16,6 @@ use num_bigint::{BigInt, BigUint, Sign};
 use rand::CryptoRng;
 use zeroize::Zeroize;
 
-/// Window width of the multi-exponentiation tables.
-const WINDOW: u32 = 4;
-
 /// Maps `f` over `xs`, in parallel with the `rayon` feature.
 pub(crate) fn map_slice<T, U, F>(xs: &[T], f: F) -> Vec<U>
 where
@@ -37,53 +34,45 @@ where
     }
 }
 
-/// Simultaneous multi-exponentiation Π bᵢ^eᵢ with public 64-bit exponents (Straus, shared
-/// squarings), variable time: leading zero windows and zero digits are skipped. (The
-/// constant-time secret-scalar products go through [`crate::dot::secret_multi_pow`].)
+/// Maps `f` over `xs` (in parallel with the `rayon` feature), giving item i its own
+/// ChaCha20 stream seeded with the i-th 32 bytes drawn from `rng`, so the output does not
+/// depend on the thread count. The seeds are wiped afterwards.
+pub(crate) fn map_slice_seeded<T, U, R, F>(xs: &[T], rng: &mut R, f: F) -> Vec<U>
+where
+    T: Sync,
+    U: Send,
+    R: CryptoRng + ?Sized,
+    F: Fn(&T, &mut rand::rngs::ChaCha20Rng) -> U + Sync + Send,
+{
+    let mut jobs: Vec<(&T, [u8; 32])> = xs
+        .iter()
+        .map(|x| {
+            let mut seed = [0u8; 32];
+            rng.fill_bytes(&mut seed);
+            (x, seed)
+        })
+        .collect();
+    let out = map_slice(&jobs, |(x, seed)| {
+        let mut local = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::from_seed(*seed);
+        f(x, &mut local)
+    });
+    for (_, seed) in &mut jobs {
+        seed.zeroize();
+    }
+    out
+}
+
+/// Simultaneous multi-exponentiation Π bᵢ^eᵢ with public 64-bit exponents, variable time:
+/// the shared-table Straus of [`crate::dot::public_multi_pow`] with one word per exponent.
+/// (The constant-time secret-scalar products go through [`crate::dot::secret_multi_pow`].)
 pub(crate) fn multi_pow_u64(
     params: &BoxedMontyParams,
     bases: &[&BoxedMontyForm],
     exps: &[u64],
 ) -> BoxedMontyForm {
-    let max_bits = 64 - exps.iter().copied().max().unwrap_or(0).leading_zeros();
-    // Window width: the one that minimises table building (2^w − 2 multiplications per
-    // base) plus window multiplications (⌈bits/w⌉ per base).
-    let w = (1..=5u32)
-        .min_by_key(|&w| (1u32 << w) - 2 + max_bits.div_ceil(w))
-        .unwrap_or(WINDOW);
-    let size = 1usize << w;
-    let one = BoxedMontyForm::one(params);
-    let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
-    let mut tables: Vec<BoxedMontyForm> = Vec::with_capacity(bases.len() * size);
-    for base in bases {
-        tables.push(one.clone());
-        tables.push((*base).clone());
-        for _ in 2..size {
-            let mut next = tables.last().cloned().unwrap_or_else(|| one.clone());
-            mm.mul_assign(&mut next, base);
-            tables.push(next);
-        }
-    }
-    let windows = max_bits.div_ceil(w);
-    let mask = (size - 1) as u64;
-    let mut acc = one;
-    let mut started = false;
-    for window in (0..windows).rev() {
-        if started {
-            for _ in 0..w {
-                mm.square_assign(&mut acc);
-            }
-        }
-        for (i, &e) in exps.iter().enumerate() {
-            let digit = ((e >> (window * w)) & mask) as usize;
-            let row = &tables[i * size..(i + 1) * size];
-            if digit != 0 {
-                mm.mul_assign(&mut acc, &row[digit]);
-                started = true;
-            }
-        }
-    }
-    acc
+    let bits = 64 - exps.iter().copied().max().unwrap_or(0).leading_zeros();
+    let words: Vec<&[u64]> = exps.iter().map(core::slice::from_ref).collect();
+    crate::dot::public_multi_pow(params, bases, &words, bits)
 }
 
 /// x^(2^63) by 63 squarings (public data).

@@ -13,7 +13,7 @@
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::encoding::FixedPoint;
 use crate::error::{Error, Result};
-use crate::keys::{DecryptionKey, EncryptionKey};
+use crate::keys::{DecryptionKey, EncryptionKey, MAX_KEY_BITS};
 use num_bigint::BigInt;
 use num_integer::Integer;
 use num_traits::{ToPrimitive, Zero};
@@ -22,19 +22,34 @@ use rand::CryptoRng;
 /// Largest slot width in bits of a [`PackingLayout`] (slot values are `i128`).
 pub const MAX_SLOT_BITS: u32 = 127;
 
+/// Checks a big-slot layout: 2 ≤ `slot_bits` and `count` slots of `slot_bits` bits fit in
+/// the largest plaintext ([`MAX_KEY_BITS`] bits), so no input can make the packing
+/// functions allocate or loop beyond a key's size.
+fn check_big_slots(slot_bits: u32, count: usize) -> Result<()> {
+    if slot_bits < 2 {
+        return Err(Error::Packing {
+            reason: "slot width must be at least 2 bits",
+        });
+    }
+    let total = u64::from(slot_bits).saturating_mul(u64::try_from(count).unwrap_or(u64::MAX));
+    if total > u64::from(MAX_KEY_BITS) {
+        return Err(Error::Packing {
+            reason: "slots x slot width must not exceed MAX_KEY_BITS",
+        });
+    }
+    Ok(())
+}
+
 /// Packs signed big slot values into one signed integer P = Σᵢ vᵢ·2^(w·i) (slot 0 lowest),
 /// the slot arithmetic behind [`PackingLayout`], for callers whose slots are wider than
 /// [`MAX_SLOT_BITS`] or hold big integers (fl-hetero-nn lays whole matrices out this way).
 /// Encode the result with [`EncryptionKey::encode_signed`], which checks |P| ≤ max_int.
 ///
 /// # Errors
-/// [`Error::Packing`] if `slot_bits` < 2 or some |vᵢ| ≥ 2^(w−1).
+/// [`Error::Packing`] if `slot_bits` < 2, if `values.len()` slots of `slot_bits` bits
+/// exceed [`MAX_KEY_BITS`], or if some |vᵢ| ≥ 2^(w−1).
 pub fn pack_signed_slots(values: &[BigInt], slot_bits: u32) -> Result<BigInt> {
-    if slot_bits < 2 {
-        return Err(Error::Packing {
-            reason: "slot width must be at least 2 bits",
-        });
-    }
+    check_big_slots(slot_bits, values.len())?;
     let limit = u64::from(slot_bits - 1);
     let mut acc = BigInt::zero();
     for v in values.iter().rev() {
@@ -54,14 +69,11 @@ pub fn pack_signed_slots(values: &[BigInt], slot_bits: u32) -> Result<BigInt> {
 /// scalar multiple of packed values whose slots stayed in range.
 ///
 /// # Errors
-/// [`Error::Packing`] if `slot_bits` < 2; [`Error::Overflow`] if anything is left above
-/// the last slot (a spilled slot, or more slots than `count`).
+/// [`Error::Packing`] if `slot_bits` < 2 or `count` slots of `slot_bits` bits exceed
+/// [`MAX_KEY_BITS`]; [`Error::Overflow`] if anything is left above the last slot (a
+/// spilled slot, or more slots than `count`).
 pub fn unpack_signed_slots(packed: &BigInt, slot_bits: u32, count: usize) -> Result<Vec<BigInt>> {
-    if slot_bits < 2 {
-        return Err(Error::Packing {
-            reason: "slot width must be at least 2 bits",
-        });
-    }
+    check_big_slots(slot_bits, count)?;
     let modulus = BigInt::from(1u8) << slot_bits;
     let half = BigInt::from(1u8) << (slot_bits - 1);
     let mut p = packed.clone();

@@ -306,4 +306,17 @@ fn wide_slot_errors() {
     );
     // Empty: packs to 0.
     assert_eq!(pack_signed_slots(&[], 8).unwrap(), BigInt::from(0));
+    // Layouts wider than any key are refused before allocating or looping.
+    let max = fl_paillier::MAX_KEY_BITS;
+    assert!(unpack_signed_slots(&BigInt::from(0), max / 8, 8).is_ok());
+    for (bits, count) in [(u32::MAX, 1), (8, usize::MAX), (max / 8, 9)] {
+        assert!(matches!(
+            unpack_signed_slots(&BigInt::from(0), bits, count),
+            Err(Error::Packing { .. })
+        ));
+    }
+    assert!(matches!(
+        pack_signed_slots(&[BigInt::from(0)], u32::MAX),
+        Err(Error::Packing { .. })
+    ));
 }
