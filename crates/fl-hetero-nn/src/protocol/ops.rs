@@ -250,21 +250,25 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
     }
 }
 
-/// Runs `blocks` independent [`HomomorphicScheme::dot_many`] calls (in parallel) and
-/// returns their outputs, block after block.
+/// One [`HomomorphicScheme::dot_many`] per row of `blocks` (the ciphertexts sharing
+/// their window tables), in parallel; the outputs form a `blocks.rows() × rows.len()`
+/// matrix.
 fn dot_blocks<S: HomomorphicScheme>(
     ek: &S::EncryptionKey,
-    blocks: usize,
-    bases: impl Fn(usize) -> Vec<S::Ciphertext> + Sync + Send,
+    blocks: &Matrix<S::Ciphertext>,
     rows: &[&[BigInt]],
     bound_bits: u32,
     secret: bool,
-) -> Result<Vec<Vec<S::Ciphertext>>, Error> {
-    par_map(blocks, |b| {
-        let owned = bases(b);
-        let cts: Vec<&S::Ciphertext> = owned.iter().collect();
+) -> Result<Matrix<S::Ciphertext>, Error> {
+    let out = par_map(blocks.rows(), |b| {
+        let cts: Vec<&S::Ciphertext> = blocks.row(b).iter().collect();
         S::dot_many(ek, &cts, rows, bound_bits, secret).map_err(scheme_err)
-    })
+    })?;
+    Matrix::from_vec(
+        blocks.rows(),
+        rows.len(),
+        out.into_iter().flatten().collect(),
+    )
 }
 
 /// Forward product: ⟦A⟧ (n×d_A, packed along rows) · W (d_A×m) → n×m packed along rows.
@@ -276,23 +280,15 @@ pub(crate) fn forward_product<S: HomomorphicScheme>(
     bound_bits: u32,
     secret: bool,
 ) -> Result<CtMatrix<S>, Error> {
-    let (blocks, d_a) = a_rows.cts.shape();
+    let d_a = a_rows.cts.cols();
     let m = w.cols();
     let wt = w.transpose(); // m × d_A: row j holds the scalars of output column j
     let rows: Vec<&[BigInt]> = (0..m).map(|j| &wt.row(j)[..d_a]).collect();
-    let out = dot_blocks::<S>(
-        ek,
-        blocks,
-        |b| a_rows.cts.row(b).to_vec(),
-        &rows,
-        bound_bits,
-        secret,
-    )?;
     Ok(CtMatrix {
         rows: a_rows.rows,
         cols: m,
         layout: a_rows.layout,
-        cts: Matrix::from_vec(blocks, m, out.into_iter().flatten().collect())?,
+        cts: dot_blocks::<S>(ek, &a_rows.cts, &rows, bound_bits, secret)?,
     })
 }
 
@@ -305,19 +301,12 @@ pub(crate) fn gradient_product<S: HomomorphicScheme>(
     bound_bits: u32,
     secret: bool,
 ) -> Result<CtMatrix<S>, Error> {
-    let (n, blocks) = a_cols.cts.shape();
+    let n = a_cols.cts.rows();
     let m = d.cols();
     let dt = d.transpose(); // m × n
     let rows: Vec<&[BigInt]> = (0..m).map(|j| &dt.row(j)[..n]).collect();
     let cols_t = a_cols.cts.transpose(); // blocks × n
-    let out = dot_blocks::<S>(
-        ek,
-        blocks,
-        |c| cols_t.row(c).to_vec(),
-        &rows,
-        bound_bits,
-        secret,
-    )?;
+    let cts = dot_blocks::<S>(ek, &cols_t, &rows, bound_bits, secret)?;
     let layout = Layout {
         axis: Axis::Rows,
         ..a_cols.layout
@@ -326,7 +315,7 @@ pub(crate) fn gradient_product<S: HomomorphicScheme>(
         rows: a_cols.cols,
         cols: m,
         layout,
-        cts: Matrix::from_vec(blocks, m, out.into_iter().flatten().collect())?,
+        cts,
     })
 }
 
@@ -340,30 +329,11 @@ pub(crate) fn input_gradient_product<S: HomomorphicScheme>(
     bound_bits: u32,
     secret: bool,
 ) -> Result<CtMatrix<S>, Error> {
-    let (blocks, m) = w_rows.cts.shape();
+    let m = w_rows.cts.cols();
     let n = d.rows();
     let rows: Vec<&[BigInt]> = (0..n).map(|i| &d.row(i)[..m]).collect();
-    let out = dot_blocks::<S>(
-        ek,
-        blocks,
-        |c| w_rows.cts.row(c).to_vec(),
-        &rows,
-        bound_bits,
-        secret,
-    )?;
-    // out[c][i] is entry (i, c) of the n × blocks result.
-    let mut v = Vec::with_capacity(n * blocks);
-    for i in 0..n {
-        for column in &out {
-            v.push(column.get(i).cloned().ok_or_else(|| {
-                scheme_err(SchemeError {
-                    kind: crate::error::SchemeErrorKind::Other,
-                    detail: "dot_many returned fewer outputs than rows".into(),
-                })
-            })?);
-        }
-    }
-    let v = Matrix::from_vec(n, blocks, v)?;
+    // One dot_many per block of ⟦W⟧ gives the blocks × n transpose of the result.
+    let v = dot_blocks::<S>(ek, &w_rows.cts, &rows, bound_bits, secret)?.transpose();
     let layout = Layout {
         axis: Axis::Cols,
         ..w_rows.layout
