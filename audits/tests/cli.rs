@@ -9,8 +9,12 @@ use std::{
     process::{Command, Output},
 };
 
+/// The binary, with an environment that does not depend on where the tests run: `CI`
+/// turns on the progress lines on stderr, so it is removed (one test sets it on purpose).
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fl-audit"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fl-audit"));
+    c.env_remove("CI");
+    c
 }
 
 fn root() -> PathBuf {
@@ -478,6 +482,26 @@ fn suites_that_cannot_run_as_asked_exit_2() {
         assert_eq!(code(&o), 2, "{text}: {}{}", stdout(&o), stderr(&o));
         assert!(stderr(&o).contains(what), "{what}: {}", stderr(&o));
         assert_eq!(stderr(&o).trim_end().lines().count(), 1);
+        assert!(!out.exists());
+        // Under CI the progress lines come first, and the error is still the last line.
+        let o = bin()
+            .env("CI", "true")
+            .args([
+                "run",
+                "--suite",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 2, "{text}: {}{}", stdout(&o), stderr(&o));
+        let err = stderr(&o);
+        let last = err.trim_end().lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("fl-audit: ") && last.contains(what),
+            "{what}: {err}"
+        );
         assert!(!out.exists());
     }
     std::fs::remove_dir_all(&d).unwrap();
