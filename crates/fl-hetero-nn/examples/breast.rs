@@ -16,7 +16,7 @@
 //! Hardened; see `fl_hetero_nn::Encryption`).
 
 // An example program: errors end it with a message.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -43,10 +43,44 @@ struct Args {
     seed: u64,
     key_bits: u32,
     tcp: bool,
-    role: Option<String>,
+    role: Option<Role>,
     addr: String,
-    profiles: Vec<String>,
+    profiles: Vec<RunKind>,
     encryption: Option<Encryption>,
+}
+
+/// Which party a `--role` process plays.
+#[derive(Clone, Copy)]
+enum Role {
+    Host,
+    Guest,
+}
+
+/// One of the four runs `--profiles` selects.
+#[derive(Clone, Copy, PartialEq)]
+enum RunKind {
+    /// Plaintext f64 interactive layer.
+    Plain,
+    /// Plaintext fixed point at scale 2^-23.
+    Fixed,
+    /// The secure protocol, FateFaithful profile.
+    Fate,
+    /// The secure protocol, Hardened profile.
+    Hardened,
+}
+
+impl RunKind {
+    fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "plain" => Ok(Self::Plain),
+            "fixed" => Ok(Self::Fixed),
+            "fate" => Ok(Self::Fate),
+            "hardened" => Ok(Self::Hardened),
+            other => Err(format!(
+                "--profiles takes plain,fixed,fate,hardened, not {other:?}"
+            )),
+        }
+    }
 }
 
 /// Parses the command line; a bad option is a usage error (message, exit status 2).
@@ -59,10 +93,10 @@ fn parse_args() -> Result<Args, String> {
         role: None,
         addr: "127.0.0.1:7878".into(),
         profiles: vec![
-            "plain".into(),
-            "fixed".into(),
-            "fate".into(),
-            "hardened".into(),
+            RunKind::Plain,
+            RunKind::Fixed,
+            RunKind::Fate,
+            RunKind::Hardened,
         ],
         encryption: None,
     };
@@ -96,7 +130,11 @@ fn parse_args() -> Result<Args, String> {
                 i += 1;
             }
             "--role" => {
-                a.role = Some(val(i));
+                a.role = Some(match val(i).as_str() {
+                    "host" => Role::Host,
+                    "guest" => Role::Guest,
+                    other => return Err(format!("--role must be host or guest, not {other:?}")),
+                });
                 i += 1;
             }
             "--addr" => {
@@ -113,7 +151,10 @@ fn parse_args() -> Result<Args, String> {
                 i += 1;
             }
             "--profiles" => {
-                a.profiles = val(i).split(',').map(String::from).collect();
+                a.profiles = val(i)
+                    .split(',')
+                    .map(RunKind::parse)
+                    .collect::<Result<_, _>>()?;
                 i += 1;
             }
             other => {
@@ -126,18 +167,6 @@ fn parse_args() -> Result<Args, String> {
     }
     if a.epochs == 0 {
         return Err("--epochs must be at least 1".into());
-    }
-    if let Some(p) = a
-        .profiles
-        .iter()
-        .find(|p| !["plain", "fixed", "fate", "hardened"].contains(&p.as_str()))
-    {
-        return Err(format!(
-            "--profiles takes plain,fixed,fate,hardened, not {p:?}"
-        ));
-    }
-    if let Some(r) = a.role.as_deref().filter(|r| *r != "host" && *r != "guest") {
-        return Err(format!("--role must be host or guest, not {r:?}"));
     }
     Ok(a)
 }
@@ -276,15 +305,19 @@ impl HostPart for FloatPart {
     }
 }
 
-fn key(bits: u32, seed: u64) -> fl_paillier::DecryptionKey {
+fn key(bits: u32, seed: u64) -> Result<fl_paillier::DecryptionKey, Error> {
     let t = Instant::now();
-    let dk = fl_paillier::keygen(bits, &mut ChaCha20Rng::seed_from_u64(seed ^ 0xC0FFEE))
-        .expect("key generation");
+    let dk = fl_paillier::keygen(bits, &mut ChaCha20Rng::seed_from_u64(seed ^ 0xC0FFEE)).map_err(
+        |e| fl_hetero_nn::error::SchemeError {
+            kind: fl_hetero_nn::error::SchemeErrorKind::Other,
+            detail: format!("key generation: {e}"),
+        },
+    )?;
     eprintln!(
         "generated a {bits}-bit Paillier key in {:.1}s",
         t.elapsed().as_secs_f64()
     );
-    dk
+    Ok(dk)
 }
 
 fn secure_parties(
@@ -302,7 +335,7 @@ fn secure_parties(
         Profile::Hardened => (Some(&init.host_part_weight), None),
         _ => (None, Some(&init.host_part_weight)),
     };
-    let host = Host::<Paillier>::new(pc, key(key_bits, seed), hw, &mut host_rng)?;
+    let host = Host::<Paillier>::new(pc, key(key_bits, seed)?, hw, &mut host_rng)?;
     let guest = Guest::<Paillier>::new(pc, &init.host_part_bias, gw)?;
     Ok((host, guest, host_rng, guest_rng))
 }
@@ -368,7 +401,10 @@ fn run_tcp(
             progress(name, epoch, args.epochs, start);
         },
     )?;
-    let stats = host_thread.join().expect("host thread")?;
+    // A panic in the host thread is a bug: re-raise it with its own message.
+    let stats = host_thread
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
     let steps = (cfg.batches(data.len()).len() * args.epochs) as f64;
     Ok(Run {
         name: name.into(),
@@ -384,7 +420,7 @@ fn run_tcp(
 }
 
 fn run_role(
-    role: &str,
+    role: Role,
     cfg: &SplitConfig,
     data: &VerticalData,
     init: &SplitInit,
@@ -393,7 +429,7 @@ fn run_role(
     let cps = checkpoints(args.epochs);
     let tio = fl_hetero_nn::error::TransportError::from;
     match role {
-        "host" => {
+        Role::Host => {
             let (mut host, _, mut rng, _) = secure_parties(
                 cfg,
                 init,
@@ -417,7 +453,7 @@ fn run_role(
             )?;
             eprintln!("host done: {:?}", stream.stats);
         }
-        "guest" => {
+        Role::Guest => {
             let pc = config(cfg, Profile::Hardened, args.key_bits, args.encryption);
             let mut guest = Guest::<Paillier>::new(pc, &init.host_part_bias, None)?;
             let mut rng = ChaCha20Rng::seed_from_u64(args.seed ^ 2);
@@ -451,7 +487,6 @@ fn run_role(
             )?;
             eprintln!("guest done: {:?}", stream.stats);
         }
-        other => panic!("--role must be host or guest, not {other}"),
     }
     Ok(())
 }
@@ -468,7 +503,7 @@ fn main() -> Result<(), Error> {
     cfg.epochs = args.epochs;
     let data = VerticalData::align(parse_csv(GUEST_CSV, true)?, parse_csv(HOST_CSV, false)?)?;
     let init = SplitInit::new(&cfg, args.seed)?;
-    if let Some(role) = &args.role {
+    if let Some(role) = args.role {
         return run_role(role, &cfg, &data, &init, &args);
     }
     println!(
@@ -490,9 +525,9 @@ fn main() -> Result<(), Error> {
         encryption(Profile::Hardened, args.encryption)
     );
     let mut runs = Vec::new();
-    for p in &args.profiles {
-        let run = match p.as_str() {
-            "plain" => {
+    for &p in &args.profiles {
+        let run = match p {
+            RunKind::Plain => {
                 let lin = fl_hetero_nn::nn::Linear::from_parameters(
                     init.host_part_weight.clone(),
                     init.host_part_bias.clone(),
@@ -503,14 +538,14 @@ fn main() -> Result<(), Error> {
                 };
                 run_in_process("plain f64", &cfg, &data, &init, &mut part, cfg.epochs)?
             }
-            "fixed" => {
+            RunKind::Fixed => {
                 let pc = config(&cfg, Profile::Hardened, args.key_bits, None);
                 let mut part =
                     PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)?;
                 run_in_process("plain 2^-23", &cfg, &data, &init, &mut part, cfg.epochs)?
             }
-            "fate" | "hardened" => {
-                let (profile, name) = if p == "fate" {
+            RunKind::Fate | RunKind::Hardened => {
+                let (profile, name) = if p == RunKind::Fate {
                     (Profile::FateFaithful, "FateFaithful")
                 } else {
                     (Profile::Hardened, "Hardened")
@@ -532,7 +567,6 @@ fn main() -> Result<(), Error> {
                     run_in_process(name, &cfg, &data, &init, &mut pair, cfg.epochs)?
                 }
             }
-            other => panic!("unknown profile {other}; use plain,fixed,fate,hardened"),
         };
         runs.push(run);
     }

@@ -879,4 +879,49 @@ mod tests {
             }
         }
     }
+
+    /// The three ciphertext products check the plaintext operand's shape against the
+    /// ciphertext matrix and return a typed error instead of indexing out of range.
+    #[test]
+    fn products_refuse_operands_of_the_wrong_shape() {
+        let (dk, _) = key_pair();
+        let mut c = ProtocolConfig::new(Profile::Hardened, 2, 2);
+        c.min_key_bits = 1024;
+        let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        let mut host = Host::<Paillier>::new(c, dk, Some(&w), &mut rng).unwrap();
+        let mut guest = Guest::<Paillier>::new(c, &[0.01, 0.02], None).unwrap();
+        guest
+            .handle_message(host.poll_message().unwrap(), &mut rng)
+            .unwrap();
+        let a = Matrix::from_vec(3, 2, vec![0.5, 1.0, 1.5, 0.25, 0.0, 2.0]).unwrap();
+        host.start_round(Purpose::Predict, &a, &mut rng).unwrap();
+        let Some(Message::Activations(act)) = host.poll_message() else {
+            panic!("expected Activations")
+        };
+        let ek = guest.encryption_key().unwrap().clone();
+        let layouts = guest.layouts(3).unwrap();
+        let a_rows =
+            CtMatrix::<Paillier>::from_wire(&ek, &act.by_rows, 3, 2, layouts.forward, "a").unwrap();
+        // 5 × 7 matches neither dimension of the (blocks × 2) ciphertext matrix.
+        let wrong = Matrix::from_vec(5, 7, vec![BigInt::from(1); 35]).unwrap();
+        let is_shape_error = |r: Result<CtMatrix<Paillier>, Error>| {
+            matches!(
+                r,
+                Err(Error::ApiMisuse(ApiMisuse::ShapeMismatch {
+                    got: (5, 7),
+                    ..
+                }))
+            )
+        };
+        assert!(is_shape_error(forward_product::<Paillier>(
+            &ek, &a_rows, &wrong, 40, false
+        )));
+        assert!(is_shape_error(gradient_product::<Paillier>(
+            &ek, &a_rows, &wrong, 40, false
+        )));
+        assert!(is_shape_error(input_gradient_product::<Paillier>(
+            &ek, &a_rows, &wrong, 40, false
+        )));
+    }
 }

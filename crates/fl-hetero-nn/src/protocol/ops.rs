@@ -4,7 +4,7 @@
 use num_bigint::BigInt;
 use rand::{CryptoRng, SeedableRng, rngs::ChaCha20Rng};
 
-use crate::error::{Error, PeerMisbehaved, SchemeError};
+use crate::error::{ApiMisuse, Error, PeerMisbehaved, SchemeError};
 use crate::matrix::Matrix;
 use crate::message::CiphertextMatrix;
 use crate::packing::{Axis, Layout};
@@ -271,6 +271,25 @@ fn dot_blocks<S: HomomorphicScheme>(
     )
 }
 
+/// Checks that a plaintext operand has the shape `rows × cols` its ciphertext partner
+/// requires, so that the products below never index out of range.
+fn inner_dimension(
+    what: &'static str,
+    operand: &Matrix<BigInt>,
+    rows: usize,
+    cols: usize,
+) -> Result<(), Error> {
+    if (operand.rows(), operand.cols()) == (rows, cols) {
+        Ok(())
+    } else {
+        Err(Error::ApiMisuse(ApiMisuse::ShapeMismatch {
+            what,
+            expected: (rows, cols),
+            got: (operand.rows(), operand.cols()),
+        }))
+    }
+}
+
 /// Forward product: ⟦A⟧ (n×d_A, packed along rows) · W (d_A×m) → n×m packed along rows.
 /// Per block of rows, the d_A ciphertexts' tables are shared by the m output columns.
 pub(crate) fn forward_product<S: HomomorphicScheme>(
@@ -280,10 +299,10 @@ pub(crate) fn forward_product<S: HomomorphicScheme>(
     bound_bits: u32,
     secret: bool,
 ) -> Result<CtMatrix<S>, Error> {
-    let d_a = a_rows.cts.cols();
+    inner_dimension("forward product weights", w, a_rows.cts.cols(), w.cols())?;
     let m = w.cols();
     let wt = w.transpose(); // m × d_A: row j holds the scalars of output column j
-    let rows: Vec<&[BigInt]> = (0..m).map(|j| &wt.row(j)[..d_a]).collect();
+    let rows: Vec<&[BigInt]> = (0..m).map(|j| wt.row(j)).collect();
     Ok(CtMatrix {
         rows: a_rows.rows,
         cols: m,
@@ -301,10 +320,10 @@ pub(crate) fn gradient_product<S: HomomorphicScheme>(
     bound_bits: u32,
     secret: bool,
 ) -> Result<CtMatrix<S>, Error> {
-    let n = a_cols.cts.rows();
+    inner_dimension("weight gradient delta", d, a_cols.cts.rows(), d.cols())?;
     let m = d.cols();
     let dt = d.transpose(); // m × n
-    let rows: Vec<&[BigInt]> = (0..m).map(|j| &dt.row(j)[..n]).collect();
+    let rows: Vec<&[BigInt]> = (0..m).map(|j| dt.row(j)).collect();
     let cols_t = a_cols.cts.transpose(); // blocks × n
     let cts = dot_blocks::<S>(ek, &cols_t, &rows, bound_bits, secret)?;
     let layout = Layout {
@@ -329,9 +348,9 @@ pub(crate) fn input_gradient_product<S: HomomorphicScheme>(
     bound_bits: u32,
     secret: bool,
 ) -> Result<CtMatrix<S>, Error> {
-    let m = w_rows.cts.cols();
     let n = d.rows();
-    let rows: Vec<&[BigInt]> = (0..n).map(|i| &d.row(i)[..m]).collect();
+    inner_dimension("input gradient delta", d, n, w_rows.cts.cols())?;
+    let rows: Vec<&[BigInt]> = (0..n).map(|i| d.row(i)).collect();
     // One dot_many per block of ⟦W⟧ gives the blocks × n transpose of the result.
     let v = dot_blocks::<S>(ek, &w_rows.cts, &rows, bound_bits, secret)?.transpose();
     let layout = Layout {
