@@ -120,10 +120,18 @@ fn paillier(c: &mut Criterion) {
         g.bench_function(format!("encrypt_djn_{alpha}bit_alpha"), |b| {
             b.iter(|| black_box(djn.encrypt(&m, &mut rng).unwrap()));
         });
-        let djn1024 = DjnEncryptor::new(&ek, &public, 1024, 6).unwrap();
-        g.bench_function("encrypt_djn_1024bit_alpha", |b| {
-            b.iter(|| black_box(djn1024.encrypt(&m, &mut rng).unwrap()));
-        });
+        // The window sweep at the anchor's exponent length (the default window is 6).
+        for window in [5, 6, 7, 8] {
+            let djn1024 = DjnEncryptor::new(&ek, &public, 1024, window).unwrap();
+            let name = if window == 6 {
+                "encrypt_djn_1024bit_alpha".to_string()
+            } else {
+                format!("encrypt_djn_1024bit_alpha_window{window}")
+            };
+            g.bench_function(name, |b| {
+                b.iter(|| black_box(djn1024.encrypt(&m, &mut rng).unwrap()));
+            });
+        }
 
         // Decryption.
         g.bench_function("decrypt_ct_1thread", |b| {
