@@ -10,10 +10,12 @@ use std::{
 };
 
 /// The binary, with an environment that does not depend on where the tests run: `CI`
-/// turns on the progress lines on stderr, so it is removed (one test sets it on purpose).
+/// turns on the progress lines on stderr and `FL_AUDIT_SUITES` adds suites to the run, so
+/// both are removed (one test sets `CI` on purpose).
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fl-audit"));
-    c.env_remove("CI");
+    c.env_remove("CI")
+        .env_remove(fl_audit::suite::SUITE_DIR_ENV);
     c
 }
 
