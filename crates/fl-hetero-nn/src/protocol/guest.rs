@@ -820,6 +820,45 @@ mod tests {
         (dk, copy)
     }
 
+    /// A guest after the key exchange and the host's Activations for a 3 × 2 batch,
+    /// decoded into ⟦A⟧ by rows; also the config and a copy of the host's key.
+    fn received_activations(
+        profile: Profile,
+        encryption: Encryption,
+    ) -> (
+        ProtocolConfig,
+        fl_paillier::DecryptionKey,
+        Guest<Paillier>,
+        CtMatrix<Paillier>,
+    ) {
+        let (dk, dk2) = key_pair();
+        let mut c = ProtocolConfig::new(profile, 2, 2);
+        c.min_key_bits = 1024;
+        c.encryption = encryption;
+        let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        let (hw, gw) = if profile == Profile::Hardened {
+            (Some(&w), None)
+        } else {
+            (None, Some(&w))
+        };
+        let mut host = Host::<Paillier>::new(c, dk, hw, &mut rng).unwrap();
+        let mut guest = Guest::<Paillier>::new(c, &[0.01, 0.02], gw).unwrap();
+        guest
+            .handle_message(host.poll_message().unwrap(), &mut rng)
+            .unwrap();
+        let a = Matrix::from_vec(3, 2, vec![0.5, 1.0, 1.5, 0.25, 0.0, 2.0]).unwrap();
+        host.start_round(Purpose::Predict, &a, &mut rng).unwrap();
+        let Some(Message::Activations(act)) = host.poll_message() else {
+            panic!("expected Activations")
+        };
+        let ek = guest.encryption_key().unwrap().clone();
+        let layouts = guest.layouts(3).unwrap();
+        let a_rows =
+            CtMatrix::<Paillier>::from_wire(&ek, &act.by_rows, 3, 2, layouts.forward, "a").unwrap();
+        (c, dk2, guest, a_rows)
+    }
+
     /// (5) Re-randomised ciphertexts differ from the deterministic result and decrypt to the
     /// same values; FateFaithful sends the deterministic result (FATE's leak, §e.5).
     #[test]
@@ -829,32 +868,7 @@ mod tests {
             (Profile::Hardened, Encryption::Djn),
             (Profile::FateFaithful, Encryption::Textbook),
         ] {
-            let (dk, dk2) = key_pair();
-            let mut c = ProtocolConfig::new(profile, 2, 2);
-            c.min_key_bits = 1024;
-            c.encryption = encryption;
-            let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
-            let mut rng = ChaCha20Rng::seed_from_u64(2);
-            let (hw, gw) = if profile == Profile::Hardened {
-                (Some(&w), None)
-            } else {
-                (None, Some(&w))
-            };
-            let mut host = Host::<Paillier>::new(c, dk, hw, &mut rng).unwrap();
-            let mut guest = Guest::<Paillier>::new(c, &[0.01, 0.02], gw).unwrap();
-            guest
-                .handle_message(host.poll_message().unwrap(), &mut rng)
-                .unwrap();
-            let a = Matrix::from_vec(3, 2, vec![0.5, 1.0, 1.5, 0.25, 0.0, 2.0]).unwrap();
-            host.start_round(Purpose::Predict, &a, &mut rng).unwrap();
-            let Some(Message::Activations(act)) = host.poll_message() else {
-                panic!("expected Activations")
-            };
-            let ek = guest.encryption_key().unwrap().clone();
-            let layouts = guest.layouts(3).unwrap();
-            let a_rows =
-                CtMatrix::<Paillier>::from_wire(&ek, &act.by_rows, 3, 2, layouts.forward, "a")
-                    .unwrap();
+            let (c, dk2, guest, a_rows) = received_activations(profile, encryption);
             let (plain, eps1) = guest
                 .masked_forward(&a_rows, false, &mut ChaCha20Rng::seed_from_u64(3))
                 .unwrap();
@@ -884,25 +898,9 @@ mod tests {
     /// ciphertext matrix and return a typed error instead of indexing out of range.
     #[test]
     fn products_refuse_operands_of_the_wrong_shape() {
-        let (dk, _) = key_pair();
-        let mut c = ProtocolConfig::new(Profile::Hardened, 2, 2);
-        c.min_key_bits = 1024;
-        let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
-        let mut rng = ChaCha20Rng::seed_from_u64(2);
-        let mut host = Host::<Paillier>::new(c, dk, Some(&w), &mut rng).unwrap();
-        let mut guest = Guest::<Paillier>::new(c, &[0.01, 0.02], None).unwrap();
-        guest
-            .handle_message(host.poll_message().unwrap(), &mut rng)
-            .unwrap();
-        let a = Matrix::from_vec(3, 2, vec![0.5, 1.0, 1.5, 0.25, 0.0, 2.0]).unwrap();
-        host.start_round(Purpose::Predict, &a, &mut rng).unwrap();
-        let Some(Message::Activations(act)) = host.poll_message() else {
-            panic!("expected Activations")
-        };
+        let (_, _, guest, a_rows) =
+            received_activations(Profile::Hardened, Encryption::KeyOwnerCrt);
         let ek = guest.encryption_key().unwrap().clone();
-        let layouts = guest.layouts(3).unwrap();
-        let a_rows =
-            CtMatrix::<Paillier>::from_wire(&ek, &act.by_rows, 3, 2, layouts.forward, "a").unwrap();
         // 5 × 7 matches neither dimension of the (blocks × 2) ciphertext matrix.
         let wrong = Matrix::from_vec(5, 7, vec![BigInt::from(1); 35]).unwrap();
         let is_shape_error = |r: Result<CtMatrix<Paillier>, Error>| {
