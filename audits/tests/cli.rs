@@ -474,29 +474,20 @@ fn suites_that_cannot_run_as_asked_exit_2() {
         let file = d.join("s.json");
         std::fs::write(&file, text).unwrap();
         let out = d.join("out");
-        let o = run(&[
+        let args = [
             "run",
             "--suite",
             file.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
-        ]);
+        ];
+        let o = run(&args);
         assert_eq!(code(&o), 2, "{text}: {}{}", stdout(&o), stderr(&o));
         assert!(stderr(&o).contains(what), "{what}: {}", stderr(&o));
         assert_eq!(stderr(&o).trim_end().lines().count(), 1);
         assert!(!out.exists());
         // Under CI the progress lines come first, and the error is still the last line.
-        let o = bin()
-            .env("CI", "true")
-            .args([
-                "run",
-                "--suite",
-                file.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap();
+        let o = bin().env("CI", "true").args(args).output().unwrap();
         assert_eq!(code(&o), 2, "{text}: {}{}", stdout(&o), stderr(&o));
         let err = stderr(&o);
         let last = err.trim_end().lines().last().unwrap_or_default();

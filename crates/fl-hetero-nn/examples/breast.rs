@@ -307,12 +307,8 @@ impl HostPart for FloatPart {
 
 fn key(bits: u32, seed: u64) -> Result<fl_paillier::DecryptionKey, Error> {
     let t = Instant::now();
-    let dk = fl_paillier::keygen(bits, &mut ChaCha20Rng::seed_from_u64(seed ^ 0xC0FFEE)).map_err(
-        |e| fl_hetero_nn::error::SchemeError {
-            kind: fl_hetero_nn::error::SchemeErrorKind::Other,
-            detail: format!("key generation: {e}"),
-        },
-    )?;
+    let dk = fl_paillier::keygen(bits, &mut ChaCha20Rng::seed_from_u64(seed ^ 0xC0FFEE))
+        .map_err(fl_hetero_nn::error::SchemeError::from)?;
     eprintln!(
         "generated a {bits}-bit Paillier key in {:.1}s",
         t.elapsed().as_secs_f64()

@@ -13,6 +13,14 @@ use crate::scheme::HomomorphicScheme;
 #[derive(Debug, Clone, Copy)]
 pub struct Paillier;
 
+/// fl-paillier's errors as the scheme errors the protocol reports (key, ciphertext,
+/// plaintext or overflow class, with fl-paillier's description).
+impl From<fl_paillier::Error> for SchemeError {
+    fn from(e: fl_paillier::Error) -> Self {
+        map_err(e)
+    }
+}
+
 fn map_err(e: fl_paillier::Error) -> SchemeError {
     use fl_paillier::Error as E;
     let kind = match &e {
