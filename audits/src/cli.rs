@@ -22,7 +22,7 @@ use crate::{
     error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result},
     external::ExternalMechanism,
     registry,
-    report::{OutputDir, Report, fmt_p},
+    report::{OutputDir, Report, fmt_eps, fmt_p},
     source::External,
     suite::{self, Params, Samples, Suite, params_label},
 };
@@ -232,13 +232,20 @@ fn check_alpha(alpha: f64) -> Result<()> {
 
 fn print_summary(report: &Report) {
     println!(
-        "{:<28} {:<18} {:>6} {:>7} {:>6} {:>12} {:>10}  verdict",
-        "suite", "mechanism", "points", "tests", "failed", "min adj. p", "eps_lb/eps"
+        "{:<28} {:<18} {:>6} {:>7} {:>6} {:>12} {:>10} {:>11}  verdict",
+        "suite",
+        "mechanism",
+        "points",
+        "tests",
+        "failed",
+        "min adj. p",
+        "eps_lb/eps",
+        "lb/realised"
     );
     for s in &report.suites {
         let v = report.suite_verdict(&s.name);
         println!(
-            "{:<28} {:<18} {:>6} {:>7} {:>6} {:>12} {:>10}  {}",
+            "{:<28} {:<18} {:>6} {:>7} {:>6} {:>12} {:>10} {:>11}  {}",
             s.name,
             s.mechanism,
             s.points,
@@ -246,6 +253,8 @@ fn print_summary(report: &Report) {
             v.failed,
             v.min_adjusted_p.map_or("-".into(), fmt_p),
             v.max_epsilon_ratio
+                .map_or("-".into(), |r| format!("{r:.3}")),
+            v.max_realised_ratio
                 .map_or("-".into(), |r| format!("{r:.3}")),
             if v.failed == 0 { "pass" } else { "FAIL" }
         );
@@ -392,9 +401,18 @@ fn cmd_epsilon(
             .get("scope")
             .map_or_else(String::new, |s| format!(" ({s})"));
         println!(
-            "{mechanism}{scope}: claimed epsilon = {}, certified lower bound = {:.6} at confidence {} ({samples} samples per input)",
-            e.claimed, e.lower_bound, e.confidence
+            "{mechanism}{scope}: claimed epsilon = {}, realised at the audited inputs = {}, certified lower bound = {:.6} at confidence {} ({samples} samples per input)",
+            fmt_eps(e.claimed),
+            fmt_eps(e.realised),
+            e.lower_bound,
+            e.confidence
         );
+        if let Some(event) = &e.event {
+            println!(
+                "  event (chosen from the law before sampling): {}",
+                event.describe()
+            );
+        }
         violated |= !e.passed();
     }
     if violated {
@@ -539,8 +557,11 @@ fn cmd_external(
                 .get("scope")
                 .map_or_else(String::new, |s| format!("{s} "));
             format!(
-                "{scope}eps_lb = {:.4} (claimed {}, confidence {})",
-                e.lower_bound, e.claimed, e.confidence
+                "{scope}eps_lb = {:.4} (claimed {}, realised {}, confidence {})",
+                e.lower_bound,
+                fmt_eps(e.claimed),
+                fmt_eps(e.realised),
+                e.confidence
             )
         })
         .collect::<Vec<_>>()

@@ -13,11 +13,11 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use crate::{
-    analysis::PointResult,
+    analysis::{PointResult, epsilon},
     error::{AuditError, Result},
     progress::{Progress, ProgressBar},
     registry::{self, PointAudit},
-    report::{EpsilonRow, Report, SuiteSummary, TestRow, versions},
+    report::{EpsilonEvent, EpsilonRow, Report, SuiteSummary, TestRow, versions},
     source::mix,
     suite::{Params, Samples, Suite},
 };
@@ -332,20 +332,32 @@ pub(crate) fn execute(
     }
     let mut eps_rows = Vec::new();
     let confidence = 1.0 - alpha / family;
+    let statement_confidence = fl_stats::Confidence::new(confidence)?;
     for (suite, mechanism, params, e) in evidence {
-        let pairs = e.pairs.len().max(1) as f64;
-        let per_pair = fl_stats::Confidence::new(1.0 - (alpha / family) / pairs)?;
-        let mut lb = 0.0f64;
-        for (a, b) in &e.pairs {
-            lb = lb.max(fl_stats::epsilon_lower_bound(a, b, per_pair)?.epsilon);
-        }
+        // The event is chosen from the law and the sample sizes only (before the counts
+        // are read), so the statement pays for two one-sided bounds, not for the choice.
+        let samples: Vec<(u64, u64)> = e
+            .pairs
+            .iter()
+            .map(|(a, b)| (a.iter().sum(), b.iter().sum()))
+            .collect();
+        let event = epsilon::plan_event(&e.laws, &samples, (alpha / family) / 2.0)?;
+        let lower_bound = epsilon::certify(event.as_ref(), &e.pairs, statement_confidence)?;
         eps_rows.push(EpsilonRow {
             suite,
             mechanism,
             params,
             claimed: e.claimed,
-            lower_bound: lb,
+            realised: epsilon::realised_epsilon(&e.laws),
+            lower_bound,
             confidence,
+            event: event.map(|p| EpsilonEvent {
+                pair: e.names.get(p.pair).cloned().unwrap_or_default(),
+                swapped: p.swapped,
+                cells: p.cells,
+                cell_count: e.laws.get(p.pair).map_or(0, |l| l.0.len()),
+                law_log_ratio: p.law_log_ratio,
+            }),
         });
     }
     Ok(Report {

@@ -59,6 +59,7 @@ fn a_leakier_sampler_is_a_certified_epsilon_violation() {
         "signds-magrr",
         "frequency-grr",
         "frequency-oue",
+        "exponential",
     ] {
         let s = suite::builtin()
             .unwrap()
@@ -150,4 +151,42 @@ fn signds_client_rejects_a_miscalibrated_magrr() {
         "{:?}",
         leaky.epsilon
     );
+}
+
+/// The exponential mechanism's classic bug — weights exp(ε·u/Δ) instead of exp(ε·u/(2Δ)),
+/// i.e. the sampler at 2ε while the law keeps ε — is a **certified ε violation** at the
+/// default planned sample sizes, on the worst-case neighbours the registry builds; the
+/// correct sampler's certified bound reaches ≥ 0.9 of the ε its law realises at those
+/// inputs (and stays below the claim). Fixed seed, the run's family-wise α = 10^-3.
+#[test]
+fn exponential_factor_two_bug_is_a_certified_violation_at_planned_sizes() {
+    let s = suite::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == "exponential")
+        .unwrap();
+    let planned = RunOptions {
+        seed: 99,
+        ..RunOptions::default()
+    };
+    for point in s.points() {
+        let eps = point["eps"].as_f64().unwrap();
+        let mut v = s.clone();
+        v.params = point;
+        v.grid.clear();
+        let good = engine::run(std::slice::from_ref(&v), &planned).unwrap();
+        assert!(good.passed(), "eps = {eps}: the correct sampler must pass");
+        let e = &good.epsilon[0];
+        assert!(
+            e.lower_bound >= 0.9 * e.realised && e.realised < e.claimed,
+            "eps = {eps}: {e:?}"
+        );
+        v.sampler = Some([("eps".to_string(), json!(2.0 * eps))].into());
+        let bad = engine::run(&[v], &planned).unwrap();
+        assert!(
+            bad.epsilon.iter().any(|e| e.lower_bound > e.claimed),
+            "eps = {eps}: exp(eps u / du) must be a certified violation: {:?}",
+            bad.epsilon
+        );
+    }
 }

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+pub(crate) mod epsilon;
 pub(crate) mod estimator;
 pub(crate) mod signds;
 
@@ -28,7 +29,8 @@ pub(crate) struct Outcome {
 }
 
 /// Counts from which one certified ε lower bound is computed: for each pair of
-/// neighbouring inputs, the counts of the same events under both.
+/// neighbouring inputs, the counts of the same events under both, and their exact law
+/// (from which the statement's event is chosen before sampling: [`epsilon`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct EpsilonEvidence {
     /// What the bound is about (`scope`), added to the point's params.
@@ -37,6 +39,58 @@ pub(crate) struct EpsilonEvidence {
     pub claimed: f64,
     /// (counts under x, counts under x′) per pair of neighbours.
     pub pairs: Vec<(Vec<u64>, Vec<u64>)>,
+    /// (P[cell | x], P[cell | x′]) per pair, over the same cells as `pairs`.
+    pub laws: Vec<(Vec<f64>, Vec<f64>)>,
+    /// Per pair, what it compares: `"a / b"` for inputs labelled a and b, optionally after
+    /// a context (`"coordinate j: a / b"`).
+    pub names: Vec<String>,
+}
+
+impl EpsilonEvidence {
+    /// A statement about `about` claiming `claimed`, with no pair yet.
+    pub(crate) fn new(about: Params, claimed: f64) -> Self {
+        Self {
+            about,
+            claimed,
+            pairs: Vec::new(),
+            laws: Vec::new(),
+            names: Vec::new(),
+        }
+    }
+
+    /// Adds a pair: its name, its counts (under x, under x′) and its law over the same
+    /// cells.
+    pub(crate) fn push(
+        &mut self,
+        name: String,
+        counts: (Vec<u64>, Vec<u64>),
+        law: (Vec<f64>, Vec<f64>),
+    ) {
+        self.names.push(name);
+        self.pairs.push(counts);
+        self.laws.push(law);
+    }
+
+    /// Adds each pair (a, b) of input indices from `pairs`, with the inputs' `counts` and
+    /// `input(i)` = (label, law) of input i; pairs missing either are skipped.
+    pub(crate) fn push_pairs<'a>(
+        &mut self,
+        pairs: &[(usize, usize)],
+        counts: &[Vec<u64>],
+        input: impl Fn(usize) -> Option<(&'a str, &'a [f64])>,
+    ) {
+        for &(a, b) in pairs {
+            if let (Some(ca), Some(cb), Some((xa, la)), Some((xb, lb))) =
+                (counts.get(a), counts.get(b), input(a), input(b))
+            {
+                self.push(
+                    format!("{xa} / {xb}"),
+                    (ca.clone(), cb.clone()),
+                    (la.to_vec(), lb.to_vec()),
+                );
+            }
+        }
+    }
 }
 
 /// Everything a grid point produced.
@@ -312,26 +366,27 @@ impl FiniteLaw {
         if tests.has("epsilon")
             && let Some((claimed, pairs)) = &self.epsilon
         {
-            {
-                let pairs = pairs
-                    .iter()
-                    .filter_map(|&(a, b)| Some((counts.get(a)?.clone(), counts.get(b)?.clone())))
-                    .collect();
-                r.evidence.push(EpsilonEvidence {
-                    about: about(&[("scope", json!("output"))]),
-                    claimed: *claimed,
-                    pairs,
-                });
-            }
+            let mut e = EpsilonEvidence::new(about(&[("scope", json!("output"))]), *claimed);
+            e.push_pairs(pairs, counts, |i| {
+                self.inputs
+                    .get(i)
+                    .map(|(l, _, law)| (l.as_str(), law.as_slice()))
+            });
+            r.evidence.push(e);
         }
         Ok(r)
     }
 }
 
-/// The neighbour pairs used for ε bounds over `k` inputs: every pair for k ≤ 4, else a
-/// ring (i, i+1 mod k), so every input is in two pairs.
+/// Up to this many inputs, every pair of inputs is a candidate pair of an ε statement.
+const ALL_PAIRS_MAX_INPUTS: usize = 16;
+
+/// The neighbour pairs an ε statement chooses from over `k` inputs: every pair for
+/// k ≤ 16, else a ring (i, i+1 mod k), so every input is in two pairs. The statement
+/// certifies one pair chosen from the law before sampling, so more candidates cost no
+/// confidence.
 pub(crate) fn neighbour_pairs(k: usize) -> Vec<(usize, usize)> {
-    if k <= 4 {
+    if k <= ALL_PAIRS_MAX_INPUTS {
         (0..k)
             .flat_map(|a| (a + 1..k).map(move |b| (a, b)))
             .collect()
@@ -483,31 +538,52 @@ impl BitLaw {
             });
         }
         if tests.has("epsilon")
-            && let (Some((per_coordinate, whole)), [first, second, ..]) = (self.epsilon, stats)
+            && let (Some((per_coordinate, whole)), [first, second, ..], [x, y, ..]) =
+                (self.epsilon, stats, self.inputs.as_slice())
         {
+            let names = format!("{} / {}", x.0, y.0);
+            let mut e =
+                EpsilonEvidence::new(about(&[("scope", json!("coordinate"))]), per_coordinate);
+            for (j, ((&a, &b), (&pa, &pb))) in first
+                .ones
+                .iter()
+                .zip(&second.ones)
+                .zip(x.2.iter().zip(&y.2))
+                .enumerate()
             {
-                let pairs = first
-                    .ones
-                    .iter()
-                    .zip(&second.ones)
-                    .map(|(&a, &b)| (vec![first.n - a, a], vec![second.n - b, b]))
-                    .collect();
-                r.evidence.push(EpsilonEvidence {
-                    about: about(&[("scope", json!("coordinate"))]),
-                    claimed: per_coordinate,
-                    pairs,
-                });
-                if let (Some(a), Some(b)) = (&first.full, &second.full) {
-                    r.evidence.push(EpsilonEvidence {
-                        about: about(&[("scope", json!("vector"))]),
-                        claimed: whole,
-                        pairs: vec![(a.clone(), b.clone())],
-                    });
-                }
+                e.push(
+                    format!("coordinate {j}: {names}"),
+                    (vec![first.n - a, a], vec![second.n - b, b]),
+                    (vec![1.0 - pa, pa], vec![1.0 - pb, pb]),
+                );
+            }
+            r.evidence.push(e);
+            if let (Some(a), Some(b)) = (&first.full, &second.full) {
+                let mut e = EpsilonEvidence::new(about(&[("scope", json!("vector"))]), whole);
+                e.push(
+                    names,
+                    (a.clone(), b.clone()),
+                    (vector_law(&x.2), vector_law(&y.2)),
+                );
+                r.evidence.push(e);
             }
         }
         Ok(r)
     }
+}
+
+/// The law of a whole vector of independent bits with P(bit j = 1) = `ones[j]`, indexed
+/// Σ b_j 2^j like [`BitStats::full`].
+fn vector_law(ones: &[f64]) -> Vec<f64> {
+    let mut law = vec![1.0];
+    for &p in ones {
+        // Bit j is the highest so far: vectors with it set follow those without.
+        let zero: Vec<f64> = law.iter().map(|&q| q * (1.0 - p)).collect();
+        let one: Vec<f64> = law.iter().map(|&q| q * p).collect();
+        law = zero;
+        law.extend(one);
+    }
+    law
 }
 
 /// The CDF of output coordinate `coordinate` under input number `input`.
@@ -653,14 +729,24 @@ impl RealLaw {
                     .count() as u64;
                 vec![n - e, e]
             };
-            r.evidence.push(EpsilonEvidence {
-                about: about(&[
+            // Coordinates are independent: P(E | input i) = (1 − F_i0(t0))·F_i1(t1).
+            let law = |i: usize| {
+                let e = (1.0 - (self.cdf)(i, 0, t0)) * (self.cdf)(i, 1, t1);
+                vec![1.0 - e, e]
+            };
+            let mut e = EpsilonEvidence::new(
+                about(&[
                     ("scope", json!("vector")),
                     ("event", json!("Y0 > t0 and Y1 <= t1")),
                 ]),
                 claimed,
-                pairs: vec![(count(sx), count(sy))],
-            });
+            );
+            e.push(
+                format!("{} / {}", x.0, y.0),
+                (count(sx), count(sy)),
+                (law(0), law(1)),
+            );
+            r.evidence.push(e);
         }
         Ok(r)
     }
@@ -758,6 +844,7 @@ mod tests {
     fn neighbour_pairs_cover_every_input() {
         assert_eq!(neighbour_pairs(2), vec![(0, 1)]);
         assert_eq!(neighbour_pairs(3).len(), 3);
-        assert_eq!(neighbour_pairs(10).len(), 10);
+        assert_eq!(neighbour_pairs(10).len(), 45);
+        assert_eq!(neighbour_pairs(20).len(), 20);
     }
 }

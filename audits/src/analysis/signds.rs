@@ -165,17 +165,13 @@ impl SelectionAudit {
             });
         }
         if self.epsilon_count(tests) == 1
-            && let Some(claimed) = self.epsilon
+            && let (Some(claimed), Some(laws)) = (self.epsilon, &self.sets)
         {
-            let pairs = neighbour_pairs(set_counts.len())
-                .into_iter()
-                .filter_map(|(a, b)| Some((set_counts.get(a)?.clone(), set_counts.get(b)?.clone())))
-                .collect();
-            r.evidence.push(EpsilonEvidence {
-                about: about(&[("scope", json!("output set"))]),
-                claimed,
-                pairs,
+            let mut e = EpsilonEvidence::new(about(&[("scope", json!("output set"))]), claimed);
+            e.push_pairs(&neighbour_pairs(set_counts.len()), &set_counts, |i| {
+                Some((self.inputs.get(i)?.0.as_str(), laws.get(i)?.as_slice()))
             });
+            r.evidence.push(e);
         }
         Ok(r)
     }
@@ -269,13 +265,21 @@ impl ClientAudit {
             });
         }
         if self.epsilon_count(tests) == 1
-            && let (Some(claimed), [a, b, ..]) = (self.magrr_epsilon, bits.as_slice())
+            && let (Some(claimed), [a, b, ..], [x, y, ..]) =
+                (self.magrr_epsilon, bits.as_slice(), self.inputs.as_slice())
         {
-            r.evidence.push(EpsilonEvidence {
-                about: about(&[("scope", json!("MagRR bit"))]),
-                claimed,
-                pairs: vec![(a.clone(), b.clone())],
-            });
+            // The reported bit is the true one with probability `keep`.
+            let law = |truth: bool| {
+                let one = if truth { self.keep } else { 1.0 - self.keep };
+                vec![1.0 - one, one]
+            };
+            let mut e = EpsilonEvidence::new(about(&[("scope", json!("MagRR bit"))]), claimed);
+            e.push(
+                format!("{} / {}", x.0, y.0),
+                (a.clone(), b.clone()),
+                (law(x.2), law(y.2)),
+            );
+            r.evidence.push(e);
         }
         Ok(r)
     }

@@ -75,7 +75,7 @@ pub const MECHANISMS: &[MechanismInfo] = &[
     },
     MechanismInfo {
         name: "exponential",
-        description: "exponential mechanism over a utility vector and its neighbour (fl-ldp ExponentialMechanism)",
+        description: "exponential mechanism over a utility vector and its worst-case neighbour (fl-ldp ExponentialMechanism)",
         params: "eps, utilities, sensitivity?, form?",
         tests: &["cells", "chi-square", "epsilon"],
     },
@@ -432,8 +432,18 @@ fn f64_list(params: &Params, name: &str, what: &str) -> Result<Vec<f64>> {
     }
 }
 
-/// The exponential mechanism and its two neighbouring utility vectors: `utilities` and
-/// the same with output 0 raised by the sensitivity (a valid neighbour for both forms).
+/// The exponential mechanism and its two neighbouring utility vectors: `utilities` (u)
+/// and its worst-case neighbour u′ for the claimed relation (‖u − u′‖∞ ≤ Δ), built around
+/// the lowest-utility candidate j (the first one when several tie):
+///
+/// - standard form, P(o) ∝ exp(ε·u(o)/(2Δ)): u′(j) = u(j) + Δ and u′(o) = u(o) − Δ for every
+///   other o, so P[j|u′]/P[j|u] = e^(ε/2)·Z(u)/Z(u′) with Z(u′) ≥ e^(−ε/2)·Z(u): the ratio
+///   approaches e^ε as j's share of Z(u) shrinks;
+/// - monotone form (utilities move in one direction between neighbours), P(o) ∝
+///   exp(ε·u(o)/Δ): u′(j) = u(j) + Δ, the rest unchanged, with the same limit e^ε.
+///
+/// The realised ε at (u, u′) — what the report shows beside the claim — is below ε by j's
+/// share of the normaliser; no pair of neighbours reaches ε exactly at finite utilities.
 fn exponential(params: &Params) -> Result<(ExponentialMechanism, Vec<Vec<f64>>)> {
     let eps = eps_param(params)?;
     let u = f64_list(params, "utilities", "a non-empty array of finite numbers")?;
@@ -453,10 +463,20 @@ fn exponential(params: &Params) -> Result<(ExponentialMechanism, Vec<Vec<f64>>)>
         }
     };
     let m = ExponentialMechanism::new(eps, sensitivity, form)?;
-    let mut v = u.clone();
-    if let Some(x) = v.first_mut() {
-        *x += sensitivity;
-    }
+    let low = u
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(j, _)| j);
+    let v: Vec<f64> = u
+        .iter()
+        .enumerate()
+        .map(|(o, &x)| match form {
+            _ if o == low => x + sensitivity,
+            ExponentialForm::Standard => x - sensitivity,
+            _ => x,
+        })
+        .collect();
     Ok((m, vec![u, v]))
 }
 

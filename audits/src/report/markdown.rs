@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{EpsilonRow, Report, TestRow, fmt_p};
+use super::{EpsilonRow, Report, TestRow, fmt_eps, fmt_p};
 use crate::suite::params_label;
 
 /// How many of a suite's passing tests `report.md` lists (smallest adjusted p first);
@@ -27,13 +27,23 @@ fn test_line(out: &mut String, r: &TestRow) {
 }
 
 fn eps_line(out: &mut String, e: &EpsilonRow) {
+    let ratio = if e.realised > 0.0 && e.realised.is_finite() {
+        format!("{:.3}", e.lower_bound / e.realised)
+    } else {
+        "–".into()
+    };
     let _ = writeln!(
         out,
-        "| {} | {} | {:.4} | {} | {} |",
+        "| {} | {} | {} | {:.4} | {ratio} | {} | {} | {} |",
         params_label(&e.params),
-        e.claimed,
+        fmt_eps(e.claimed),
+        fmt_eps(e.realised),
         e.lower_bound,
-        e.confidence,
+        e.event.as_ref().map_or_else(
+            || "none certifies a positive bound".into(),
+            |v| v.describe()
+        ),
+        format_args!("1 − {}", fmt_p(1.0 - e.confidence)),
         if e.passed() {
             "consistent"
         } else {
@@ -68,21 +78,24 @@ pub fn render_markdown(report: &Report, svg_names: &[String]) -> String {
     let _ = writeln!(
         out,
         "\nA test **passes** when its Holm-adjusted p-value exceeds the tests' share of α. An ε \
-         lower bound is a **violation** when the certified bound exceeds the claimed ε. A pass \
+         lower bound is a **violation** when the certified bound exceeds the claimed ε; it is \
+         certified on one pair of inputs and one event chosen from the exact law before \
+         sampling, and the realised ε beside it is what the law allows at those inputs (below \
+         the claim when the mechanism's analysis is loose). A pass \
          means the data are consistent with the mechanism's law at this sample size, not a \
          proof; see the README for what each sample size can detect.\n"
     );
     let _ = writeln!(out, "## Summary\n");
     let _ = writeln!(
         out,
-        "| suite | mechanism | points | tests | failed | smallest adjusted p | max ε̂_lb / claimed | verdict |"
+        "| suite | mechanism | points | tests | failed | smallest adjusted p | max ε̂_lb / claimed | max ε̂_lb / realised | verdict |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
     for s in &report.suites {
         let v = report.suite_verdict(&s.name);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             s.name,
             s.mechanism,
             s.points,
@@ -90,6 +103,8 @@ pub fn render_markdown(report: &Report, svg_names: &[String]) -> String {
             v.failed,
             v.min_adjusted_p.map_or("–".into(), fmt_p),
             v.max_epsilon_ratio
+                .map_or("–".into(), |r| format!("{r:.3}")),
+            v.max_realised_ratio
                 .map_or("–".into(), |r| format!("{r:.3}")),
             if v.failed == 0 { "pass" } else { "**FAIL**" }
         );
@@ -163,9 +178,9 @@ pub fn render_markdown(report: &Report, svg_names: &[String]) -> String {
             let _ = writeln!(out, "\nCertified ε lower bounds:\n");
             let _ = writeln!(
                 out,
-                "| parameters | claimed ε | ε̂_lb | confidence | verdict |"
+                "| parameters | claimed ε | realised ε | ε̂_lb | ε̂_lb / realised | event (fixed before sampling) | confidence | verdict |"
             );
-            let _ = writeln!(out, "|---|---:|---:|---:|---|");
+            let _ = writeln!(out, "|---|---:|---:|---:|---:|---|---:|---|");
             for e in eps {
                 eps_line(&mut out, e);
             }

@@ -50,10 +50,56 @@ pub struct EpsilonRow {
     pub params: Params,
     /// The ε the mechanism claims for this scope.
     pub claimed: f64,
+    /// The ε the exact law realises at the audited inputs: the largest log-ratio
+    /// ln(P[o|x]/P[o|x′]) over the statement's pairs and outputs (below the claim when
+    /// the mechanism's analysis is loose or the inputs are not the worst case).
+    pub realised: f64,
     /// The certified lower bound ε̂_lb.
     pub lower_bound: f64,
     /// The confidence of the bound.
     pub confidence: f64,
+    /// The event the bound was certified on (chosen from the law before sampling); `None`
+    /// when no event could certify a positive bound.
+    pub event: Option<EpsilonEvent>,
+}
+
+/// The distinguishing event of an ε statement, fixed before sampling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpsilonEvent {
+    /// The pair of neighbours compared: `"x / x′"`, optionally after a context
+    /// (`"coordinate 3: x / x′"`).
+    pub pair: String,
+    /// `true` when the bound is on P[S|x′]/P[S|x] (the pair's second input on top).
+    pub swapped: bool,
+    /// The output cells making up S.
+    pub cells: Vec<usize>,
+    /// The number of cells of the output space.
+    pub cell_count: usize,
+    /// ln(P[S|top]/P[S|bottom]) under the law: what the bound estimates.
+    pub law_log_ratio: f64,
+}
+
+impl EpsilonEvent {
+    /// One line for people: the pair, the order and the event.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let (context, pair) = match self.pair.split_once(": ") {
+            Some((c, p)) => (format!("{c}: "), p),
+            None => (String::new(), self.pair.as_str()),
+        };
+        let (top, bottom) = match pair.split_once(" / ") {
+            Some((a, b)) if self.swapped => (b.to_string(), a.to_string()),
+            Some((a, b)) => (a.to_string(), b.to_string()),
+            None => (pair.to_string(), String::new()),
+        };
+        let cells = if self.cells.len() <= 4 {
+            let list: Vec<String> = self.cells.iter().map(ToString::to_string).collect();
+            format!("{{{}}}", list.join(", "))
+        } else {
+            format!("{} of {} outputs", self.cells.len(), self.cell_count)
+        };
+        format!("{context}P[S | {top}] / P[S | {bottom}], S = {cells}")
+    }
 }
 
 impl EpsilonRow {
@@ -158,6 +204,9 @@ pub struct SuiteVerdict {
     pub min_adjusted_p: Option<f64>,
     /// The largest ratio ε̂_lb / ε over the suite's ε bounds with a positive claim, if any.
     pub max_epsilon_ratio: Option<f64>,
+    /// The largest ratio ε̂_lb / realised ε over the suite's ε bounds with a positive,
+    /// finite realised ε, if any: how much of what the law allows the samples certified.
+    pub max_realised_ratio: Option<f64>,
 }
 
 impl Report {
@@ -175,11 +224,17 @@ impl Report {
             .filter(|e| e.claimed > 0.0)
             .map(|e| e.lower_bound / e.claimed)
             .fold(f64::NEG_INFINITY, f64::max);
+        let realised = eps
+            .clone()
+            .filter(|e| e.realised > 0.0 && e.realised.is_finite())
+            .map(|e| e.lower_bound / e.realised)
+            .fold(f64::NEG_INFINITY, f64::max);
         SuiteVerdict {
             tests: rows.clone().count(),
             failed: rows.filter(|r| !r.passed).count() + eps.filter(|e| !e.passed()).count(),
             min_adjusted_p: min_p.is_finite().then_some(min_p),
             max_epsilon_ratio: ratio.is_finite().then_some(ratio),
+            max_realised_ratio: realised.is_finite().then_some(realised),
         }
     }
 
@@ -232,8 +287,16 @@ impl Report {
                     "mechanism": e.mechanism,
                     "params": e.params,
                     "claimed": num(e.claimed),
+                    "realised": num(e.realised),
                     "lower_bound": num(e.lower_bound),
                     "confidence": num(e.confidence),
+                    "event": e.event.as_ref().map_or(Value::Null, |v| json!({
+                        "pair": v.pair,
+                        "swapped": v.swapped,
+                        "cells": v.cells,
+                        "cell_count": v.cell_count,
+                        "law_log_ratio": num(v.law_log_ratio),
+                    })),
                 })
             })
             .collect();
@@ -265,6 +328,19 @@ impl Report {
             "epsilon": epsilon,
         })
     }
+}
+
+/// An ε for people: six decimals at most, trailing zeros dropped (so a claimed ε computed
+/// as 0.4999999999999995 reads 0.5), ∞ for an infinite one.
+#[must_use]
+pub fn fmt_eps(eps: f64) -> String {
+    if eps.is_infinite() {
+        return "∞".into();
+    }
+    // report.json keeps the exact value.
+    let s = format!("{eps:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.into() }
 }
 
 /// Formats a probability or p-value compactly.

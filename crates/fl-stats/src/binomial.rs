@@ -184,7 +184,7 @@ pub(crate) fn cp_bounds_at(k: u64, n: u64, error: f64) -> (f64, f64) {
 /// Largest number of trials accepted: every count up to 2⁵³ is exact in an `f64`.
 pub const MAX_TRIALS: u64 = 1 << 53;
 
-fn check_trials(k: u64, n: u64) -> Result<()> {
+pub(crate) fn check_trials(k: u64, n: u64) -> Result<()> {
     if n > MAX_TRIALS {
         return Err(Error::InvalidParameter {
             name: "trials",

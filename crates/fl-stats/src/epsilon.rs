@@ -178,6 +178,59 @@ pub fn epsilon_lower_bound_thresholds(
     bound_from_events(&events, n1, n2, confidence)
 }
 
+/// The certified ε lower bound from **one** event S and **one** order of the inputs, both
+/// fixed before the samples were drawn (for example chosen from the mechanism's exact law
+/// as its most distinguishing event): with `k₁` of `n₁` samples under x and `k₂` of `n₂`
+/// under x′ in S,
+///
+/// ε̂ = ln(L(P[S|x]) / U(P[S|x′])),
+///
+/// where the error 1 − confidence is split over just the two one-sided Clopper–Pearson
+/// bounds. Fixing the event in advance removes the Bonferroni factor over events (and the
+/// factor 2 for the order) that [`epsilon_lower_bound`] pays for choosing after the fact,
+/// so the bound is tighter for the same samples; choosing the event after looking at the
+/// samples voids the guarantee.
+///
+/// # Errors
+/// [`Error::TooFewSamples`] when either side has no samples, [`Error::CountExceedsTrials`]
+/// when a count exceeds its trials, and [`Error::InvalidParameter`] for more than 2⁵³
+/// samples on a side.
+pub fn epsilon_lower_bound_event(
+    first_in_event: u64,
+    first_samples: u64,
+    second_in_event: u64,
+    second_samples: u64,
+    confidence: Confidence,
+) -> Result<EpsilonLowerBound> {
+    for (k, n) in [
+        (first_in_event, first_samples),
+        (second_in_event, second_samples),
+    ] {
+        crate::binomial::check_trials(k, n)?;
+    }
+    let error_each = confidence.error_probability() / 2.0;
+    let (lower, _) = cp_bounds_at(first_in_event, first_samples, error_each);
+    let (_, upper) = cp_bounds_at(second_in_event, second_samples, error_each);
+    let value = if lower > 0.0 && upper > 0.0 {
+        (lower / upper).ln()
+    } else {
+        0.0
+    };
+    Ok(EpsilonLowerBound {
+        epsilon: value.max(0.0),
+        confidence: confidence.value(),
+        witness: (value > 0.0).then_some(Witness {
+            event: 0,
+            direction: Direction::FirstOverSecond,
+            numerator_lower: lower,
+            denominator_upper: upper,
+        }),
+        events: 1,
+        first_samples,
+        second_samples,
+    })
+}
+
 fn bound_from_events(
     events: &[(u64, u64)],
     n1: u64,
@@ -275,6 +328,45 @@ mod tests {
         assert!(b.witness.is_some());
         assert!(!b.violates(1.0));
         assert!(b.violates(0.5));
+    }
+
+    #[test]
+    fn a_fixed_event_is_tighter_than_the_best_of_all_events() {
+        // Binary RR at ε = 1, expected counts at n = 10^6 per side: the event fixed in
+        // advance pays no Bonferroni factor, so its bound is higher, and still below ε.
+        let p = 1f64.exp() / (1.0 + 1f64.exp());
+        let n = 1_000_000u64;
+        let k = (p * n as f64).round() as u64;
+        let c = Confidence::new(1.0 - 1e-6).unwrap();
+        let all = epsilon_lower_bound(&[k, n - k], &[n - k, k], c).unwrap();
+        let fixed = epsilon_lower_bound_event(k, n, n - k, n, c).unwrap();
+        assert!(
+            fixed.epsilon > all.epsilon,
+            "{} vs {}",
+            fixed.epsilon,
+            all.epsilon
+        );
+        assert!(
+            fixed.epsilon < 1.0 && fixed.epsilon > 0.98,
+            "{}",
+            fixed.epsilon
+        );
+        assert_eq!(fixed.events, 1);
+        // Negative control: the same counts certify a violation of ε = 0.9.
+        assert!(fixed.violates(0.9));
+        // The wrong order (the event is rarer under the first input) certifies nothing.
+        let wrong = epsilon_lower_bound_event(n - k, n, k, n, c).unwrap();
+        assert_eq!(wrong.epsilon, 0.0);
+        assert!(wrong.witness.is_none());
+    }
+
+    #[test]
+    fn a_fixed_event_validates_its_counts() {
+        let c = Confidence::new(0.9).unwrap();
+        assert!(epsilon_lower_bound_event(1, 0, 1, 2, c).is_err());
+        assert!(epsilon_lower_bound_event(3, 2, 1, 2, c).is_err());
+        assert!(epsilon_lower_bound_event(1, 2, 0, 0, c).is_err());
+        assert!(epsilon_lower_bound_event(1, 1 << 54, 1, 2, c).is_err());
     }
 
     #[test]

@@ -24,8 +24,8 @@ pub use chisquare::{
 };
 pub use cluster::{argmax_labels, calinski_harabasz, silhouette};
 pub use epsilon::{
-    Direction, EpsilonLowerBound, Witness, epsilon_lower_bound, epsilon_lower_bound_samples,
-    epsilon_lower_bound_thresholds,
+    Direction, EpsilonLowerBound, Witness, epsilon_lower_bound, epsilon_lower_bound_event,
+    epsilon_lower_bound_samples, epsilon_lower_bound_thresholds,
 };
 pub use error::{Error, PROBABILITY_SUM_TOLERANCE, Result};
 pub use kolmogorov::{
