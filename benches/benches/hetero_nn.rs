@@ -113,11 +113,10 @@ fn pair(s: &Setup, v: &Variant) -> Option<Pair<Paillier, ChaCha20Rng>> {
     c.min_key_bits = u64::from(s.key_bits);
     let dk = fl_paillier::DecryptionKey::from_primes(&s.p, &s.q).ok()?;
     let mut host_rng = ChaCha20Rng::seed_from_u64(1);
-    let (hw, gw) = if profile == Profile::Hardened {
-        (Some(&s.w), None)
-    } else {
-        (None, Some(&s.w))
-    };
+    // Hardened: each party brings its own share of W₀ (here the same values); FateFaithful:
+    // the guest holds W₀.
+    let hw = (profile == Profile::Hardened).then_some(&s.w);
+    let gw = &s.w;
     let host = Host::<Paillier>::new(c, dk, hw, &mut host_rng).ok()?;
     let guest = Guest::<Paillier>::new(c, &s.b, gw).ok()?;
     let mut pair = Pair::new(host, guest, host_rng, ChaCha20Rng::seed_from_u64(2));

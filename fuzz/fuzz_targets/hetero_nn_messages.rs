@@ -51,11 +51,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let w = Matrix::filled(2, 2, 0.25);
-    let (hw, gw) = if profile == Profile::Hardened {
-        (Some(&w), None)
-    } else {
-        (None, Some(&w))
-    };
+    // Hardened: each party brings its own share of W₀ (here the same values); FateFaithful:
+    // the guest holds W₀.
+    let hw = (profile == Profile::Hardened).then_some(&w);
+    let gw = &w;
     let Ok(mut host) = Host::<InsecureIdentityScheme>::new(c, dk, hw, &mut rng) else {
         return;
     };

@@ -23,8 +23,8 @@ pub enum Profile {
     FateFaithful,
     /// The default: CSPRNG masks with `statistical_security_bits` (≥ 40) of slack above
     /// the public bound of the masked value, every guest→host ciphertext re-randomised,
-    /// one fixed scale per message, the peer key validated, a random acc₀ with the guest
-    /// starting from W̃₀ = W_init − acc₀ (sent by the host), and packing.
+    /// one fixed scale per message, the peer key validated, a jointly drawn initial weight
+    /// W₀ = W̃₀ + acc₀ (each party draws its own share, neither is sent), and packing.
     #[default]
     Hardened,
 }
@@ -111,7 +111,8 @@ pub struct ProtocolConfig {
     pub activation_bound_bits: u32,
     /// Public bound on the error at the interactive layer: |δ| < 2^bits and |η·δ| < 2^bits.
     pub delta_bound_bits: u32,
-    /// Public bound on the effective weight and on b_A: |W_init|, |b_A| < 2^bits.
+    /// Public bound on the initial weight (each share of it in `Hardened`) and on b_A:
+    /// |W₀|, |W̃₀|, |acc₀|, |b_A| < 2^bits.
     pub weight_bound_bits: u32,
     /// κ: statistical slack of the hardened masks in bits (≥ 40).
     pub statistical_security_bits: u32,
@@ -241,7 +242,7 @@ pub(crate) struct Bounds {
     pub(crate) a: u32,
     /// |D|, |Dη| (errors at scale S).
     pub(crate) d: u32,
-    /// |W_init|, |W|'s nominal bound at scale S², and |b_A| at scale S².
+    /// |W₀| (each share in `Hardened`), |W|'s nominal bound and |b_A|, at scale S².
     pub(crate) w: u32,
 }
 
@@ -289,13 +290,10 @@ impl Bounds {
         }
     }
 
-    /// |acc₀| (scale S²); 0 bits means acc₀ = 0.
+    /// |acc₀| (scale S²): the host's share of the jointly drawn W₀ in `Hardened` (bounded
+    /// like a weight); 0 bits means acc₀ = 0 (`FateFaithful`).
     pub(crate) fn acc0(&self) -> u32 {
-        if self.hardened {
-            self.w + self.kappa
-        } else {
-            0
-        }
+        if self.hardened { self.w } else { 0 }
     }
 
     /// |acc_t| after t training steps.
@@ -444,7 +442,7 @@ mod tests {
         let b = Bounds::new(&c);
         assert!(b.eps_a() >= b.gradient() + 40);
         assert!(b.noise_w() >= b.gradient() + 40);
-        assert!(b.acc0() >= b.w + 40);
+        assert_eq!(b.acc0(), b.w);
         for t in [0, 1, 100] {
             assert!(b.eps_b(t) >= b.forward_partial(t) + 40);
         }

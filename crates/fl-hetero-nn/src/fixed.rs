@@ -71,6 +71,15 @@ impl FixedPoint {
         Ok(BigInt::from(v))
     }
 
+    /// `x` rounded to the nearest multiple of 2^(−power·f) (ties to even), as
+    /// [`Self::encode`] followed by [`Self::decode`] would give, in f64 arithmetic: exact
+    /// when |x|·2^(power·f) < 2^53. Values on this grid encode without rounding, so shares
+    /// on it sum in f64 exactly to the sum of their encodings.
+    pub fn to_grid(self, x: f64, power: u32) -> f64 {
+        let shift = (power * self.frac_bits) as i32;
+        (x * 2f64.powi(shift)).round_ties_even() * 2f64.powi(-shift)
+    }
+
     /// Decodes an integer at scale 2^(power·f) to the nearest f64.
     pub fn decode(self, x: &BigInt, power: u32) -> f64 {
         let shift = (power * self.frac_bits) as i32;
@@ -125,6 +134,24 @@ pub(crate) fn int_matmul(a: &Matrix<BigInt>, b: &Matrix<BigInt>) -> Matrix<BigIn
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grid_values_encode_exactly_and_shares_sum_exactly() {
+        let f = FixedPoint::FATE_DEFAULT;
+        let xs = [0.1, -0.377_777_7, 0.123_456_789_012_345, 1e-20, -0.0];
+        for &x in &xs {
+            let g = f.to_grid(x, 2);
+            let e = f.encode(x, 2, 4, "x").unwrap();
+            assert_eq!(f.decode(&e, 2), g, "{x}");
+            assert_eq!(f.encode(g, 2, 4, "x").unwrap(), e, "{x}");
+        }
+        // Two grid values sum in f64 to the value whose encoding is the sum of encodings.
+        let (a, b) = (f.to_grid(0.3, 2), f.to_grid(-0.71, 2));
+        assert_eq!(
+            f.encode(a + b, 2, 4, "x").unwrap(),
+            f.encode(a, 2, 4, "x").unwrap() + f.encode(b, 2, 4, "x").unwrap()
+        );
+    }
 
     #[test]
     fn encode_rounds_half_to_even_and_checks_bounds() {

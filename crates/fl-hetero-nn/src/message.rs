@@ -28,7 +28,7 @@ use crate::packing::{Axis, Layout};
 /// Magic bytes at the start of every frame.
 pub const MAGIC: &[u8; 4] = b"FLHN";
 /// Codec version.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 
 /// Largest number of entries in one matrix the decoder accepts.
 const MAX_ENTRIES: u64 = 1 << 26;
@@ -118,8 +118,6 @@ pub struct Hello {
     pub config: ProtocolConfig,
     /// The host's serialised public key.
     pub public_key: Vec<u8>,
-    /// W̃₀ = W_init − acc₀ at scale S² (hardened profile only).
-    pub initial_noisy_weight: Option<IntegerMatrix>,
     /// The serialised fixed-base (DJN) public value, exactly when the configuration's
     /// encryption is [`Encryption::Djn`].
     pub fixed_base: Option<Vec<u8>>,
@@ -233,13 +231,6 @@ impl Message {
             Self::Hello(h) => {
                 put_config(&mut w, &h.config);
                 put_bytes(&mut w, &h.public_key);
-                match &h.initial_noisy_weight {
-                    None => w.push(0),
-                    Some(m) => {
-                        w.push(1);
-                        put_integers(&mut w, m);
-                    }
-                }
                 match &h.fixed_base {
                     None => w.push(0),
                     Some(b) => {
@@ -294,11 +285,6 @@ impl Message {
             0 => {
                 let config = get_config(&mut r)?;
                 let public_key = r.bytes(1 << 16, "public_key")?.to_vec();
-                let initial_noisy_weight = match r.u8()? {
-                    0 => None,
-                    1 => Some(get_integers(&mut r)?),
-                    _ => return Err(DecodeError::InvalidField("initial_noisy_weight")),
-                };
                 let fixed_base = match r.u8()? {
                     0 => None,
                     1 => Some(r.bytes(1 << 16, "fixed_base")?.to_vec()),
@@ -307,7 +293,6 @@ impl Message {
                 Self::Hello(Hello {
                     config,
                     public_key,
-                    initial_noisy_weight,
                     fixed_base,
                 })
             }
@@ -577,7 +562,6 @@ mod tests {
             Message::Hello(Hello {
                 config: ProtocolConfig::new(Profile::Hardened, 2, 3),
                 public_key: vec![1, 2, 3],
-                initial_noisy_weight: Some(ints.clone()),
                 fixed_base: None,
             }),
             Message::Hello(Hello {
@@ -587,7 +571,6 @@ mod tests {
                     c
                 },
                 public_key: vec![1, 2, 3],
-                initial_noisy_weight: None,
                 fixed_base: Some(vec![9, 8, 7]),
             }),
             Message::Activations(Activations {
@@ -650,11 +633,11 @@ mod tests {
             Err(DecodeError::UnsupportedVersion(9))
         );
         assert_eq!(
-            Message::decode(b"FLHN\x02\x09"),
+            Message::decode(b"FLHN\x03\x09"),
             Err(DecodeError::UnknownKind(9))
         );
         // A huge announced matrix in a tiny frame is refused before allocating.
-        let mut b = b"FLHN\x02\x03".to_vec();
+        let mut b = b"FLHN\x03\x03".to_vec();
         b.extend_from_slice(&0u64.to_be_bytes());
         b.extend_from_slice(&u32::MAX.to_be_bytes());
         b.extend_from_slice(&u32::MAX.to_be_bytes());

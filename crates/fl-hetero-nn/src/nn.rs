@@ -158,6 +158,21 @@ pub fn torch_default_init<R: CryptoRng + ?Sized>(
     Matrix::from_fn(rows, cols, |_, _| rng.random_range(-b..b))
 }
 
+/// One party's share of a jointly drawn weight whose law has torch's default variance:
+/// U(−b/√2, b/√2) with b = 1/√fan_in, i.e. half the variance b²/3 of
+/// [`torch_default_init`], so the sum of two independent shares has the initialiser's
+/// variance. The hardened interactive layer starts from W₀ = W̃₀ + acc₀ with the guest
+/// drawing W̃₀ and the host acc₀ this way; neither share reveals W₀ to the other party.
+pub fn weight_share<R: CryptoRng + ?Sized>(
+    rng: &mut R,
+    fan_in: usize,
+    rows: usize,
+    cols: usize,
+) -> Matrix<f64> {
+    let b = 1.0 / (2.0 * fan_in.max(1) as f64).sqrt();
+    Matrix::from_fn(rows, cols, |_, _| rng.random_range(-b..b))
+}
+
 impl Linear {
     /// A layer from explicit parameters.
     pub fn from_parameters(weight: Matrix<f64>, bias: Vec<f64>) -> Result<Self, Error> {

@@ -15,7 +15,7 @@ use crate::data::{VerticalData, roc_auc};
 use crate::error::{ApiMisuse, Error};
 use crate::matrix::Matrix;
 use crate::message::Purpose;
-use crate::nn::{Activation, Linear, Mlp, Optimizer, bce_loss, torch_default_init};
+use crate::nn::{Activation, Linear, Mlp, Optimizer, bce_loss, torch_default_init, weight_share};
 use crate::protocol::{GuestEvent, HostEvent};
 use crate::reference::PlainInteractiveLayer;
 use crate::scheme::HomomorphicScheme;
@@ -83,8 +83,15 @@ pub struct SplitInit {
     pub guest_bottom: Mlp,
     /// Interactive layer, guest part (W_B, b_B).
     pub guest_part: Linear,
-    /// Interactive layer, host part: W_init (d_A × m).
+    /// Interactive layer, host part: the initial weight W₀ = W̃₀ + acc₀ (d_A × m), exact
+    /// in f64 (both shares are on the fixed-point grid). The plaintext runs and the
+    /// `FateFaithful` guest start from it.
     pub host_part_weight: Matrix<f64>,
+    /// The guest's share W̃₀ of the hardened initial weight ([`crate::nn::weight_share`],
+    /// on the S² grid).
+    pub host_part_guest_share: Matrix<f64>,
+    /// The host's share acc₀ of the hardened initial weight (on the S² grid).
+    pub host_part_host_share: Matrix<f64>,
     /// Interactive layer, host part: b_A.
     pub host_part_bias: Vec<f64>,
     /// Top model.
@@ -92,16 +99,32 @@ pub struct SplitInit {
 }
 
 impl SplitInit {
-    /// Draws every parameter with torch's default init from ChaCha20(`seed`).
+    /// Draws every parameter with torch's default init from ChaCha20(`seed`); the
+    /// interactive layer's host-part weight as two shares of half the variance
+    /// ([`crate::nn::weight_share`]), each rounded to the fixed-point weight grid. In a
+    /// real deployment each party draws its own share from its own CSPRNG; one seed here
+    /// makes the runs reproducible and lets the plaintext runs start from the same W₀.
     pub fn new(cfg: &SplitConfig, seed: u64) -> Result<Self, Error> {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let opt = Optimizer::adam(cfg.learning_rate);
         let (b, m) = (cfg.bottom_width, cfg.interactive_width);
+        let fp = cfg.protocol_config(Profile::Hardened).fixed_point;
+        let share = |rng: &mut ChaCha20Rng| weight_share(rng, b, b, m).map(|&x| fp.to_grid(x, 2));
+        let host_bottom = Mlp::new(&mut rng, &[cfg.host_features, b], &[Activation::Relu], opt)?;
+        let guest_bottom = Mlp::new(&mut rng, &[cfg.guest_features, b], &[Activation::Relu], opt)?;
+        let guest_part = Linear::new(&mut rng, b, m);
+        let guest_share = share(&mut rng);
+        let host_share = share(&mut rng);
         Ok(Self {
-            host_bottom: Mlp::new(&mut rng, &[cfg.host_features, b], &[Activation::Relu], opt)?,
-            guest_bottom: Mlp::new(&mut rng, &[cfg.guest_features, b], &[Activation::Relu], opt)?,
-            guest_part: Linear::new(&mut rng, b, m),
-            host_part_weight: torch_default_init(&mut rng, b, b, m),
+            host_bottom,
+            guest_bottom,
+            guest_part,
+            host_part_weight: Matrix::from_fn(b, m, |i, j| {
+                guest_share.get(i, j).copied().unwrap_or_default()
+                    + host_share.get(i, j).copied().unwrap_or_default()
+            }),
+            host_part_guest_share: guest_share,
+            host_part_host_share: host_share,
             host_part_bias: torch_default_init(&mut rng, b, 1, m).into_vec(),
             top: Mlp::new(&mut rng, &[m, 1], &[Activation::Sigmoid], opt)?,
         })

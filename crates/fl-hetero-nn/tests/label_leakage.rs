@@ -104,14 +104,19 @@ fn host_gradients_leak_labels_h1() {
     cfg.batch_size = 50;
     let rows = 1000;
     let data = synthetic(rows, &cfg, 7);
-    let init = SplitInit::new(&cfg, 100).unwrap();
+    // Seed 101: at seed 100 (the previous init) the jointly drawn W₀ leaves both interactive
+    // ReLUs dead on this data, so δ_A = 0 everywhere — nothing trains and nothing leaks.
+    let init = SplitInit::new(&cfg, 101).unwrap();
     let mut pc = cfg.protocol_config(Profile::Hardened);
     pc.min_key_bits = 64;
     let mut rng = ChaCha20Rng::seed_from_u64(8);
     let dk = IdentityDecryptionKey::generate(2048, &mut rng).unwrap();
-    let host = Host::<InsecureIdentityScheme>::new(pc, dk, Some(&init.host_part_weight), &mut rng)
-        .unwrap();
-    let guest = Guest::<InsecureIdentityScheme>::new(pc, &init.host_part_bias, None).unwrap();
+    let host =
+        Host::<InsecureIdentityScheme>::new(pc, dk, Some(&init.host_part_host_share), &mut rng)
+            .unwrap();
+    let guest =
+        Guest::<InsecureIdentityScheme>::new(pc, &init.host_part_bias, &init.host_part_guest_share)
+            .unwrap();
     let mut pair = Pair::new(host, guest, rng, ChaCha20Rng::seed_from_u64(9));
     pair.drive().unwrap();
     while pair.poll_guest_event().is_some() {}

@@ -69,7 +69,8 @@ fn djn_fixed_base_is_validated_and_required_exactly_in_djn_mode() {
     c.encryption = Encryption::Djn;
     let init = init(&c, 98);
     let mut rng = ChaCha20Rng::seed_from_u64(27);
-    let mut host = Host::<Paillier>::new(c, test_key(1024), Some(&init.weight), &mut rng).unwrap();
+    let mut host =
+        Host::<Paillier>::new(c, test_key(1024), Some(&init.host_share), &mut rng).unwrap();
     let Some(Message::Hello(hello)) = host.poll_message() else {
         panic!("expected Hello")
     };
@@ -85,7 +86,7 @@ fn djn_fixed_base_is_validated_and_required_exactly_in_djn_mode() {
         (None, "missing h_s"),
     ];
     for (fixed_base, what) in bad {
-        let mut guest = Guest::<Paillier>::new(c, &init.bias, None).unwrap();
+        let mut guest = Guest::<Paillier>::new(c, &init.bias, &init.guest_share).unwrap();
         let mut h = hello.clone();
         h.fixed_base = fixed_base;
         let e = guest
@@ -104,7 +105,7 @@ fn djn_fixed_base_is_validated_and_required_exactly_in_djn_mode() {
     }
     // A base sent in a non-DJN session is a mismatch too.
     let c2 = config(Profile::Hardened, 2, 2);
-    let mut guest = Guest::<Paillier>::new(c2, &init.bias, None).unwrap();
+    let mut guest = Guest::<Paillier>::new(c2, &init.bias, &init.guest_share).unwrap();
     let mut h = hello.clone();
     h.config = c2;
     assert_eq!(
@@ -116,7 +117,7 @@ fn djn_fixed_base_is_validated_and_required_exactly_in_djn_mode() {
         })
     );
     // The genuine hello is accepted.
-    let mut guest = Guest::<Paillier>::new(c, &init.bias, None).unwrap();
+    let mut guest = Guest::<Paillier>::new(c, &init.bias, &init.guest_share).unwrap();
     guest
         .handle_message(Message::Hello(hello), &mut rng)
         .unwrap();
@@ -576,7 +577,8 @@ fn weak_and_mismatched_peer_keys_are_rejected() {
     let c = config(Profile::Hardened, 2, 2);
     let init = init(&c, 95);
     let mut rng = ChaCha20Rng::seed_from_u64(23);
-    let mut host = Host::<Paillier>::new(c, test_key(1024), Some(&init.weight), &mut rng).unwrap();
+    let mut host =
+        Host::<Paillier>::new(c, test_key(1024), Some(&init.host_share), &mut rng).unwrap();
     let Some(Message::Hello(hello)) = host.poll_message() else {
         panic!("expected Hello")
     };
@@ -589,7 +591,7 @@ fn weak_and_mismatched_peer_keys_are_rejected() {
         (vec![], "empty key"),
     ];
     for (key, what) in cases {
-        let mut guest = Guest::<Paillier>::new(c, &init.bias, None).unwrap();
+        let mut guest = Guest::<Paillier>::new(c, &init.bias, &init.guest_share).unwrap();
         let mut h = hello.clone();
         h.public_key = key;
         let e = guest
@@ -604,7 +606,7 @@ fn weak_and_mismatched_peer_keys_are_rejected() {
     // A configuration mismatch is named.
     let mut other = c;
     other.statistical_security_bits = 64;
-    let mut guest = Guest::<Paillier>::new(other, &init.bias, None).unwrap();
+    let mut guest = Guest::<Paillier>::new(other, &init.bias, &init.guest_share).unwrap();
     let e = guest
         .handle_message(Message::Hello(hello), &mut rng)
         .unwrap_err();
@@ -625,12 +627,12 @@ fn hardened_rejects_keys_below_its_minimum() {
     let mut small = c;
     small.min_key_bits = 1024;
     let mut host =
-        Host::<Paillier>::new(small, test_key(1024), Some(&init.weight), &mut rng).unwrap();
+        Host::<Paillier>::new(small, test_key(1024), Some(&init.host_share), &mut rng).unwrap();
     let Some(Message::Hello(mut hello)) = host.poll_message() else {
         panic!("expected Hello")
     };
     hello.config = c; // the host claims the default configuration but uses a 1024-bit key
-    let mut guest = Guest::<Paillier>::new(c, &init.bias, None).unwrap();
+    let mut guest = Guest::<Paillier>::new(c, &init.bias, &init.guest_share).unwrap();
     let e = guest
         .handle_message(Message::Hello(hello), &mut rng)
         .unwrap_err();
@@ -639,13 +641,14 @@ fn hardened_rejects_keys_below_its_minimum() {
         "{e}"
     );
     // And a host cannot be created with a key below its own minimum.
-    assert!(Host::<Paillier>::new(c, test_key(1024), Some(&init.weight), &mut rng).is_err());
+    assert!(Host::<Paillier>::new(c, test_key(1024), Some(&init.host_share), &mut rng).is_err());
     // The real 2048-bit key is accepted.
-    let mut host = Host::<Paillier>::new(c, test_key(2048), Some(&init.weight), &mut rng).unwrap();
+    let mut host =
+        Host::<Paillier>::new(c, test_key(2048), Some(&init.host_share), &mut rng).unwrap();
     let Some(hello) = host.poll_message() else {
         panic!("expected Hello")
     };
-    let mut guest = Guest::<Paillier>::new(c, &init.bias, None).unwrap();
+    let mut guest = Guest::<Paillier>::new(c, &init.bias, &init.guest_share).unwrap();
     guest.handle_message(hello, &mut rng).unwrap();
 }
 

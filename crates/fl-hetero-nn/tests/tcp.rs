@@ -38,8 +38,8 @@ fn a_session_over_tcp_matches_the_reference() {
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     let dk = IdentityDecryptionKey::generate(1024, &mut rng).unwrap();
     let mut host =
-        Host::<InsecureIdentityScheme>::new(c, dk, Some(&init.weight), &mut rng).unwrap();
-    let mut guest = Guest::<InsecureIdentityScheme>::new(c, &init.bias, None).unwrap();
+        Host::<InsecureIdentityScheme>::new(c, dk, Some(&init.host_share), &mut rng).unwrap();
+    let mut guest = Guest::<InsecureIdentityScheme>::new(c, &init.bias, &init.guest_share).unwrap();
     let mut reference = PlainInteractiveLayer::new(c, &init.weight, &init.bias).unwrap();
     let (mut hs, mut gs) = loopback(TcpConfig::default());
     let mut data_rng = ChaCha20Rng::seed_from_u64(3);
@@ -119,7 +119,6 @@ fn oversized_frames_are_refused_before_allocation() {
     let big = fl_hetero_nn::Message::Hello(fl_hetero_nn::message::Hello {
         config: ProtocolConfig::new(Profile::Hardened, 1, 1),
         public_key: vec![7; 4096],
-        initial_noisy_weight: None,
         fixed_base: None,
     });
     assert!(matches!(

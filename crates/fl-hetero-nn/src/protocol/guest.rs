@@ -174,13 +174,16 @@ impl<S: HomomorphicScheme> Session for Guest<S> {
 impl<S: HomomorphicScheme> Guest<S> {
     /// Creates the guest, waiting for the host's hello.
     ///
-    /// `initial_bias` is b_A (length m). In `FateFaithful` the guest initialises the weight
-    /// itself: pass `initial_weight = Some(W₀)` (d_A × m). In `Hardened` pass `None`: the host
-    /// sends W̃₀ = W_init − acc₀.
+    /// `initial_bias` is b_A (length m). `initial_weight` (d_A × m) is the guest's part of
+    /// the initial weight: in `FateFaithful` W₀ itself (the guest initialises W, FATE's
+    /// choice); in `Hardened` its share W̃₀ of the jointly drawn W₀ = W̃₀ + acc₀, drawn
+    /// from the agreed initialiser with half its variance ([`crate::nn::weight_share`]),
+    /// while the host draws acc₀. Each must be below 2^`weight_bound_bits` in absolute
+    /// value.
     pub fn new(
         config: ProtocolConfig,
         initial_bias: &[f64],
-        initial_weight: Option<&Matrix<f64>>,
+        initial_weight: &Matrix<f64>,
     ) -> Result<Self, Error> {
         config.validate()?;
         let (d_a, m) = (config.host_dim, config.out_dim);
@@ -188,30 +191,13 @@ impl<S: HomomorphicScheme> Guest<S> {
         let b = Matrix::from_vec(1, initial_bias.len(), initial_bias.to_vec())?;
         b.check_shape("initial_bias", (1, m))?;
         let bias = fp.encode_matrix(&b, 2, config.weight_bound_bits, "initial_bias")?;
-        let noisy_weight = match (config.profile, initial_weight) {
-            (Profile::FateFaithful, Some(w)) => {
-                w.check_shape("initial_weight", (d_a, m))?;
-                SecretMatrix::from_matrix(&fp.encode_matrix(
-                    w,
-                    2,
-                    config.weight_bound_bits,
-                    "initial_weight",
-                )?)
-            }
-            (Profile::Hardened, None) => SecretMatrix::zeros(d_a, m),
-            (Profile::FateFaithful, None) => {
-                return Err(ApiMisuse::InvalidConfig {
-                    reason: "in FateFaithful the guest initialises W: pass `initial_weight`".into(),
-                }
-                .into());
-            }
-            (Profile::Hardened, Some(_)) => {
-                return Err(ApiMisuse::InvalidConfig {
-                    reason: "in Hardened the host sends W̃₀; pass `initial_weight = None`".into(),
-                }
-                .into());
-            }
-        };
+        initial_weight.check_shape("initial_weight", (d_a, m))?;
+        let noisy_weight = SecretMatrix::from_matrix(&fp.encode_matrix(
+            initial_weight,
+            2,
+            config.weight_bound_bits,
+            "initial_weight",
+        )?);
         Ok(Self {
             bounds: Bounds::new(&config),
             config,
@@ -416,32 +402,6 @@ impl<S: HomomorphicScheme> Guest<S> {
                 self.config.min_key_bits
             ))
             .into());
-        }
-        match (self.config.profile, h.initial_noisy_weight) {
-            (Profile::Hardened, Some(w)) => {
-                let expected = (self.config.host_dim, self.config.out_dim);
-                if w.values.shape() != expected {
-                    return Err(PeerMisbehaved::WrongShape {
-                        what: "initial_noisy_weight",
-                        expected,
-                        got: w.values.shape(),
-                    }
-                    .into());
-                }
-                check_bits(
-                    &w.values,
-                    self.bounds.noisy_weight(0),
-                    "initial_noisy_weight",
-                )?;
-                self.noisy_weight = SecretMatrix::from_matrix(&w.values);
-            }
-            (Profile::FateFaithful, None) => {}
-            _ => {
-                return Err(PeerMisbehaved::ConfigMismatch {
-                    field: "initial_noisy_weight",
-                }
-                .into());
-            }
         }
         self.fixed_base = match (self.config.encryption, h.fixed_base) {
             (Encryption::Djn, Some(public)) => {
@@ -837,11 +797,10 @@ mod tests {
         c.encryption = encryption;
         let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
         let mut rng = ChaCha20Rng::seed_from_u64(2);
-        let (hw, gw) = if profile == Profile::Hardened {
-            (Some(&w), None)
-        } else {
-            (None, Some(&w))
-        };
+        // Hardened: both parties hold a share (here the same values); FateFaithful: the
+        // guest holds W₀.
+        let hw = (profile == Profile::Hardened).then_some(&w);
+        let gw = &w;
         let mut host = Host::<Paillier>::new(c, dk, hw, &mut rng).unwrap();
         let mut guest = Guest::<Paillier>::new(c, &[0.01, 0.02], gw).unwrap();
         guest

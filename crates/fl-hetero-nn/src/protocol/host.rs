@@ -142,15 +142,19 @@ impl<S: HomomorphicScheme> Session for Host<S> {
 impl<S: HomomorphicScheme> Host<S> {
     /// Creates the host and queues its [`Message::Hello`].
     ///
-    /// * `Hardened`: `initial_weight` (W_init, d_A × m, drawn by the host from the agreed
-    ///   initialiser) is required; the host draws a random acc₀ and sends only
-    ///   W̃₀ = W_init − acc₀, so the guest never learns W.
-    /// * `FateFaithful`: `initial_weight` must be `None` (the guest initialises W̃₀ = W₀
-    ///   itself) and acc₀ = 0.
+    /// * `Hardened`: `initial_share` is required: acc₀ (d_A × m), the host's share of the
+    ///   jointly drawn initial weight W₀ = W̃₀ + acc₀, drawn by the host from the agreed
+    ///   initialiser with half its variance ([`crate::nn::weight_share`]); the guest draws
+    ///   W̃₀ the same way. Neither share is ever sent, so no party knows W at any step
+    ///   (see the crate README: a host that knew W₀ would solve δ_A = D·W₀ᵀ for the
+    ///   guest's error D).
+    /// * `FateFaithful`: `initial_share` must be `None`: acc₀ = 0 and the guest holds W₀.
+    ///
+    /// Each share must be below 2^`weight_bound_bits` in absolute value.
     pub fn new<R: CryptoRng + ?Sized>(
         config: ProtocolConfig,
         dk: S::DecryptionKey,
-        initial_weight: Option<&Matrix<f64>>,
+        initial_share: Option<&Matrix<f64>>,
         rng: &mut R,
     ) -> Result<Self, Error> {
         config.validate()?;
@@ -167,39 +171,27 @@ impl<S: HomomorphicScheme> Host<S> {
         }
         let bounds = Bounds::new(&config);
         let (d_a, m) = (config.host_dim, config.out_dim);
-        let (acc, initial_noisy_weight) = match (config.profile, initial_weight) {
+        let acc = match (config.profile, initial_share) {
             (Profile::Hardened, Some(w)) => {
-                w.check_shape("initial_weight", (d_a, m))?;
-                let w_int = config.fixed_point.encode_matrix(
+                w.check_shape("initial_share", (d_a, m))?;
+                SecretMatrix::from_matrix(&config.fixed_point.encode_matrix(
                     w,
                     2,
                     config.weight_bound_bits,
-                    "initial_weight",
-                )?;
-                let acc0 = Matrix::from_fn(d_a, m, |_, _| uniform_mask(bounds.acc0(), rng));
-                let noisy = Matrix::from_fn(d_a, m, |i, j| {
-                    w_int.get(i, j).cloned().unwrap_or_default()
-                        - acc0.get(i, j).cloned().unwrap_or_default()
-                });
-                let width = IntegerMatrix::width_for_bits(bounds.noisy_weight(0));
-                (
-                    SecretMatrix::from_matrix(&acc0),
-                    Some(IntegerMatrix {
-                        width,
-                        values: noisy,
-                    }),
-                )
+                    "initial_share",
+                )?)
             }
             (Profile::Hardened, None) => {
                 return Err(ApiMisuse::InvalidConfig {
-                    reason: "the hardened host draws W_init: pass `initial_weight`".into(),
+                    reason: "the hardened host draws its share acc₀ of W₀: pass `initial_share`"
+                        .into(),
                 }
                 .into());
             }
-            (Profile::FateFaithful, None) => (SecretMatrix::zeros(d_a, m), None),
+            (Profile::FateFaithful, None) => SecretMatrix::zeros(d_a, m),
             (Profile::FateFaithful, Some(_)) => {
                 return Err(ApiMisuse::InvalidConfig {
-                    reason: "in FateFaithful the guest initialises W; pass `initial_weight = None`"
+                    reason: "in FateFaithful the guest initialises W; pass `initial_share = None`"
                         .into(),
                 }
                 .into());
@@ -216,7 +208,6 @@ impl<S: HomomorphicScheme> Host<S> {
         let hello = Message::Hello(Hello {
             config,
             public_key: S::key_to_bytes(&ek),
-            initial_noisy_weight,
             fixed_base: fixed_base_public,
         });
         Ok(Self {

@@ -3,6 +3,7 @@
 // Test helpers: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use fl_hetero_nn::nn::weight_share;
 use fl_hetero_nn::scheme::HomomorphicScheme;
 use fl_hetero_nn::transport::memory::Pair;
 use fl_hetero_nn::{
@@ -23,24 +24,45 @@ pub(crate) fn random_matrix(
     Matrix::from_fn(rows, cols, |_, _| rng.random_range(lo..hi))
 }
 
-/// Initial weights and bias shared by the secure pair and the plaintext reference.
+/// Initial weights and bias shared by the secure pair and the plaintext reference: the
+/// two shares of W₀ (on the fixed-point grid, so W₀ = guest share + host share exactly).
 pub(crate) struct Init {
+    /// W₀ = guest_share + host_share: the reference's (and FateFaithful's) initial weight.
     pub(crate) weight: Matrix<f64>,
+    /// W̃₀, the hardened guest's share.
+    pub(crate) guest_share: Matrix<f64>,
+    /// acc₀, the hardened host's share.
+    pub(crate) host_share: Matrix<f64>,
     pub(crate) bias: Vec<f64>,
 }
 
 pub(crate) fn init(config: &ProtocolConfig, seed: u64) -> Init {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let bound = 1.0 / (config.host_dim as f64).sqrt();
+    let (d, m) = (config.host_dim, config.out_dim);
+    let fp = config.fixed_point;
+    let guest_share = weight_share(&mut rng, d, d, m).map(|&x| fp.to_grid(x, 2));
+    let host_share = weight_share(&mut rng, d, d, m).map(|&x| fp.to_grid(x, 2));
+    let bound = 1.0 / (d as f64).sqrt();
     Init {
-        weight: random_matrix(&mut rng, config.host_dim, config.out_dim, -bound, bound),
-        bias: (0..config.out_dim)
-            .map(|_| rng.random_range(-bound..bound))
-            .collect(),
+        weight: Matrix::from_fn(d, m, |i, j| {
+            guest_share.get(i, j).unwrap() + host_share.get(i, j).unwrap()
+        }),
+        guest_share,
+        host_share,
+        bias: (0..m).map(|_| rng.random_range(-bound..bound)).collect(),
     }
 }
 
-/// Builds a pair: the owner of W_init depends on the profile.
+/// The host's and the guest's parts of W₀ under `profile`: the two shares (Hardened), or
+/// none for the host and W₀ for the guest (FateFaithful).
+pub(crate) fn initial_parts(profile: Profile, init: &Init) -> (Option<&Matrix<f64>>, &Matrix<f64>) {
+    match profile {
+        Profile::Hardened => (Some(&init.host_share), &init.guest_share),
+        _ => (None, &init.weight),
+    }
+}
+
+/// Builds a pair: who holds what of W₀ depends on the profile.
 pub(crate) fn make_pair<S: HomomorphicScheme>(
     config: ProtocolConfig,
     dk: S::DecryptionKey,
@@ -49,10 +71,7 @@ pub(crate) fn make_pair<S: HomomorphicScheme>(
 ) -> Pair<S, ChaCha20Rng> {
     let mut host_rng = ChaCha20Rng::seed_from_u64(seed);
     let guest_rng = ChaCha20Rng::seed_from_u64(seed ^ 0x5555);
-    let (hw, gw) = match config.profile {
-        Profile::Hardened => (Some(&init.weight), None),
-        _ => (None, Some(&init.weight)),
-    };
+    let (hw, gw) = initial_parts(config.profile, init);
     let host = Host::<S>::new(config, dk, hw, &mut host_rng).unwrap();
     let guest = Guest::<S>::new(config, &init.bias, gw).unwrap();
     let mut pair = Pair::new(host, guest, host_rng, guest_rng);
