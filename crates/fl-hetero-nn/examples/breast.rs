@@ -9,6 +9,14 @@
 //! cargo run --release -p fl-hetero-nn --example breast -- --role host  --addr 127.0.0.1:7878
 //! cargo run --release -p fl-hetero-nn --example breast -- --role guest --addr 127.0.0.1:7878
 //! ```
+//!
+//! Randomness: the in-process runs (the default, and `--transport tcp`) are reproducible: one
+//! `--seed` draws the data order, the models' initial weights, both parties' shares of W₀,
+//! the keys and the masks. The two-process mode (`--role`) is a deployment sketch: each
+//! process draws its Paillier key (host), its share of W₀ and every mask from the OS CSPRNG
+//! and never from the seed, which then fixes only the data order and the bottom and top
+//! models' initial weights; its AUC therefore differs from the in-process run's.
+//!
 //! Options: `--epochs N`, `--seed S`, `--key-bits B`, `--transport memory|tcp`,
 //! `--profiles plain,fixed,fate,hardened`,
 //! `--encryption textbook|crt|djn` (default: key-owner CRT for FateFaithful, whose protocol
@@ -23,6 +31,7 @@ use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use fl_hetero_nn::data::{VerticalData, parse_csv};
+use fl_hetero_nn::nn::weight_share;
 use fl_hetero_nn::split::{
     GuestModel, HostModel, HostPart, SplitConfig, SplitInit, evaluate, train_epoch,
 };
@@ -33,7 +42,7 @@ use fl_hetero_nn::{
     ProtocolConfig,
 };
 use rand::SeedableRng;
-use rand::rngs::ChaCha20Rng;
+use rand::rngs::{ChaCha20Rng, SysRng};
 
 const GUEST_CSV: &str = include_str!("../data/breast_hetero_guest.csv");
 const HOST_CSV: &str = include_str!("../data/breast_hetero_host.csv");
@@ -431,16 +440,31 @@ fn run_role(
 ) -> Result<(), Error> {
     let cps = checkpoints(args.epochs);
     let tio = fl_hetero_nn::error::TransportError::from;
+    // Two processes: keys, shares of W₀ and masks come from the OS CSPRNG, never the seed.
+    let mut rng = ChaCha20Rng::try_from_rng(&mut SysRng).map_err(|e| {
+        fl_hetero_nn::error::ApiMisuse::InvalidConfig {
+            reason: format!("the OS random number generator failed: {e}"),
+        }
+    })?;
+    let pc = config(cfg, Profile::Hardened, args.key_bits, args.encryption);
+    let own_share = weight_share(
+        &mut rng,
+        cfg.bottom_width,
+        cfg.bottom_width,
+        cfg.interactive_width,
+    )
+    .map(|&x| pc.fixed_point.to_grid(x, 2));
     match role {
         Role::Host => {
-            let (mut host, _, mut rng, _) = secure_parties(
-                cfg,
-                init,
-                Profile::Hardened,
+            let t = Instant::now();
+            let dk = fl_paillier::keygen(args.key_bits, &mut rng)
+                .map_err(fl_hetero_nn::error::SchemeError::from)?;
+            eprintln!(
+                "generated a {}-bit Paillier key from the OS CSPRNG in {:.1}s",
                 args.key_bits,
-                args.seed,
-                args.encryption,
-            )?;
+                t.elapsed().as_secs_f64()
+            );
+            let mut host = Host::<Paillier>::new(pc, dk, Some(&own_share), &mut rng)?;
             let listener = TcpListener::bind(&args.addr).map_err(tio)?;
             eprintln!("host listening on {}", args.addr);
             let (sock, _) = listener.accept().map_err(tio)?;
@@ -457,10 +481,7 @@ fn run_role(
             eprintln!("host done: {:?}", stream.stats);
         }
         Role::Guest => {
-            let pc = config(cfg, Profile::Hardened, args.key_bits, args.encryption);
-            let mut guest =
-                Guest::<Paillier>::new(pc, &init.host_part_bias, &init.host_part_guest_share)?;
-            let mut rng = ChaCha20Rng::seed_from_u64(args.seed ^ 2);
+            let mut guest = Guest::<Paillier>::new(pc, &init.host_part_bias, &own_share)?;
             let mut sock = None;
             for _ in 0..600 {
                 if let Ok(s) = TcpStream::connect(&args.addr) {

@@ -20,7 +20,7 @@
 use num_bigint::{BigInt, Sign};
 
 use crate::config::{Encryption, Profile, ProtocolConfig};
-use crate::error::DecodeError;
+use crate::error::{ApiMisuse, DecodeError, Error, PeerMisbehaved};
 use crate::fixed::FixedPoint;
 use crate::matrix::Matrix;
 use crate::packing::{Axis, Layout};
@@ -86,20 +86,25 @@ impl CiphertextMatrix {
 }
 
 /// A matrix of signed integers serialised in fixed-width two's complement.
+///
+/// It holds the wire bytes, not the integers: a received frame is parsed into integers only
+/// by [`IntegerMatrix::values`], after its shape has been checked against the shape the
+/// receiver expects, so a hostile peer cannot make the decoder allocate one big integer per
+/// byte of a large frame (the bytes are kept as they came: one copy of the frame).
 #[derive(Clone, PartialEq, Eq)]
 pub struct IntegerMatrix {
-    /// Bytes per entry (chosen from a public bound, so it reveals no magnitude).
-    pub width: usize,
-    /// The values.
-    pub values: Matrix<BigInt>,
+    rows: usize,
+    cols: usize,
+    width: usize,
+    bytes: Vec<u8>,
 }
 
 impl core::fmt::Debug for IntegerMatrix {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
-            "IntegerMatrix({:?}, {} B/entry)",
-            self.values, self.width
+            "IntegerMatrix({}×{}, {} B/entry)",
+            self.rows, self.cols, self.width
         )
     }
 }
@@ -108,6 +113,79 @@ impl IntegerMatrix {
     /// Byte width for values with |v| < 2^bits.
     pub fn width_for_bits(bits: u32) -> usize {
         (bits as usize + 1).div_ceil(8)
+    }
+
+    /// Serialises `values` with `width` bytes per entry (the width a public bound gives,
+    /// [`Self::width_for_bits`], so it reveals no magnitude).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::ValueOutOfRange`] when a value does not fit in `width` bytes of two's
+    /// complement (it is never truncated), [`ApiMisuse::InvalidData`] for a width of 0 or
+    /// above the decoder's limit.
+    pub fn new(values: &Matrix<BigInt>, width: usize) -> Result<Self, Error> {
+        if width == 0 || width as u64 > MAX_ENTRY_BYTES {
+            return Err(ApiMisuse::InvalidData {
+                reason: format!("integer width {width}; must be in 1..={MAX_ENTRY_BYTES}"),
+            }
+            .into());
+        }
+        let mut bytes = Vec::with_capacity(values.as_slice().len() * width);
+        for v in values.as_slice() {
+            let b = v.to_signed_bytes_be();
+            if b.len() > width {
+                return Err(ApiMisuse::ValueOutOfRange {
+                    what: "integer matrix entry",
+                    bound_bits: u32::try_from(8 * width - 1).unwrap_or(u32::MAX),
+                }
+                .into());
+            }
+            let pad = if v.sign() == Sign::Minus { 0xff } else { 0x00 };
+            bytes.extend(core::iter::repeat_n(pad, width - b.len()));
+            bytes.extend_from_slice(&b);
+        }
+        Ok(Self {
+            rows: values.rows(),
+            cols: values.cols(),
+            width,
+            bytes,
+        })
+    }
+
+    /// The (rows, cols) the sender announced.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    /// Bytes per entry.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Parses the integers, after checking that the announced shape is `expected` (the
+    /// receiver's own expectation, so the integers allocated are bounded by the session's
+    /// configuration, not by the frame).
+    ///
+    /// # Errors
+    /// [`PeerMisbehaved::WrongShape`] naming `what` when the shape differs.
+    pub fn values(
+        &self,
+        what: &'static str,
+        expected: (usize, usize),
+    ) -> Result<Matrix<BigInt>, Error> {
+        if self.shape() != expected {
+            return Err(PeerMisbehaved::WrongShape {
+                what,
+                expected,
+                got: self.shape(),
+            }
+            .into());
+        }
+        let data = self
+            .bytes
+            .chunks_exact(self.width)
+            .map(BigInt::from_signed_bytes_be)
+            .collect();
+        Matrix::from_vec(self.rows, self.cols, data)
     }
 }
 
@@ -492,21 +570,10 @@ fn get_ciphertexts(r: &mut Reader<'_>) -> Result<CiphertextMatrix, DecodeError> 
 }
 
 fn put_integers(w: &mut Vec<u8>, m: &IntegerMatrix) {
-    put_u32(w, m.values.rows());
-    put_u32(w, m.values.cols());
+    put_u32(w, m.rows);
+    put_u32(w, m.cols);
     put_u32(w, m.width);
-    for v in m.values.as_slice() {
-        let b = v.to_signed_bytes_be();
-        let pad = if v.sign() == Sign::Minus { 0xff } else { 0x00 };
-        // An entry wider than `width` is truncated to its low bytes; senders choose the
-        // width from a public bound that every entry satisfies.
-        if b.len() >= m.width {
-            w.extend_from_slice(&b[b.len() - m.width..]);
-        } else {
-            w.extend(core::iter::repeat_n(pad, m.width - b.len()));
-            w.extend_from_slice(&b);
-        }
-    }
+    w.extend_from_slice(&m.bytes);
 }
 
 fn get_integers(r: &mut Reader<'_>) -> Result<IntegerMatrix, DecodeError> {
@@ -520,16 +587,19 @@ fn get_integers(r: &mut Reader<'_>) -> Result<IntegerMatrix, DecodeError> {
     if width == 0 || width as u64 > MAX_ENTRY_BYTES {
         return Err(DecodeError::InvalidField("integer width"));
     }
-    if count.saturating_mul(width as u64) > r.buf.len() as u64 {
+    let total = count.saturating_mul(width as u64);
+    if total > r.buf.len() as u64 {
         return Err(DecodeError::Truncated);
     }
-    let mut data = Vec::with_capacity(count as usize);
-    for _ in 0..count {
-        data.push(BigInt::from_signed_bytes_be(r.take(width)?));
-    }
-    let values = Matrix::from_vec(rows, cols, data)
-        .map_err(|_| DecodeError::InvalidField("integer matrix"))?;
-    Ok(IntegerMatrix { width, values })
+    // The bytes only: integers are parsed by `IntegerMatrix::values` after the receiver
+    // has checked the shape.
+    let bytes = r.take(total as usize)?.to_vec();
+    Ok(IntegerMatrix {
+        rows,
+        cols,
+        width,
+        bytes,
+    })
 }
 
 #[cfg(test)]
@@ -549,15 +619,16 @@ mod tests {
             width: 4,
             bytes: (0..16).collect(),
         };
-        let ints = IntegerMatrix {
-            width: 3,
-            values: Matrix::from_vec(
+        let ints = IntegerMatrix::new(
+            &Matrix::from_vec(
                 1,
                 3,
                 vec![BigInt::from(-1), BigInt::from(0), BigInt::from(70000)],
             )
             .unwrap(),
-        };
+            3,
+        )
+        .unwrap();
         vec![
             Message::Hello(Hello {
                 config: ProtocolConfig::new(Profile::Hardened, 2, 3),
@@ -623,6 +694,29 @@ mod tests {
             long.push(0);
             assert_eq!(Message::decode(&long), Err(DecodeError::TrailingBytes));
         }
+    }
+
+    #[test]
+    fn integers_are_never_truncated_and_parse_only_at_the_expected_shape() {
+        let v = Matrix::from_vec(
+            1,
+            3,
+            vec![BigInt::from(-128), BigInt::from(127), BigInt::from(5)],
+        )
+        .unwrap();
+        let m = IntegerMatrix::new(&v, 1).unwrap();
+        assert_eq!(m.values("x", (1, 3)).unwrap(), v);
+        assert!(matches!(
+            m.values("x", (3, 1)),
+            Err(Error::PeerMisbehaved(PeerMisbehaved::WrongShape { .. }))
+        ));
+        // 128 and −129 need two bytes: an error, not their low byte.
+        for wide in [128, -129, 70_000] {
+            let w = Matrix::from_vec(1, 1, vec![BigInt::from(wide)]).unwrap();
+            assert!(IntegerMatrix::new(&w, 1).is_err(), "{wide}");
+            assert!(IntegerMatrix::new(&w, 3).is_ok(), "{wide}");
+        }
+        assert!(IntegerMatrix::new(&v, 0).is_err());
     }
 
     #[test]

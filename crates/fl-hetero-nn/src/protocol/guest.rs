@@ -575,20 +575,13 @@ impl<S: HomomorphicScheme> Guest<S> {
     ) -> Result<(), Error> {
         check_round(self.round, r.round)?;
         let m = self.config.out_dim;
-        if r.data.values.shape() != (n, m) {
-            return Err(PeerMisbehaved::WrongShape {
-                what: "ForwardReply",
-                expected: (n, m),
-                got: r.data.values.shape(),
-            }
-            .into());
-        }
+        let reply = r.data.values("ForwardReply", (n, m))?;
         check_bits(
-            &r.data.values,
+            &reply,
             self.bounds.forward_reply(self.training_steps),
             "ForwardReply",
         )?;
-        let exact = sub(&r.data.values, &eps_b.expose());
+        let exact = sub(&reply, &eps_b.expose());
         let output = self.config.fixed_point.decode_matrix(&exact, 3);
         self.events.push_back(GuestEvent::Forward {
             round: self.round,
@@ -680,20 +673,9 @@ impl<S: HomomorphicScheme> Guest<S> {
     ) -> Result<(), Error> {
         check_round(self.round, r.round)?;
         let expected = (self.config.host_dim, self.config.out_dim);
-        if r.data.values.shape() != expected {
-            return Err(PeerMisbehaved::WrongShape {
-                what: "GradientReply",
-                expected,
-                got: r.data.values.shape(),
-            }
-            .into());
-        }
-        check_bits(
-            &r.data.values,
-            self.bounds.gradient_reply(),
-            "GradientReply",
-        )?;
-        let g_hat = sub(&r.data.values, &noise_w.expose());
+        let reply = r.data.values("GradientReply", expected)?;
+        check_bits(&reply, self.bounds.gradient_reply(), "GradientReply")?;
+        let g_hat = sub(&reply, &noise_w.expose());
         self.state = State::AwaitAcc {
             n,
             d,

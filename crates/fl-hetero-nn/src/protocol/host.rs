@@ -429,10 +429,7 @@ impl<S: HomomorphicScheme> Host<S> {
         let width = IntegerMatrix::width_for_bits(self.bounds.forward_reply(t));
         self.outbox.push_back(Message::ForwardReply(RoundIntegers {
             round: self.round,
-            data: IntegerMatrix {
-                width,
-                values: reply,
-            },
+            data: IntegerMatrix::new(&reply, width)?,
         }));
         self.events.push_back(HostEvent::ForwardServed {
             round: self.round,
@@ -475,10 +472,7 @@ impl<S: HomomorphicScheme> Host<S> {
         let width = IntegerMatrix::width_for_bits(self.bounds.gradient_reply());
         self.outbox.push_back(Message::GradientReply(RoundIntegers {
             round: self.round,
-            data: IntegerMatrix {
-                width,
-                values: reply,
-            },
+            data: IntegerMatrix::new(&reply, width)?,
         }));
         // [[acc_t]] is sent before acc is updated (FATE's order, invariant f.2).
         let acc_t = self.acc.expose();
