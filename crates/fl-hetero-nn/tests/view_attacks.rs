@@ -11,6 +11,9 @@
 //!   D = δ_A·W₀·(W₀ᵀW₀)⁻¹ exactly when d_A ≥ m. In Hardened it knows only its share acc₀;
 //!   the same estimate with acc₀ is measured by R².
 //!
+//! - **H2, inherent.** With a few rows of a_A known, the guest recovers every other row from
+//!   z_A at every step (measured, not protected).
+//!
 //! The views are taken through the sans-IO API (the guest's `Forward` event, the host's
 //! `InputGradient` event) on the insecure identity scheme: encryption does not change the
 //! values a party decrypts (secure == plaintext fixed point, `tests/protocol.rs`). Twenty
@@ -54,7 +57,7 @@ fn exact_to_dense(m: &Matrix<num_bigint::BigInt>, frac_bits: u32) -> Dense {
         .collect()
 }
 
-fn mul(a: &Dense, b: &Dense) -> Dense {
+fn mul(a: &[Vec<f64>], b: &[Vec<f64>]) -> Dense {
     a.iter()
         .map(|row| {
             (0..b[0].len())
@@ -71,7 +74,7 @@ fn transpose(a: &Dense) -> Dense {
 }
 
 /// Inverse of a small square matrix by Gauss–Jordan with partial pivoting.
-fn inverse(a: &Dense) -> Dense {
+fn inverse(a: &[Vec<f64>]) -> Dense {
     let n = a.len();
     let mut m: Dense = a
         .iter()
@@ -106,7 +109,7 @@ fn inverse(a: &Dense) -> Dense {
 }
 
 /// R² of `estimate` against `truth` over all entries.
-fn r_squared(truth: &Dense, estimate: &Dense) -> f64 {
+fn r_squared(truth: &[Vec<f64>], estimate: &[Vec<f64>]) -> f64 {
     let all: Vec<(f64, f64)> = truth
         .iter()
         .flatten()
@@ -238,4 +241,50 @@ fn host_recovers_guest_error_only_when_it_knows_w0() {
         max(&hardened)
     );
     assert!(max(&hardened) < 0.5, "R² {hardened:?}");
+}
+
+/// H2, measured rather than hidden: the guest receives z_A = a_A·W_t + b_A exactly at every
+/// step, an invertible affine image of a_A when m ≥ d_A. A guest that knows a_A for
+/// d_A + 1 rows of a batch (auxiliary data: customers whose host-side features it can
+/// obtain) fits the affine map from those rows and recovers a_A on every other row, at any
+/// step and whatever the masks: Hardened does not protect a_A against this (the crate's
+/// README lists it under "not protected"). Control: the same fit scored against the held-out
+/// rows in another order must fail (R² ≤ 0.5), so the harness does not report success for
+/// any input.
+#[test]
+fn guest_with_auxiliary_rows_reconstructs_host_activations_at_every_step() {
+    let mut config = ProtocolConfig::new(Profile::Hardened, D_A, M);
+    config.min_key_bits = 64;
+    config.max_batch_rows = ROWS;
+    let f = config.fixed_point.frac_bits();
+    let mut rng = ChaCha20Rng::seed_from_u64(77);
+    let dk = IdentityDecryptionKey::generate(2048, &mut rng).unwrap();
+    let init = init(&config, 78);
+    let mut pair = make_pair::<InsecureIdentityScheme>(config, dk, &init, 79);
+    let known = D_A + 1;
+    for step in 0..6 {
+        let a = random_matrix(&mut rng, ROWS, D_A, 0.0, 2.0);
+        let z = forward(&mut pair, Purpose::Train, &a);
+        let z = exact_to_dense(&z, 3 * f);
+        let a = dense(&a);
+        // Affine fit on the known rows: [z 1]·X = a, with [z 1] square (m + 1 = d_A + 1).
+        let z_aug: Dense = z
+            .iter()
+            .map(|r| r.iter().copied().chain([1.0]).collect())
+            .collect();
+        let map = mul(&inverse(&z_aug[..known]), &a[..known]);
+        let predicted = mul(&z_aug[known..], &map);
+        let held_out = a[known..].to_vec();
+        let r2 = r_squared(&held_out, &predicted);
+        let mut shuffled = held_out.clone();
+        shuffled.rotate_left(1);
+        let control = r_squared(&shuffled, &predicted);
+        println!(
+            "H2, step {step}: guest's reconstruction of a_A from z_A with {known} known rows: R² {r2:.9} on {} held-out rows (control, rows misaligned: {control:.3})",
+            ROWS - known
+        );
+        assert!(r2 > 0.999, "step {step}: R² {r2}");
+        assert!(control < 0.5, "step {step}: control R² {control}");
+        backward(&mut pair, &random_matrix(&mut rng, ROWS, M, -0.5, 0.5));
+    }
 }
