@@ -18,7 +18,10 @@
 //! models' initial weights; its AUC therefore differs from the in-process run's.
 //!
 //! Options: `--epochs N`, `--seed S`, `--key-bits B`, `--transport memory|tcp`,
-//! `--profiles plain,fixed,fate,hardened`,
+//! `--profiles plain,fixed,fate,hardened`, `--label-dp EPS` (the guest trains on labels
+//! randomised once by LabelDP; in-process only; AUC and loss against the true labels),
+//! `--embedding-dp EPS` (the host sends EmbeddingDP bits of its bottom output; the secure
+//! runs are then not compared bit for bit with the plaintext ones, which do not randomise),
 //! `--encryption textbook|crt|djn` (default: key-owner CRT for FateFaithful, whose protocol
 //! and leaks are FATE's while its ciphertexts have the textbook distribution, and DJN for
 //! Hardened; see `fl_hetero_nn::Encryption`).
@@ -56,6 +59,8 @@ struct Args {
     addr: String,
     profiles: Vec<RunKind>,
     encryption: Option<Encryption>,
+    label_dp: Option<f64>,
+    embedding_dp: Option<f64>,
 }
 
 /// Which party a `--role` process plays.
@@ -110,6 +115,8 @@ fn parse_args() -> Result<Args, String> {
             RunKind::Hardened,
         ],
         encryption: None,
+        label_dp: None,
+        embedding_dp: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -161,6 +168,17 @@ fn parse_args() -> Result<Args, String> {
                 });
                 i += 1;
             }
+            "--label-dp" => {
+                a.label_dp = Some(number(&val(i), "--label-dp EPS (a non-negative number)")?);
+                i += 1;
+            }
+            "--embedding-dp" => {
+                a.embedding_dp = Some(number(
+                    &val(i),
+                    "--embedding-dp EPS (a non-negative number)",
+                )?);
+                i += 1;
+            }
             "--profiles" => {
                 a.profiles = val(i)
                     .split(',')
@@ -178,6 +196,11 @@ fn parse_args() -> Result<Args, String> {
     }
     if a.epochs == 0 {
         return Err("--epochs must be at least 1".into());
+    }
+    if a.label_dp.is_some() && (a.tcp || a.role.is_some()) {
+        // The TCP modes evaluate on the labels they train on; in-process runs train on the
+        // randomised labels and measure against the true ones.
+        return Err("--label-dp runs in-process only (without --transport tcp or --role)".into());
     }
     Ok(a)
 }
@@ -243,6 +266,7 @@ fn run_in_process(
     name: &str,
     cfg: &SplitConfig,
     data: &VerticalData,
+    train: &VerticalData,
     init: &SplitInit,
     part: &mut dyn HostPart,
     epochs: usize,
@@ -259,7 +283,7 @@ fn run_in_process(
     for epoch in 1..=epochs {
         let t0 = Instant::now();
         let before = part.traffic();
-        train_epoch(cfg, data, &mut host, &mut guest, part)?;
+        train_epoch(cfg, train, &mut host, &mut guest, part)?;
         let after = part.traffic();
         train_time += t0.elapsed();
         train_traffic.host_to_guest_messages +=
@@ -526,7 +550,18 @@ fn main() -> Result<(), Error> {
     };
     let mut cfg = SplitConfig::hetero_nn_binary_0();
     cfg.epochs = args.epochs;
+    let epsilon = |e: Option<f64>| e.map(fl_ldp::Epsilon::new).transpose();
+    let dp_error = |e: fl_ldp::Error| fl_hetero_nn::error::ApiMisuse::InvalidConfig {
+        reason: format!("--label-dp / --embedding-dp: {e}"),
+    };
+    cfg.label_dp = epsilon(args.label_dp).map_err(dp_error)?;
+    cfg.embedding_dp = epsilon(args.embedding_dp).map_err(dp_error)?;
     let data = VerticalData::align(parse_csv(GUEST_CSV, true)?, parse_csv(HOST_CSV, false)?)?;
+    // LabelDP: the guest randomises its training labels once (every run trains on the same
+    // randomised labels); AUC and loss are measured against the true labels.
+    let mut train = data.clone();
+    train.labels =
+        cfg.privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(args.seed ^ 3))?;
     let init = SplitInit::new(&cfg, args.seed)?;
     if let Some(role) = args.role {
         return run_role(role, &cfg, &data, &init, &args);
@@ -561,13 +596,29 @@ fn main() -> Result<(), Error> {
                     lin,
                     eta: cfg.learning_rate,
                 };
-                run_in_process("plain f64", &cfg, &data, &init, &mut part, cfg.epochs)?
+                run_in_process(
+                    "plain f64",
+                    &cfg,
+                    &data,
+                    &train,
+                    &init,
+                    &mut part,
+                    cfg.epochs,
+                )?
             }
             RunKind::Fixed => {
                 let pc = config(&cfg, Profile::Hardened, args.key_bits, None);
                 let mut part =
                     PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)?;
-                run_in_process("plain 2^-23", &cfg, &data, &init, &mut part, cfg.epochs)?
+                run_in_process(
+                    "plain 2^-23",
+                    &cfg,
+                    &data,
+                    &train,
+                    &init,
+                    &mut part,
+                    cfg.epochs,
+                )?
             }
             RunKind::Fate | RunKind::Hardened => {
                 let (profile, name) = if p == RunKind::Fate {
@@ -589,13 +640,22 @@ fn main() -> Result<(), Error> {
                     let mut pair = Pair::new(host, guest, hr, gr);
                     pair.drive().map_err(|e| e.error)?;
                     let _ = pair.poll_guest_event();
-                    run_in_process(name, &cfg, &data, &init, &mut pair, cfg.epochs)?
+                    run_in_process(name, &cfg, &data, &train, &init, &mut pair, cfg.epochs)?
                 }
             }
         };
         runs.push(run);
     }
-    if !print_table(&runs) {
+    if cfg.label_dp.is_some() || cfg.embedding_dp.is_some() {
+        println!(
+            "defences: LabelDP ε = {}, EmbeddingDP ε = {} (train AUC / loss against the true labels)",
+            args.label_dp.map_or("off".into(), |e| e.to_string()),
+            args.embedding_dp.map_or("off".into(), |e| e.to_string())
+        );
+    }
+    // EmbeddingDP randomises the secure runs' activations with coins the plaintext runs do
+    // not share, so they are not compared bit for bit then.
+    if !print_table(&runs, cfg.embedding_dp.is_none()) {
         eprintln!(
             "error: a secure run's AUC, loss or predictions differ from plaintext fixed point"
         );
@@ -606,7 +666,7 @@ fn main() -> Result<(), Error> {
 
 /// Prints the side-by-side table; returns whether every secure run matched the plaintext
 /// fixed-point run bit for bit (vacuously true when that run was not requested).
-fn print_table(runs: &[Run]) -> bool {
+fn print_table(runs: &[Run], compare: bool) -> bool {
     print!("\n{:>7}", "epoch");
     for r in runs {
         print!(" | {:>24}", format!("{} AUC / loss", r.name));
@@ -648,7 +708,7 @@ fn print_table(runs: &[Run]) -> bool {
     let mut all_identical = true;
     for r in runs
         .iter()
-        .filter(|r| r.name == "FateFaithful" || r.name == "Hardened")
+        .filter(|r| compare && (r.name == "FateFaithful" || r.name == "Hardened"))
     {
         if let Some(f) = fixed {
             let same_points = r

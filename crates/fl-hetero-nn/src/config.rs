@@ -125,6 +125,18 @@ pub struct ProtocolConfig {
     /// How ciphertexts get their randomness (default: `Textbook` in `FateFaithful`,
     /// `KeyOwnerCrt` in `Hardened`).
     pub encryption: Encryption,
+    /// EmbeddingDP (seed 000, fl-ldp's [`fl_ldp::EmbeddingDp`]) applied by the host to
+    /// every row of its bottom output before encryption: each coordinate is quantised to
+    /// its sign bit and kept with probability e^(ε/2)/(1 + e^(ε/2)). `None` (the default)
+    /// sends a_A as it is.
+    ///
+    /// Privacy claim: each row the host sends is (d_A·ε/2)-LDP with respect to replacing
+    /// that row's bottom output by any other (ε/2 per coordinate), from the guest's view
+    /// and everything derived from it; fresh coins every round, so a row sent in T rounds
+    /// composes to T·d_A·ε/2. Training then runs on the randomised bits (the bottom model
+    /// receives δ_A as the gradient of its output: straight-through). The host chooses
+    /// it; the hello carries it so the guest knows, but the guest does not require it.
+    pub embedding_dp: Option<fl_ldp::Epsilon>,
 }
 
 impl ProtocolConfig {
@@ -147,6 +159,7 @@ impl ProtocolConfig {
                 Profile::FateFaithful => Encryption::Textbook,
                 Profile::Hardened => Encryption::KeyOwnerCrt,
             },
+            embedding_dp: None,
         }
     }
 

@@ -483,6 +483,13 @@ fn put_config(w: &mut Vec<u8>, c: &ProtocolConfig) {
     w.extend_from_slice(&c.min_key_bits.to_be_bytes());
     w.push(u8::from(c.packing));
     w.push(c.encryption.code());
+    match c.embedding_dp {
+        None => w.push(0),
+        Some(e) => {
+            w.push(1);
+            w.extend_from_slice(&e.value().to_bits().to_be_bytes());
+        }
+    }
 }
 
 fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
@@ -504,6 +511,14 @@ fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
         _ => return Err(DecodeError::InvalidField("packing")),
     };
     c.encryption = Encryption::from_code(r.u8()?).ok_or(DecodeError::InvalidField("encryption"))?;
+    c.embedding_dp = match r.u8()? {
+        0 => None,
+        1 => Some(
+            fl_ldp::Epsilon::new(f64::from_bits(r.u64()?))
+                .map_err(|_| DecodeError::InvalidField("embedding_dp"))?,
+        ),
+        _ => return Err(DecodeError::InvalidField("embedding_dp")),
+    };
     Ok(c)
 }
 
@@ -639,6 +654,7 @@ mod tests {
                 config: {
                     let mut c = ProtocolConfig::new(Profile::Hardened, 2, 3);
                     c.encryption = Encryption::Djn;
+                    c.embedding_dp = Some(fl_ldp::Epsilon::new(0.75).unwrap());
                     c
                 },
                 public_key: vec![1, 2, 3],
