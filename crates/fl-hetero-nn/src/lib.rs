@@ -1,7 +1,9 @@
 #![doc = include_str!("../README.md")]
 
+pub mod attacks;
 pub mod config;
 pub mod data;
+pub mod defences;
 pub mod error;
 pub mod fixed;
 pub mod matrix;

@@ -105,6 +105,23 @@ impl SplitConfig {
         Ok(noisy.into_iter().map(f64::from).collect())
     }
 
+    /// FATE v1.11.4 `hetero_nn-binary-1` on default-credit: guest 13 and host 10 features,
+    /// bottom width 4, interactive layer out 4, Adam lr 0.02 (and η = 0.02), full batch
+    /// (30000 rows), 15 epochs.
+    pub fn hetero_nn_binary_1() -> Self {
+        Self {
+            guest_features: 13,
+            host_features: 10,
+            bottom_width: 4,
+            interactive_width: 4,
+            learning_rate: 0.02,
+            batch_size: 30_000,
+            epochs: 15,
+            label_dp: None,
+            embedding_dp: None,
+        }
+    }
+
     /// The protocol configuration for this model under `profile`.
     pub fn protocol_config(&self, profile: Profile) -> ProtocolConfig {
         let mut c = ProtocolConfig::new(profile, self.bottom_width, self.interactive_width);

@@ -17,6 +17,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use fl_hetero_nn::attacks;
 use fl_hetero_nn::data::{VerticalData, roc_auc};
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
 use fl_hetero_nn::split::{GuestModel, HostModel, HostPart, SplitConfig, SplitInit, train_epoch};
@@ -64,39 +65,13 @@ fn synthetic(rows: usize, cfg: &SplitConfig, seed: u64) -> VerticalData {
     }
 }
 
-fn norm(v: &[f64]) -> f64 {
-    v.iter().map(|x| x * x).sum::<f64>().sqrt()
-}
-
 /// (norm-attack scores, cosine-attack scores) for gradients delivered in batches of
 /// `batch` rows.
 fn attack_scores(gradients: &[Vec<f64>], batch: usize) -> (Vec<f64>, Vec<f64>) {
-    let norms = gradients.iter().map(|g| norm(g)).collect();
-    let mut cosines = Vec::with_capacity(gradients.len());
-    for chunk in gradients.chunks(batch) {
-        let dim = chunk[0].len();
-        // The majority direction: the mean of the unit gradients (the rare positives'
-        // large gradients would dominate a plain mean).
-        let mean: Vec<f64> = (0..dim)
-            .map(|k| {
-                chunk
-                    .iter()
-                    .filter(|g| norm(g) > 0.0)
-                    .map(|g| g[k] / norm(g))
-                    .sum::<f64>()
-            })
-            .collect();
-        for g in chunk {
-            let denom = norm(g) * norm(&mean);
-            let cos = if denom > 0.0 {
-                g.iter().zip(&mean).map(|(a, b)| a * b).sum::<f64>() / denom
-            } else {
-                0.0
-            };
-            cosines.push(-cos);
-        }
-    }
-    (norms, cosines)
+    (
+        attacks::norm_scores(gradients),
+        attacks::cosine_scores(gradients, batch),
+    )
 }
 
 #[test]

@@ -139,26 +139,6 @@ impl<S: HomomorphicScheme> Session for Host<S> {
     }
 }
 
-/// EmbeddingDP (fl-ldp) on every row of `a`: sign bits, each kept with probability
-/// e^(ε/2)/(1 + e^(ε/2)), as 0.0 / 1.0.
-fn embedding_dp<R: CryptoRng + ?Sized>(
-    a: &Matrix<f64>,
-    eps: fl_ldp::Epsilon,
-    rng: &mut R,
-) -> Result<Matrix<f64>, Error> {
-    let mechanism = fl_ldp::EmbeddingDp::new(Some(eps));
-    let mut out = Vec::with_capacity(a.as_slice().len());
-    for i in 0..a.rows() {
-        let bits = mechanism
-            .privatize(a.row(i), rng)
-            .map_err(|e| ApiMisuse::InvalidData {
-                reason: format!("EmbeddingDP on the activations: {e}"),
-            })?;
-        out.extend(bits.into_iter().map(f64::from));
-    }
-    Matrix::from_vec(a.rows(), a.cols(), out)
-}
-
 impl<S: HomomorphicScheme> Host<S> {
     /// Creates the host and queues its [`Message::Hello`].
     ///
@@ -347,7 +327,11 @@ impl<S: HomomorphicScheme> Host<S> {
         }
         activations.check_shape("activations", (n, self.config.host_dim))?;
         let privatized = match self.config.embedding_dp {
-            Some(eps) => Some(embedding_dp(activations, eps, rng)?),
+            Some(eps) => Some(crate::defences::embedding_dp_rows(
+                &fl_ldp::EmbeddingDp::new(Some(eps)),
+                activations,
+                rng,
+            )?),
             None => None,
         };
         let a = self.config.fixed_point.encode_matrix(
