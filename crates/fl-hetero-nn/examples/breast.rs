@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use fl_hetero_nn::data::{VerticalData, parse_csv};
 use fl_hetero_nn::nn::weight_share;
 use fl_hetero_nn::split::{
-    GuestModel, HostModel, HostPart, SplitConfig, SplitInit, evaluate, train_epoch,
+    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, evaluate, train_epoch,
 };
 use fl_hetero_nn::transport::memory::{Pair, TrafficStats};
 use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig};
@@ -554,7 +554,9 @@ fn main() -> Result<(), Error> {
     let dp_error = |e: fl_ldp::Error| fl_hetero_nn::error::ApiMisuse::InvalidConfig {
         reason: format!("--label-dp / --embedding-dp: {e}"),
     };
-    cfg.label_dp = epsilon(args.label_dp).map_err(dp_error)?;
+    cfg.label_dp = epsilon(args.label_dp)
+        .map_err(dp_error)?
+        .map(LabelDefence::RandomizedResponse);
     cfg.embedding_dp = epsilon(args.embedding_dp).map_err(dp_error)?;
     let data = VerticalData::align(parse_csv(GUEST_CSV, true)?, parse_csv(HOST_CSV, false)?)?;
     // LabelDP: the guest randomises its training labels once (every run trains on the same

@@ -33,7 +33,7 @@ use fl_hetero_nn::data::{VerticalData, parse_csv, roc_auc};
 use fl_hetero_nn::defences::embedding_dp_rows;
 use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::split::{
-    GuestModel, HostModel, HostPart, SplitConfig, SplitInit, evaluate, train_epoch,
+    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, evaluate, train_epoch,
 };
 use fl_hetero_nn::transport::memory::TrafficStats;
 use fl_hetero_nn::{Error, Matrix, PlainInteractiveLayer, Profile, Purpose};
@@ -217,7 +217,7 @@ fn run(
         })
     };
     cfg.label_dp = if eps.is_finite() {
-        Some(epsilon(eps)?)
+        Some(LabelDefence::RandomizedResponse(epsilon(eps)?))
     } else {
         None
     };

@@ -39,20 +39,40 @@ pub struct SplitConfig {
     pub batch_size: usize,
     /// Epochs.
     pub epochs: usize,
-    /// LabelDP for vertical FL (seed 003, fl-ldp's [`fl_ldp::LabelDp`] on binary labels):
-    /// the guest randomises its training labels **once**, before training
-    /// ([`SplitConfig::privatize_labels`]), and trains on the result; `None` (the default)
-    /// trains on the true labels.
-    ///
-    /// Privacy claim: the randomised label vector is ε-label-DP (each label flipped with
-    /// probability 1/(1 + e^ε), independently; neighbouring datasets differ in one label),
-    /// so everything computed from it — every δ_A the host receives in every epoch, and the
-    /// trained model — is ε-label-DP by post-processing, which bounds the H1 label leak.
-    pub label_dp: Option<fl_ldp::Epsilon>,
+    /// Label DP for vertical FL (seed 003): the guest randomises its training labels
+    /// **once**, before training ([`SplitConfig::privatize_labels`]), and trains on the
+    /// result; `None` (the default) trains on the true labels. See [`LabelDefence`] for the
+    /// mechanisms and the claim.
+    pub label_dp: Option<LabelDefence>,
     /// EmbeddingDP on the host's bottom output, passed on to
     /// [`ProtocolConfig::embedding_dp`] by [`SplitConfig::protocol_config`] (see there for
     /// the claim); `None` by default.
     pub embedding_dp: Option<fl_ldp::Epsilon>,
+}
+
+/// How the guest randomises its binary training labels (fl-ldp's mechanisms).
+///
+/// Privacy claim (both): the randomised label vector is ε-label-DP (neighbouring datasets
+/// differ in one label; each label randomised independently), so everything computed from
+/// it — every δ_A the host receives in every epoch, and the trained model — is ε-label-DP
+/// by post-processing, which bounds the H1 label leak.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum LabelDefence {
+    /// LabelDP (fl-ldp's [`fl_ldp::LabelDp`], binary randomized response): each label
+    /// flipped with probability 1/(1 + e^ε).
+    RandomizedResponse(fl_ldp::Epsilon),
+    /// RR-with-prior (Ghazi et al. 2021, fl-ldp's [`fl_ldp::RrWithPrior`]) over the two
+    /// classes with the public prior `[P(y = 0), P(y = 1)]`: randomized response restricted
+    /// to the classes the prior ranks as plausible at this ε (for two classes, either both
+    /// — plain RR — or only the more likely one). The prior must not depend on the labels
+    /// being protected (e.g. a public base rate).
+    RrWithPrior {
+        /// ε.
+        epsilon: fl_ldp::Epsilon,
+        /// [P(y = 0), P(y = 1)], non-negative, not both zero.
+        prior: [f64; 2],
+    },
 }
 
 impl SplitConfig {
@@ -74,17 +94,18 @@ impl SplitConfig {
     }
 
     /// The training labels the guest uses: `labels` (each 0.0 or 1.0) randomised by
-    /// LabelDP at [`SplitConfig::label_dp`], or unchanged when it is `None`. Call it once per
-    /// training run (fresh coins per call: randomising again composes the privacy loss).
+    /// [`SplitConfig::label_dp`], or unchanged when it is `None`. Call it once per training
+    /// run (fresh coins per call: randomising again composes the privacy loss).
     ///
     /// # Errors
-    /// [`ApiMisuse::InvalidData`] when a label is not 0 or 1.
+    /// [`ApiMisuse::InvalidData`] when a label is not 0 or 1, or the RR-with-prior prior is
+    /// invalid.
     pub fn privatize_labels<R: CryptoRng + ?Sized>(
         &self,
         labels: &[f64],
         rng: &mut R,
     ) -> Result<Vec<f64>, Error> {
-        let Some(eps) = self.label_dp else {
+        let Some(defence) = self.label_dp else {
             return Ok(labels.to_vec());
         };
         let binary: Vec<u8> = labels
@@ -97,11 +118,25 @@ impl SplitConfig {
                 }),
             })
             .collect::<Result<_, _>>()?;
-        let noisy = fl_ldp::LabelDp::new(eps)
-            .privatize(&binary, &[binary.len()], rng)
-            .map_err(|e| ApiMisuse::InvalidData {
-                reason: format!("LabelDP on the labels: {e}"),
-            })?;
+        let ldp = |e: fl_ldp::Error| ApiMisuse::InvalidData {
+            reason: format!("label DP on the labels: {e}"),
+        };
+        let noisy: Vec<u8> = match defence {
+            LabelDefence::RandomizedResponse(eps) => fl_ldp::LabelDp::new(eps)
+                .privatize(&binary, &[binary.len()], rng)
+                .map_err(ldp)?,
+            LabelDefence::RrWithPrior { epsilon, prior } => {
+                let m = fl_ldp::RrWithPrior::new(epsilon, &prior).map_err(ldp)?;
+                binary
+                    .iter()
+                    .map(|&y| {
+                        m.randomize(usize::from(y), rng)
+                            .map(|c| u8::from(c == 1))
+                            .map_err(ldp)
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+        };
         Ok(noisy.into_iter().map(f64::from).collect())
     }
 

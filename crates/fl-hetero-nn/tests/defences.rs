@@ -14,9 +14,9 @@ mod common;
 
 use common::*;
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
-use fl_hetero_nn::split::SplitConfig;
+use fl_hetero_nn::split::{LabelDefence, SplitConfig};
 use fl_hetero_nn::{Matrix, Profile, ProtocolConfig, Purpose};
-use fl_ldp::{EmbeddingDp, Epsilon, LabelDp};
+use fl_ldp::{EmbeddingDp, Epsilon, LabelDp, RrWithPrior};
 use fl_stats::{Alternative, binomial_test};
 use num_traits::ToPrimitive;
 use rand::SeedableRng;
@@ -35,7 +35,7 @@ fn p_value(k: u64, n: u64, p: f64) -> f64 {
 fn label_dp_flips_training_labels_with_the_law_probability() {
     let eps = 1.0;
     let mut cfg = SplitConfig::hetero_nn_binary_0();
-    cfg.label_dp = Some(Epsilon::new(eps).unwrap());
+    cfg.label_dp = Some(LabelDefence::RandomizedResponse(Epsilon::new(eps).unwrap()));
     let n = 100_000usize;
     let labels: Vec<f64> = (0..2 * n).map(|i| f64::from(u8::from(i < n))).collect();
     let noisy = cfg
@@ -55,7 +55,7 @@ fn label_dp_flips_training_labels_with_the_law_probability() {
     cfg.label_dp = None;
     let mut rng = ChaCha20Rng::seed_from_u64(32);
     assert_eq!(cfg.privatize_labels(&labels, &mut rng).unwrap(), labels);
-    cfg.label_dp = Some(Epsilon::new(eps).unwrap());
+    cfg.label_dp = Some(LabelDefence::RandomizedResponse(Epsilon::new(eps).unwrap()));
     assert!(cfg.privatize_labels(&[0.0, 0.5], &mut rng).is_err());
 }
 
@@ -114,5 +114,44 @@ fn embedding_dp_randomises_the_activations_before_encryption_with_the_law_probab
             p_value(ones[j], n, w1[j]) < ALPHA,
             "coordinate {j}: control"
         );
+    }
+}
+
+#[test]
+fn rr_with_prior_randomises_training_labels_with_the_law_probabilities() {
+    // Two classes with a public prior: at ε = 1 both classes are kept (plain RR over the
+    // two), at ε = 0.2 with a 90/10 prior only the likely class is (every label reported 0).
+    let n = 100_000usize;
+    let labels: Vec<f64> = (0..2 * n).map(|i| f64::from(u8::from(i < n))).collect();
+    for (eps, prior) in [(1.0, [0.7, 0.3]), (0.2, [0.9, 0.1])] {
+        let mut cfg = SplitConfig::hetero_nn_binary_0();
+        let epsilon = Epsilon::new(eps).unwrap();
+        cfg.label_dp = Some(LabelDefence::RrWithPrior { epsilon, prior });
+        let noisy = cfg
+            .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(33))
+            .unwrap();
+        let law = RrWithPrior::new(epsilon, &prior).unwrap();
+        let wrong = RrWithPrior::new(Epsilon::new(1.3 * eps).unwrap(), &prior).unwrap();
+        for (y, range) in [(1usize, 0..n), (0, n..2 * n)] {
+            let ones = range.filter(|&i| noisy[i] == 1.0).count() as u64;
+            let p1 = law.probability(y, 1).unwrap();
+            let p = if p1 == 0.0 || p1 == 1.0 {
+                // A degenerate law: any contrary output refutes it.
+                f64::from(u8::from(ones == (p1 * n as f64) as u64))
+            } else {
+                p_value(ones, n as u64, p1)
+            };
+            println!(
+                "RR-with-prior ε = {eps}, prior {prior:?}, label {y}: {ones} of {n} reported 1 (law {p1:.5}), p = {p:.3}"
+            );
+            assert!(p > ALPHA, "ε = {eps}, label {y}: p = {p}");
+            let q1 = wrong.probability(y, 1).unwrap();
+            if q1 > 0.0 && q1 < 1.0 && (q1 - p1).abs() > 1e-9 {
+                assert!(
+                    p_value(ones, n as u64, q1) < ALPHA,
+                    "ε = {eps}, label {y}: control"
+                );
+            }
+        }
     }
 }
