@@ -1,4 +1,11 @@
-//! Masked values are indistinguishable across secrets (issue 11, spec Verification 4).
+//! Masked values are indistinguishable across secrets (issue 11, spec Verification 4), for
+//! the two masked gradient messages: message 5 (the guest's view of the host's masked
+//! Aᵀ·Dη, below) and message 4 (the host's view of the guest's masked Aᵀ·Dη, read from the
+//! host's recorded messages and decrypted with its own key: the same analysis with the
+//! guest's mask noise_w and secret D). Message 2 (the host's view of A·W̃ + b_A·S + ε_B) is
+//! not sampled: its public bound must cover W̃_t after any number of steps, which the
+//! accumulated ε_A dominates, so for the small initial shares the effective slack is κ plus
+//! some fifty bits and no feasible sample could show a difference even at κ = 8.
 //!
 //! Message 5 gives the guest Aᵀ·Dη + noise_w + ε_A; it removes its own noise_w and keeps
 //! x = Aᵀ·Dη + ε_A (its W̃ decreases by exactly x, which is how the test reads the guest's
@@ -26,8 +33,8 @@
 mod common;
 
 use common::*;
-use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
-use fl_hetero_nn::{Matrix, Profile, ProtocolConfig, Purpose};
+use fl_hetero_nn::scheme::{HomomorphicScheme, IdentityDecryptionKey, InsecureIdentityScheme};
+use fl_hetero_nn::{Matrix, Message, Profile, ProtocolConfig, Purpose};
 use num_bigint::BigInt;
 use num_traits::ToPrimitive;
 use rand::SeedableRng;
@@ -36,9 +43,22 @@ use rand::rngs::ChaCha20Rng;
 const D: usize = 8;
 const STEPS: usize = 160;
 
-/// The guest's samples x = Aᵀ·Dη + ε_A (exact integers, scale S²) over `STEPS` steps with
-/// the host's activations all `a`, and the public mask bound B.
-fn samples(a: f64, kappa: u32, seed: u64) -> (Vec<BigInt>, BigInt, u32) {
+/// Which party's masked view is sampled.
+#[derive(Clone, Copy, PartialEq)]
+enum Masked {
+    /// Message 5 as the guest holds it: Aᵀ·Dη + ε_A (the host's secret A behind the host's
+    /// mask ε_A); the secret is the host's activation value.
+    HostGradient,
+    /// Message 4 as the host decrypts it: Aᵀ·Dη + noise_w (the guest's secret D behind the
+    /// guest's mask noise_w); the secret is the guest's error value.
+    GuestGradient,
+}
+
+/// Samples of the masked view `which` (exact integers, scale S²) over `STEPS` steps with the
+/// secret (the host's activations, or the guest's errors) all `secret` and the other party's
+/// value fixed at 1.99 (activations) or 0.99 (errors); the unmasked centre Aᵀ·Dη; the public
+/// mask bound B.
+fn samples(which: Masked, secret: f64, kappa: u32, seed: u64) -> (Vec<BigInt>, BigInt, u32) {
     let mut config = ProtocolConfig::new(Profile::Hardened, D, D);
     config.min_key_bits = 64;
     config.packing = false;
@@ -48,32 +68,68 @@ fn samples(a: f64, kappa: u32, seed: u64) -> (Vec<BigInt>, BigInt, u32) {
     config.learning_rate = 0.99;
     config.statistical_security_bits = kappa;
     let f = config.fixed_point.frac_bits();
+    let (a, d) = match which {
+        Masked::HostGradient => (secret, 0.99),
+        Masked::GuestGradient => (1.99, secret),
+    };
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let dk = IdentityDecryptionKey::generate(2048, &mut rng).unwrap();
+    // The host's own key, kept by the test to read the host's view of message 4.
+    let own = IdentityDecryptionKey::generate(2048, &mut ChaCha20Rng::seed_from_u64(seed)).unwrap();
+    let ek = InsecureIdentityScheme::encryption_key(&own);
     let init = init(&config, seed + 1);
     let mut pair = make_pair::<InsecureIdentityScheme>(config, dk, &init, seed + 2);
     let acts = Matrix::filled(1, D, a);
-    let delta = Matrix::filled(1, D, 0.99);
+    let delta = Matrix::filled(1, D, d);
     let mut out = Vec::with_capacity(STEPS * D * D);
     for _ in 0..STEPS {
         let before = pair.guest.snapshot().noisy_weight;
-        forward(&mut pair, Purpose::Train, &acts);
-        backward(&mut pair, &delta);
+        let mut views = Views::default();
+        pair.host
+            .start_round(Purpose::Train, &acts, &mut pair.host_rng)
+            .unwrap();
+        drive_recording(&mut pair, &mut views);
+        pair.guest.backward(&delta, &mut pair.guest_rng).unwrap();
+        drive_recording(&mut pair, &mut views);
+        while pair.poll_guest_event().is_some() {}
+        while pair.poll_host_event().is_some() {}
         let after = pair.guest.snapshot().noisy_weight;
-        out.extend(
-            before
-                .as_slice()
-                .iter()
-                .zip(after.as_slice())
-                .map(|(b, a)| b - a),
-        );
+        match which {
+            // The guest's W̃ decreases by exactly Aᵀ·Dη + ε_A.
+            Masked::HostGradient => out.extend(
+                before
+                    .as_slice()
+                    .iter()
+                    .zip(after.as_slice())
+                    .map(|(b, a)| b - a),
+            ),
+            // The host decrypts the MaskedGradient it received.
+            Masked::GuestGradient => {
+                let m = views
+                    .host_received
+                    .iter()
+                    .find_map(|m| match m {
+                        Message::MaskedGradient(m) => Some(m),
+                        _ => None,
+                    })
+                    .expect("a MaskedGradient in the host's view");
+                for i in 0..m.data.count() {
+                    let c = InsecureIdentityScheme::ciphertext_from_bytes(
+                        &ek,
+                        m.data.ciphertext(i).unwrap(),
+                    )
+                    .unwrap();
+                    out.push(InsecureIdentityScheme::decrypt(&own, &c).unwrap());
+                }
+            }
+        }
     }
     // Dη = round(η·δ·S) for every entry; A = round(a·S).
-    let d_eta = BigInt::from((0.99f64 * 0.99 * 2f64.powi(f as i32)).round_ties_even() as i64);
+    let d_eta = BigInt::from((0.99 * d * 2f64.powi(f as i32)).round_ties_even() as i64);
     let big_a = BigInt::from((a * 2f64.powi(f as i32)).round_ties_even() as i64);
-    // The public bound of ε_A: |Aᵀ·Dη| < 2^(a_bits + d_bits + ⌈log₂ n⌉) with
-    // a_bits = activation_bound_bits + f + 1, d_bits = delta_bound_bits + f + 1, n = 1;
-    // plus κ bits of slack.
+    // The public bound of ε_A and of noise_w: |Aᵀ·Dη| < 2^(a_bits + d_bits + ⌈log₂ n⌉)
+    // with a_bits = activation_bound_bits + f + 1, d_bits = delta_bound_bits + f + 1,
+    // n = 1; plus κ bits of slack.
     let bits = (1 + f + 1) + (f + 1) + kappa;
     (out, big_a * d_eta, bits)
 }
@@ -94,27 +150,46 @@ fn ks_p(xs: &[BigInt], ys: &[BigInt]) -> f64 {
 
 #[test]
 fn masked_gradients_are_indistinguishable_at_40_bits_and_not_at_8() {
-    for (kappa, must_distinguish) in [(40u32, false), (8, true)] {
-        let (plus, centre_plus, bits) = samples(1.99, kappa, 500);
-        let (minus, centre_minus, _) = samples(-1.99, kappa, 600);
-        // Sanity: every sample is possible under its own secret.
-        assert_eq!(impossible(&plus, &centre_plus, bits), 0);
-        assert_eq!(impossible(&minus, &centre_minus, bits), 0);
-        let caught =
-            impossible(&plus, &centre_minus, bits) + impossible(&minus, &centre_plus, bits);
-        let p = ks_p(&plus, &minus);
-        println!(
-            "κ = {kappa}: {} samples per secret; support test: {caught} samples impossible under the other secret; two-sample KS p = {p:.3}",
-            plus.len()
-        );
-        if must_distinguish {
-            assert!(
-                caught > 0,
-                "κ = {kappa}: the support test must see the secret"
+    for (which, name) in [
+        (
+            Masked::HostGradient,
+            "message 5 (guest's view, host's secret A)",
+        ),
+        (
+            Masked::GuestGradient,
+            "message 4 (host's view, guest's secret D)",
+        ),
+    ] {
+        for (kappa, must_distinguish) in [(40u32, false), (8, true)] {
+            let secret = if which == Masked::HostGradient {
+                1.99
+            } else {
+                0.99
+            };
+            let (plus, centre_plus, bits) = samples(which, secret, kappa, 500);
+            let (minus, centre_minus, _) = samples(which, -secret, kappa, 600);
+            // Sanity: every sample is possible under its own secret.
+            assert_eq!(impossible(&plus, &centre_plus, bits), 0);
+            assert_eq!(impossible(&minus, &centre_minus, bits), 0);
+            let caught =
+                impossible(&plus, &centre_minus, bits) + impossible(&minus, &centre_plus, bits);
+            let p = ks_p(&plus, &minus);
+            println!(
+                "{name}, κ = {kappa}: {} samples per secret; support test: {caught} samples impossible under the other secret; two-sample KS p = {p:.3}",
+                plus.len()
             );
-        } else {
-            assert_eq!(caught, 0, "κ = {kappa}: a sample gave the secret away");
-            assert!(p > 1e-3, "κ = {kappa}: KS p = {p}");
+            if must_distinguish {
+                assert!(
+                    caught > 0,
+                    "{name}, κ = {kappa}: the support test must see the secret"
+                );
+            } else {
+                assert_eq!(
+                    caught, 0,
+                    "{name}, κ = {kappa}: a sample gave the secret away"
+                );
+                assert!(p > 1e-3, "{name}, κ = {kappa}: KS p = {p}");
+            }
         }
     }
 }

@@ -7,8 +7,8 @@ use fl_hetero_nn::nn::weight_share;
 use fl_hetero_nn::scheme::HomomorphicScheme;
 use fl_hetero_nn::transport::memory::Pair;
 use fl_hetero_nn::{
-    Guest, GuestEvent, Host, HostEvent, Matrix, PlainInteractiveLayer, Profile, ProtocolConfig,
-    Purpose,
+    Guest, GuestEvent, Host, HostEvent, Matrix, Message, PlainInteractiveLayer, Profile,
+    ProtocolConfig, Purpose,
 };
 use num_bigint::BigInt;
 use rand::rngs::ChaCha20Rng;
@@ -81,6 +81,38 @@ pub(crate) fn make_pair<S: HomomorphicScheme>(
         Some(GuestEvent::SessionEstablished)
     );
     pair
+}
+
+/// The message part of each party's view: every message it received, in order (its own
+/// randomness and shares are the test's to keep).
+#[derive(Default)]
+pub(crate) struct Views {
+    pub(crate) host_received: Vec<Message>,
+    pub(crate) guest_received: Vec<Message>,
+}
+
+/// Delivers the queued messages both ways until both parties are quiet, recording each
+/// message in the receiver's view (the recording twin of `Pair::drive`).
+pub(crate) fn drive_recording<S: HomomorphicScheme>(
+    pair: &mut Pair<S, ChaCha20Rng>,
+    views: &mut Views,
+) {
+    loop {
+        let mut moved = false;
+        while let Some(m) = pair.host.poll_message() {
+            views.guest_received.push(m.clone());
+            pair.guest.handle_message(m, &mut pair.guest_rng).unwrap();
+            moved = true;
+        }
+        while let Some(m) = pair.guest.poll_message() {
+            views.host_received.push(m.clone());
+            pair.host.handle_message(m, &mut pair.host_rng).unwrap();
+            moved = true;
+        }
+        if !moved {
+            break;
+        }
+    }
 }
 
 /// Runs a forward pass; returns the guest's z_A (exact).
