@@ -232,7 +232,8 @@ impl Eq for EncryptionKey {}
 impl EncryptionKey {
     /// Imports a public key from its modulus n, validating it: n must be odd, have between
     /// [`MIN_KEY_BITS`] and [`MAX_KEY_BITS`] bits, not be a perfect power (in particular not
-    /// a square, as p = q would give), and have no prime factor below 2^16.
+    /// a square, as p = q would give), have no prime factor below 2^16, and not be prime
+    /// (a Miller–Rabin test; with a prime n, n² − n elements would not decrypt).
     ///
     /// # Errors
     /// [`Error::InvalidModulus`] naming the failed check.
@@ -380,7 +381,36 @@ pub(crate) fn validate_modulus_policy(n: &BigUint, insecure: bool) -> Result<()>
             });
         }
     }
+    if is_probable_prime_vartime(n) {
+        return Err(Error::InvalidModulus {
+            reason: "modulus is prime (it must be a product of two primes)",
+        });
+    }
     Ok(())
+}
+
+/// Miller–Rabin with the twelve prime bases up to 37 (variable time: n is public). A
+/// composite n is rejected by the first base in all but a negligible fraction of cases, so
+/// a genuine modulus costs one modular exponentiation.
+fn is_probable_prime_vartime(n: &BigUint) -> bool {
+    let one = BigUint::from(1u8);
+    let n_minus_1 = n - &one;
+    let twos = n_minus_1.trailing_zeros().unwrap_or(0);
+    let odd = &n_minus_1 >> twos;
+    'bases: for a in [2u8, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37] {
+        let mut x = BigUint::from(a).modpow(&odd, n);
+        if x == one || x == n_minus_1 {
+            continue;
+        }
+        for _ in 1..twos {
+            x = x.modpow(&BigUint::from(2u8), n);
+            if x == n_minus_1 {
+                continue 'bases;
+            }
+        }
+        return false;
+    }
+    true
 }
 
 /// One CRT half of the decryption key (prime s, other prime t).
@@ -976,6 +1006,22 @@ impl EncryptionKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prime_modulus_is_rejected_and_a_product_of_two_primes_is_not() {
+        // 2^256 − 189 and 2^255 − 19 are prime.
+        let p = (BigUint::from(1u8) << 256u32) - 189u32;
+        let q = (BigUint::from(1u8) << 255u32) - 19u32;
+        assert!(is_probable_prime_vartime(&p) && is_probable_prime_vartime(&q));
+        let err = validate_modulus_policy(&p, true).unwrap_err();
+        assert!(err.to_string().contains("prime"), "{err}");
+        // Negative control: their product passes every check.
+        let n = &p * &q;
+        assert!(!is_probable_prime_vartime(&n));
+        assert!(validate_modulus_policy(&n, true).is_ok());
+        // A Carmichael number (561 = 3·11·17) is composite for Miller–Rabin.
+        assert!(!is_probable_prime_vartime(&BigUint::from(561u32)));
+    }
 
     #[test]
     fn production_key_policy() {

@@ -160,14 +160,26 @@ pub fn private_key_from_jwk(json: &str) -> Result<DecryptionKey> {
         _ => return Err(fmt_err("private key: missing \"pub\" object")),
     };
     let (p, q) = if map.contains_key("p") || map.contains_key("q") {
-        (
-            base64_to_int(get_str(&map, "p")?)?,
-            base64_to_int(get_str(&map, "q")?)?,
-        )
+        let p = base64_to_int(get_str(&map, "p")?)?;
+        let q = base64_to_int(get_str(&map, "q")?)?;
+        // Before any arithmetic: a prime of a valid key has at most MAX_KEY_BITS / 2 bits.
+        if p.bits().max(q.bits()) > u64::from(crate::keys::MAX_KEY_BITS / 2) {
+            return Err(Error::InvalidPrimes {
+                reason: "a prime is longer than 4096 bits",
+            });
+        }
+        (p, q)
     } else {
         let lambda = base64_to_int(get_str(&map, "lambda")?)?;
         let mu = base64_to_int(get_str(&map, "mu")?)?;
         let n = public.n();
+        // Before any arithmetic: λ and μ of a key are below n (unbounded exponents would
+        // reach modpow).
+        if &lambda >= n || &mu >= n {
+            return Err(Error::InvalidPrimes {
+                reason: "lambda and mu must be below n",
+            });
+        }
         // μ must be λ⁻¹ mod n (g = n + 1): a cheap consistency check before factoring.
         if (&lambda * &mu) % n != BigUint::one() {
             return Err(Error::InvalidPrimes {

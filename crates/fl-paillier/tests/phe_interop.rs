@@ -183,8 +183,19 @@ fn malformed_interop_inputs_are_errors() {
     let mut other_pub = private;
     other_pub["pub"] =
         serde_json::from_str(include_str!("data/phe_public_other_2048.json")).unwrap();
-    for bad in [swapped, no_ops, other_pub] {
+    // A 4097-bit "prime" is refused before any arithmetic (as are λ, μ ≥ n below).
+    let mut huge_p = swapped.clone();
+    // base64url of the 513 bytes 01 00 … 00: 2^4096.
+    huge_p["p"] = Value::from(format!("AQAA{}", "A".repeat(680)));
+    for bad in [swapped, no_ops, other_pub, huge_p] {
         assert!(private_key_from_jwk(&bad.to_string()).is_err());
+    }
+    let lm: Value = serde_json::from_str(LAMBDA_MU).unwrap();
+    for field in ["lambda", "mu"] {
+        let mut big = lm.clone();
+        big[field] = lm["pub"]["n"].clone(); // = n: not below n
+        let err = private_key_from_jwk(&big.to_string()).unwrap_err();
+        assert!(err.to_string().contains("below n"), "{field}: {err}");
     }
     for bad in [
         "{\"v\": \"0\", \"e\": -32}",
