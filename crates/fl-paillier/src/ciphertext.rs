@@ -1,13 +1,12 @@
 //! Plaintexts (residues mod n) and ciphertexts (elements of Z*_{n²} bound to their key).
 
-use crate::arith::{big_from_boxed, boxed_from_big};
+use crate::arith::{Limbs, big_from_limbs, limbs_from_big};
 use crate::error::{Error, Result};
-use crate::keys::EncryptionKey;
-use crypto_bigint::BoxedUint;
-use crypto_bigint::modular::BoxedMontyForm;
+use crate::keys::{EncryptionKey, PublicInner};
 use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::{Signed, ToPrimitive, Zero};
-use zeroize::Zeroize;
+use std::sync::Arc;
+use zeroize::Zeroizing;
 
 /// A Paillier plaintext: a residue m in [0, n).
 ///
@@ -16,13 +15,11 @@ use zeroize::Zeroize;
 /// The value is zeroized on drop and not printed by `Debug`; equality is constant-time.
 #[derive(Clone)]
 pub struct Plaintext {
-    pub(crate) value: BoxedUint,
-}
-
-impl Drop for Plaintext {
-    fn drop(&mut self) {
-        self.value.zeroize();
-    }
+    /// The key it is a residue of (so operations check the binding, a public fact, instead
+    /// of comparing the secret value with n).
+    pub(crate) key: Arc<PublicInner>,
+    /// The residue's limbs (exactly the key's limb count, < n), wiped on drop.
+    pub(crate) value: Limbs,
 }
 
 impl core::fmt::Debug for Plaintext {
@@ -34,29 +31,35 @@ impl core::fmt::Debug for Plaintext {
 impl PartialEq for Plaintext {
     fn eq(&self, other: &Self) -> bool {
         use subtle::ConstantTimeEq;
-        self.value.nlimbs() == other.value.nlimbs() && bool::from(self.value.ct_eq(&other.value))
+        (Arc::ptr_eq(&self.key, &other.key) || self.key.n_big == other.key.n_big)
+            && self.value.len() == other.value.len()
+            && bool::from(self.value.as_slice().ct_eq(other.value.as_slice()))
     }
 }
 impl Eq for Plaintext {}
 
 impl Plaintext {
-    pub(crate) fn from_boxed(value: BoxedUint) -> Self {
-        Self { value }
+    /// The plaintext `value` (< n, exactly the key's limb count) of `key`.
+    pub(crate) fn from_limbs(key: &Arc<PublicInner>, value: Limbs) -> Self {
+        Self {
+            key: Arc::clone(key),
+            value,
+        }
     }
 
     /// The limbs of the residue, in place (for the valgrind harness, which declassifies a
     /// decryption result before comparing it).
     #[doc(hidden)]
     #[must_use]
-    pub fn as_words(&self) -> &[crypto_bigint::Word] {
-        self.value.as_words()
+    pub fn as_words(&self) -> &[u64] {
+        &self.value
     }
 
     /// The residue as an unsigned big integer in [0, n) (variable-time conversion: call it
     /// only on values you are free to reveal to a local timing observer).
     #[must_use]
     pub fn to_biguint(&self) -> BigUint {
-        big_from_boxed(&self.value)
+        big_from_limbs(&self.value)
     }
 }
 
@@ -67,16 +70,19 @@ impl Plaintext {
 /// homomorphic operation on valid ciphertexts, or from an import that validates
 /// ([`EncryptionKey::ciphertext_from_biguint`], [`EncryptionKey::ciphertext_from_bytes_be`]).
 /// Operations check the key binding (a full comparison of the modulus) and return
-/// [`Error::KeyMismatch`] for a foreign ciphertext. Internally the value is kept in
-/// Montgomery form mod n², so a homomorphic addition is a single Montgomery multiplication.
+/// [`Error::KeyMismatch`] for a foreign ciphertext. The value is kept as plain limbs (the
+/// Montgomery domain of the running kernel is entered and left inside each operation).
 #[derive(Clone)]
 pub struct Ciphertext {
-    pub(crate) value: BoxedMontyForm,
+    /// The key it belongs to.
+    pub(crate) key: Arc<PublicInner>,
+    /// c, exactly the key's n² limb count.
+    pub(crate) value: Box<[u64]>,
 }
 
 impl core::fmt::Debug for Ciphertext {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let v = big_from_boxed(&self.value.retrieve());
+        let v = big_from_limbs(&self.value);
         let hex = format!("{v:x}");
         let head = hex.get(..16).unwrap_or(&hex);
         write!(f, "Ciphertext(0x{head}…, {} bits)", v.bits())
@@ -85,32 +91,37 @@ impl core::fmt::Debug for Ciphertext {
 
 impl PartialEq for Ciphertext {
     fn eq(&self, other: &Self) -> bool {
-        self.value.params() == other.value.params()
-            && self.value.as_montgomery() == other.value.as_montgomery()
+        (Arc::ptr_eq(&self.key, &other.key) || self.key.n_big == other.key.n_big)
+            && self.value == other.value
     }
 }
 impl Eq for Ciphertext {}
 
 impl Ciphertext {
-    /// The Montgomery-form limbs in place (for the valgrind harness, which declassifies a
-    /// ciphertext computed from poisoned secrets).
+    /// The limbs of c in place (for the valgrind harness, which declassifies a ciphertext
+    /// computed from poisoned secrets).
     #[doc(hidden)]
     #[must_use]
-    pub fn as_montgomery_words(&self) -> &[crypto_bigint::Word] {
-        self.value.as_montgomery().as_words()
+    pub fn as_words(&self) -> &[u64] {
+        &self.value
     }
 
     /// The ciphertext value c in (0, n²).
     #[must_use]
     pub fn to_biguint(&self) -> BigUint {
-        big_from_boxed(&self.value.retrieve())
+        big_from_limbs(&self.value)
     }
 
     /// Fixed-width big-endian encoding: exactly the byte length of n²
     /// ([`EncryptionKey::ciphertext_len`]).
     #[must_use]
     pub fn to_bytes_be(&self, key: &EncryptionKey) -> Vec<u8> {
-        let bytes = self.value.retrieve().to_be_bytes();
+        let bytes: Vec<u8> = self
+            .value
+            .iter()
+            .rev()
+            .flat_map(|w| w.to_be_bytes())
+            .collect();
         let want = key.ciphertext_len();
         let skip = bytes.len().saturating_sub(want);
         bytes.get(skip..).unwrap_or(&[]).to_vec()
@@ -128,8 +139,8 @@ impl EncryptionKey {
                 allowed: "0 <= m < n",
             });
         }
-        boxed_from_big(m, self.inner.n_limbs)
-            .map(Plaintext::from_boxed)
+        limbs_from_big(m, self.inner.n_limbs)
+            .map(|w| Plaintext::from_limbs(&self.inner, Zeroizing::new(w)))
             .ok_or(Error::PlaintextOutOfRange {
                 allowed: "0 <= m < n",
             })
@@ -204,6 +215,24 @@ impl EncryptionKey {
     /// [`Error::Overflow`] if the value is in the overflow band or does not fit an `i128`.
     pub fn decode_i128(&self, m: &Plaintext) -> Result<i128> {
         self.decode_signed(m)?.to_i128().ok_or(Error::Overflow)
+    }
+
+    /// The limbs of a plaintext of this key. A plaintext made by this key (or one with the
+    /// same modulus) is below n by construction, so only the binding — public — is checked;
+    /// a foreign plaintext is accepted if it has the limb count and is below n (a check on
+    /// its value).
+    pub(crate) fn plaintext_limbs<'a>(&self, m: &'a Plaintext) -> Result<&'a [u64]> {
+        let same_key = Arc::ptr_eq(&m.key, &self.inner) || m.key.n_big == self.inner.n_big;
+        if same_key
+            || (m.value.len() == self.inner.n_limbs
+                && crate::arith::ct_lt_mask(&m.value, &self.inner.n) != 0)
+        {
+            Ok(&m.value)
+        } else {
+            Err(Error::PlaintextOutOfRange {
+                allowed: "0 <= m < n (a plaintext of this key)",
+            })
+        }
     }
 
     /// A signed scalar k with |k| < n as (magnitude, is_negative), for the public-scalar

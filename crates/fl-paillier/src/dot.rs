@@ -9,13 +9,12 @@
 //! time in the scalars). [`EncryptionKey::dot`] and [`EncryptionKey::dot_secret`] are the
 //! one-row cases.
 
-use crate::arith::ct_lookup;
+use crate::arith::monty::window_digit;
+use crate::arith::{MontVal, Monty};
 use crate::ciphertext::Ciphertext;
 use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
-use crate::ops::map_slice;
-use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
-use crypto_bigint::{MontyForm, MontyMultiplier};
+use crate::ops::{invert_public, map_slice};
 use num_bigint::{BigInt, Sign};
 use zeroize::Zeroize;
 
@@ -41,28 +40,15 @@ fn secret_window(bits: u32, uses: usize) -> u32 {
         .unwrap_or(4)
 }
 
-/// Per-base window tables: `entries[i·2^w + j] = base_i^j` (Montgomery form mod n²).
+/// Per-base window tables: `entries[i·2^w + j] = base_i^j` (Montgomery domain mod n²).
 struct Tables {
     window: u32,
-    entries: Vec<BoxedMontyForm>,
+    entries: Vec<MontVal>,
 }
 
 impl Tables {
-    fn build(params: &BoxedMontyParams, bases: &[&BoxedMontyForm], window: u32) -> Self {
-        let size = 1usize << window;
-        let rows = map_slice(bases, |base| {
-            let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
-            let mut row = Vec::with_capacity(size);
-            // Entries 0 and 1 are 1 and the base itself: 2^w − 2 multiplications per row.
-            let mut acc = (*base).clone();
-            row.push(BoxedMontyForm::one(params));
-            row.push(acc.clone());
-            for _ in 2..size {
-                mm.mul_assign(&mut acc, base);
-                row.push(acc.clone());
-            }
-            row
-        });
+    fn build(mont: &Monty, bases: &[&MontVal], window: u32) -> Self {
+        let rows = map_slice(bases, |base| mont.power_table(base, window));
         Self {
             window,
             entries: rows.into_iter().flatten().collect(),
@@ -77,55 +63,36 @@ impl Tables {
     ///
     /// With `ct`, exactly ⌈bits/w⌉ windows are processed, every window multiplies every
     /// base's entry (also entry 0 = 1) and each entry is selected by scanning the whole
-    /// row with constant-time selects, so control flow and memory accesses depend only on
-    /// `bits` and the number of bases. Without `ct`, leading zero windows and zero digits
-    /// are skipped.
-    fn multi_pow(
-        &self,
-        params: &BoxedMontyParams,
-        exps: &[&[u64]],
-        bits: u32,
-        ct: bool,
-    ) -> BoxedMontyForm {
+    /// row with masked reads ([`Monty::ct_lookup`]), so control flow and memory accesses
+    /// depend only on `bits` and the number of bases. Without `ct`, leading zero windows
+    /// and zero digits are skipped.
+    fn multi_pow(&self, mont: &Monty, exps: &[&[u64]], bits: u32, ct: bool) -> MontVal {
         let w = self.window;
         let size = self.size();
-        let mask = (size - 1) as u64;
-        let one = BoxedMontyForm::one(params);
-        let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
-        let mut acc = one.clone();
-        let mut selected = one;
+        let mut work = mont.work();
+        let mut acc = mont.one();
+        let mut selected = mont.one();
         let mut started = ct;
         for window in (0..bits.div_ceil(w)).rev() {
             if started {
                 for _ in 0..w {
-                    mm.square_assign(&mut acc);
+                    mont.sqr_assign(&mut acc, &mut work);
                 }
             }
-            let bit = window * w;
-            let (word, off) = ((bit / 64) as usize, bit % 64);
             for (i, e) in exps.iter().enumerate() {
-                let lo = e.get(word).copied().unwrap_or(0) >> off;
-                let hi = if off + w > 64 {
-                    e.get(word + 1).copied().unwrap_or(0) << (64 - off)
-                } else {
-                    0
-                };
-                let mut digit = (lo | hi) & mask;
+                let mut digit = window_digit(e, window * w, w);
                 let row = &self.entries[i * size..(i + 1) * size];
                 if ct {
-                    ct_lookup(&mut selected, row, digit);
-                    mm.mul_assign(&mut acc, &selected);
+                    Monty::ct_lookup(&mut selected, row, digit);
+                    mont.mul_assign(&mut acc, &selected, &mut work);
                     digit.zeroize();
                 } else if digit != 0 {
                     if let Some(entry) = row.get(digit as usize) {
-                        mm.mul_assign(&mut acc, entry);
+                        mont.mul_assign(&mut acc, entry, &mut work);
                     }
                     started = true;
                 }
             }
-        }
-        if ct {
-            selected.zeroize();
         }
         acc
     }
@@ -136,32 +103,23 @@ impl Tables {
 /// [`EncryptionKey::dot_many_secret`] (the valgrind harness exercises this path through
 /// [`EncryptionKey::dot_secret_i64`]).
 pub(crate) fn secret_multi_pow(
-    params: &BoxedMontyParams,
-    bases: &[&BoxedMontyForm],
+    mont: &Monty,
+    bases: &[&MontVal],
     exps: &[&[u64]],
     bits: u32,
-) -> BoxedMontyForm {
-    Tables::build(params, bases, secret_window(bits, 1)).multi_pow(params, exps, bits, true)
+) -> MontVal {
+    Tables::build(mont, bases, secret_window(bits, 1)).multi_pow(mont, exps, bits, true)
 }
 
 /// Π baseᵢ^eᵢ for public exponents below 2^`bits` (little-endian words), variable time:
 /// one table per base at the width [`public_window`] picks for a single use.
 pub(crate) fn public_multi_pow(
-    params: &BoxedMontyParams,
-    bases: &[&BoxedMontyForm],
+    mont: &Monty,
+    bases: &[&MontVal],
     exps: &[&[u64]],
     bits: u32,
-) -> BoxedMontyForm {
-    Tables::build(params, bases, public_window(bits, 1)).multi_pow(params, exps, bits, false)
-}
-
-/// Inverse of a valid ciphertext value (public data, variable time).
-fn invert(x: &BoxedMontyForm) -> Result<BoxedMontyForm> {
-    x.invert_vartime()
-        .into_option()
-        .ok_or(Error::InvalidCiphertext {
-            reason: "not invertible mod n^2",
-        })
+) -> MontVal {
+    Tables::build(mont, bases, public_window(bits, 1)).multi_pow(mont, exps, bits, false)
 }
 
 /// A window width for public exponents of `bits` bits shared by `uses` outputs: minimises
@@ -220,7 +178,7 @@ impl EncryptionKey {
                 self.check_scalar(k)?;
             }
         }
-        let params = &self.inner.params;
+        let mont = self.mont();
         let bits = rows
             .iter()
             .flat_map(|r| r.iter())
@@ -233,15 +191,15 @@ impl EncryptionKey {
             .any(|r| r.iter().any(|k| k.sign() == Sign::Minus));
         let invert_bases = any_negative && rows.len() > cs.len();
         // With inverted bases, base i appears twice: index i (k ≥ 0) and cs.len() + i (k < 0).
-        let mut bases: Vec<BoxedMontyForm> = cs.iter().map(|c| c.value.clone()).collect();
+        let mut bases: Vec<MontVal> = map_slice(cs, |c| mont.to_mont(&c.value));
         if invert_bases {
-            let inverses = map_slice(cs, |c| invert(&c.value));
+            let inverses = map_slice(cs, |c| invert_public(self, &c.value));
             for inv in inverses {
-                bases.push(inv?);
+                bases.push(mont.to_mont(&inv?));
             }
         }
-        let base_refs: Vec<&BoxedMontyForm> = bases.iter().collect();
-        let tables = Tables::build(params, &base_refs, public_window(bits, rows.len()));
+        let base_refs: Vec<&MontVal> = bases.iter().collect();
+        let tables = Tables::build(mont, &base_refs, public_window(bits, rows.len()));
         let words: Vec<Vec<Vec<u64>>> = rows
             .iter()
             .map(|r| r.iter().map(|k| k.magnitude().to_u64_digits()).collect())
@@ -267,16 +225,14 @@ impl EncryptionKey {
                 // Exponent vector of length 2n over [cᵢ, cᵢ⁻¹]: |k| at i or n + i by sign.
                 let mut exps = of_sign(false);
                 exps.extend(of_sign(true));
-                return Ok(Ciphertext {
-                    value: tables.multi_pow(params, &exps, bits, false),
-                });
+                return Ok(self.ciphertext_from_mont(&tables.multi_pow(mont, &exps, bits, false)));
             }
-            let mut value = tables.multi_pow(params, &of_sign(false), bits, false);
-            if row.iter().any(|k| k.sign() == Sign::Minus) {
-                let negative = tables.multi_pow(params, &of_sign(true), bits, false);
-                value = value.mul(&invert(&negative)?);
+            let value = tables.multi_pow(mont, &of_sign(false), bits, false);
+            if !row.iter().any(|k| k.sign() == Sign::Minus) {
+                return Ok(self.ciphertext_from_mont(&value));
             }
-            Ok(Ciphertext { value })
+            let negative = mont.leave(&tables.multi_pow(mont, &of_sign(true), bits, false));
+            Ok(self.ciphertext_from_product(&invert_public(self, &negative)?, &value))
         })
         .into_iter()
         .collect()
@@ -340,42 +296,27 @@ impl EncryptionKey {
                 allowed: "secret scalars with |k| < 2^bound_bits",
             });
         }
-        let params = &self.inner.params;
+        let mont = self.mont();
         let bits = bound_bits + 1;
         let nwords = bits.div_ceil(64) as usize;
-        let offset = BigInt::from(1u8) << bound_bits;
-        // kᵢ + 2^B as exactly `nwords` little-endian words.
+        // kᵢ + 2^B as exactly `nwords` little-endian words, computed on fixed-width limbs.
         let mut words: Vec<Vec<Vec<u64>>> = rows
             .iter()
             .map(|r| {
                 r.iter()
-                    .map(|k| {
-                        let shifted = k + &offset;
-                        let mut ws = shifted.magnitude().to_u64_digits();
-                        ws.resize(nwords, 0);
-                        ws
-                    })
+                    .map(|k| offset_scalar(k, bound_bits, nwords))
                     .collect()
             })
             .collect();
-        let bases: Vec<&BoxedMontyForm> = cs.iter().map(|c| &c.value).collect();
-        let tables = Tables::build(params, &bases, secret_window(bits, rows.len()));
+        let bases: Vec<MontVal> = map_slice(cs, |c| mont.to_mont(&c.value));
+        let refs: Vec<&MontVal> = bases.iter().collect();
+        let tables = Tables::build(mont, &refs, secret_window(bits, rows.len()));
         // Correction ((Π cᵢ)^(2^B))⁻¹: public data, shared by every row.
-        let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
-        let mut prod = BoxedMontyForm::one(params);
-        for b in &bases {
-            mm.mul_assign(&mut prod, b);
-        }
-        for _ in 0..bound_bits {
-            mm.square_assign(&mut prod);
-        }
-        let correction = invert(&prod)?;
+        let correction = self.secret_correction(&refs, bound_bits)?;
         let out = map_slice(&words, |row_words| {
             let exps: Vec<&[u64]> = row_words.iter().map(Vec::as_slice).collect();
-            let shifted = tables.multi_pow(params, &exps, bits, true);
-            Ciphertext {
-                value: shifted.mul(&correction),
-            }
+            let shifted = tables.multi_pow(mont, &exps, bits, true);
+            self.ciphertext_from_mont(&mont.mul(&shifted, &correction))
         });
         for row in &mut words {
             for w in row.iter_mut() {
@@ -386,25 +327,49 @@ impl EncryptionKey {
     }
 }
 
+/// k + 2^B as exactly `nwords` little-endian words for |k| < 2^B, on fixed-width limbs:
+/// the magnitude's words are copied into a zeroed buffer, negated in two's complement under
+/// a mask from the sign, and 2^B is added, with no branch on the value. (num-bigint's own
+/// representation — how many words the magnitude has — is read to copy it.)
+fn offset_scalar(k: &BigInt, bound_bits: u32, nwords: usize) -> Vec<u64> {
+    let mut w = vec![0u64; nwords];
+    for (dst, src) in w.iter_mut().zip(k.magnitude().iter_u64_digits()) {
+        *dst = src;
+    }
+    let negative = crate::arith::mask(u64::from(k.sign() == Sign::Minus));
+    // Two's complement under the mask: (w XOR mask) + (mask & 1).
+    let mut carry = negative & 1;
+    for x in w.iter_mut() {
+        let (t, c) = (*x ^ negative).overflowing_add(carry);
+        *x = t;
+        carry = u64::from(c);
+    }
+    // + 2^B (B < 64·nwords); the sum is below 2^(B+1), so the wrap-around of a negative k's
+    // two's complement cancels.
+    let mut add = vec![0u64; nwords];
+    if let Some(x) = add.get_mut((bound_bits / 64) as usize) {
+        *x = 1u64 << (bound_bits % 64);
+    }
+    crate::arith::add_assign(&mut w, &add);
+    w
+}
+
 #[cfg(test)]
 mod tests {
     // Test code: a failed unwrap is a failed test.
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crypto_bigint::{BoxedUint, Odd};
+    use num_bigint::BigUint;
 
-    /// Both paths of the shared-table multi-exponentiation, at every window width the
-    /// constant-time path can pick (and 1 and 8), agree with crypto-bigint's `pow` for
-    /// exponents over one and two words, including all-ones digits and exponents at the
-    /// full `bits`.
+    /// Both paths of the shared-table multi-exponentiation, at every window width (1–8),
+    /// agree with num-bigint's `modpow` for exponents over one and two words, including
+    /// all-ones digits and exponents at the full `bits`, on both kernels.
     #[test]
-    fn multi_pow_matches_pow_for_every_window_width() {
-        let modulus = Odd::new(BoxedUint::from(0xffff_ffff_ffff_ffc5_u128 << 60 | 0x1d))
-            .into_option()
-            .unwrap();
-        let params = BoxedMontyParams::new_vartime(modulus);
-        let x = BoxedMontyForm::new(BoxedUint::from(123_456_789u128), &params);
-        let y = BoxedMontyForm::new(BoxedUint::from(987_654_321u128), &params);
+    fn multi_pow_matches_modpow_for_every_window_width() {
+        let m = (BigUint::from(0xffff_ffff_ffff_ffc5_u128) << 60u32) | BigUint::from(0x1du8);
+        let words = m.to_u64_digits();
+        let bits = u32::try_from(m.bits()).unwrap();
+        let (x, y) = (BigUint::from(123_456_789u32), BigUint::from(987_654_321u32));
         let exps: [[u64; 2]; 6] = [
             [0, 0],
             [1, 0],
@@ -413,20 +378,52 @@ mod tests {
             [0x0123_4567_89ab_cdef, 0x1f],
             [u64::MAX, 0x7f],
         ];
-        let bits = 71;
-        let pow = |b: &BoxedMontyForm, e: &[u64; 2]| {
-            b.pow(&BoxedUint::from(u128::from(e[1]) << 64 | u128::from(e[0])))
+        let big = |e: &[u64; 2]| BigUint::from(u128::from(e[1]) << 64 | u128::from(e[0]));
+        let limbs = |v: &BigUint| {
+            let mut w = v.to_u64_digits();
+            w.resize(words.len(), 0);
+            w
         };
-        for w in 1..=8 {
-            let tables = Tables::build(&params, &[&x, &y], w);
-            for a in &exps {
-                for b in &exps {
-                    let want = pow(&x, a).mul(&pow(&y, b));
-                    for ct in [false, true] {
-                        let got = tables.multi_pow(&params, &[&a[..], &b[..]], bits, ct);
-                        assert_eq!(got, want, "w = {w}, ct = {ct}, {a:?}, {b:?}");
+        for portable in [true, false] {
+            crate::arith::force_portable(portable);
+            let mont = Monty::new(&words, bits).unwrap();
+            crate::arith::force_portable(false);
+            let (xm, ym) = (mont.to_mont(&limbs(&x)), mont.to_mont(&limbs(&y)));
+            for w in 1..=8 {
+                let tables = Tables::build(&mont, &[&xm, &ym], w);
+                for a in &exps {
+                    for b in &exps {
+                        let want = (x.modpow(&big(a), &m) * y.modpow(&big(b), &m)) % &m;
+                        for ct in [false, true] {
+                            let got = tables.multi_pow(&mont, &[&a[..], &b[..]], 71, ct);
+                            assert_eq!(
+                                crate::arith::big_from_limbs(&mont.leave(&got)),
+                                want,
+                                "w = {w}, ct = {ct}, {a:?}, {b:?}"
+                            );
+                        }
                     }
                 }
+            }
+        }
+    }
+
+    /// The fixed-width offset k + 2^B matches num-bigint for both signs and the extremes.
+    #[test]
+    fn offset_scalar_matches_num_bigint() {
+        for b in [1u32, 5, 63, 64, 65, 127, 200] {
+            let nwords = (b + 1).div_ceil(64) as usize;
+            let top = (BigInt::from(1u8) << b) - 1u8;
+            for k in [
+                BigInt::from(0u8),
+                top.clone(),
+                -top,
+                BigInt::from(-1),
+                BigInt::from(1),
+            ] {
+                let want = (&k + (BigInt::from(1u8) << b)).to_biguint().unwrap();
+                let got = offset_scalar(&k, b, nwords);
+                assert_eq!(crate::arith::big_from_limbs(&got), want, "B = {b}, k = {k}");
             }
         }
     }

@@ -2,19 +2,19 @@
 //! its constant-time CRT decryption.
 
 use crate::arith::{
-    big_from_boxed, boxed_from_big, byte_len, fit, from_words_fit, limbs_for, prec,
+    Engine, Limbs, MontVal, Monty, add_assign, boxed_from_limbs, byte_len, ct_is_zero_mask,
+    ct_lt_mask, fit, limbs_for, limbs_from_big, limbs_from_boxed, mul_low, mul_wide, sub_assign,
 };
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
-use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
-use crypto_bigint::{BoxedUint, ConcatenatingMul, CtSelect, Gcd};
+use crypto_bigint::Gcd;
 use num_bigint::BigUint;
 use num_integer::Integer;
 use num_traits::{One, Zero};
 use rand::CryptoRng;
 use std::sync::{Arc, OnceLock};
 use subtle::ConstantTimeEq;
-use zeroize::{Zeroize, ZeroizeOnDrop};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 /// The default modulus size: 3072 bits (≈ 128-bit security, NIST SP 800-57 Part 1).
 pub const DEFAULT_KEY_BITS: u32 = 3072;
@@ -182,22 +182,22 @@ pub(crate) struct PublicInner {
     /// ⌊n/3⌋ − 1, python-paillier's max_int.
     pub(crate) max_int: BigUint,
     /// n in `n_limbs` limbs.
-    pub(crate) n: BoxedUint,
+    pub(crate) n: Vec<u64>,
+    /// n² in `n2_limbs` limbs.
+    pub(crate) n2: Vec<u64>,
     /// Bit length of n.
     pub(crate) bits: u32,
     pub(crate) n_limbs: usize,
     pub(crate) n2_limbs: usize,
-    /// n² (in `n2_limbs` limbs).
-    pub(crate) n2: BoxedUint,
-    /// Montgomery parameters mod n².
-    pub(crate) params: BoxedMontyParams,
-    /// Montgomery parameters mod n.
-    pub(crate) n_params: BoxedMontyParams,
+    /// The Montgomery context mod n² (every ciphertext operation).
+    pub(crate) mont: Monty,
+    /// The Montgomery context mod n (DJN set-up).
+    pub(crate) mont_n: Monty,
     /// Byte length of the fixed-width big-endian ciphertext encoding.
     pub(crate) ciphertext_bytes: usize,
 }
 
-/// A Paillier public key: the modulus n (g = n + 1), with n², its Montgomery parameters and
+/// A Paillier public key: the modulus n (g = n + 1), with n², its Montgomery contexts and
 /// python-paillier's `max_int` = ⌊n/3⌋ − 1 cached.
 ///
 /// Construct it with [`keygen`] (via [`DecryptionKey::encryption_key`]) or import a peer's
@@ -257,44 +257,34 @@ impl EncryptionKey {
     }
 
     pub(crate) fn from_validated_n(n: &BigUint) -> Result<Self> {
-        let bits = u32::try_from(n.bits()).map_err(|_| Error::InvalidModulus {
+        let too_large = || Error::InvalidModulus {
             reason: "modulus too large",
-        })?;
+        };
+        let bits = u32::try_from(n.bits()).map_err(|_| too_large())?;
         let n_limbs = limbs_for(bits);
         let n2_big = n * n;
-        let n2_bits = u32::try_from(n2_big.bits()).map_err(|_| Error::InvalidModulus {
-            reason: "modulus too large",
-        })?;
+        let n2_bits = u32::try_from(n2_big.bits()).map_err(|_| too_large())?;
         let n2_limbs = limbs_for(n2_bits);
         let bad = || Error::InvalidModulus {
-            reason: "modulus does not fit its precision",
+            reason: "modulus must be odd and fit its precision",
         };
-        let n_boxed = boxed_from_big(n, n_limbs).ok_or_else(bad)?;
-        let n2 = boxed_from_big(&n2_big, n2_limbs).ok_or_else(bad)?;
-        let odd = n2.to_odd().into_option().ok_or(Error::InvalidModulus {
-            reason: "modulus must be odd",
-        })?;
-        // n is public: the variable-time parameter setup is fine.
-        let params = BoxedMontyParams::new_vartime(odd);
-        let odd_n = n_boxed
-            .to_odd()
-            .into_option()
-            .ok_or(Error::InvalidModulus {
-                reason: "modulus must be odd",
-            })?;
-        let n_params = BoxedMontyParams::new_vartime(odd_n);
+        let n_words = limbs_from_big(n, n_limbs).ok_or_else(bad)?;
+        let n2_words = limbs_from_big(&n2_big, n2_limbs).ok_or_else(bad)?;
+        // n is public: the context set-up need not hide it.
+        let mont = Monty::new(&n2_words, n2_bits).ok_or_else(bad)?;
+        let mont_n = Monty::new(&n_words, bits).ok_or_else(bad)?;
         let max_int = n / 3u32 - 1u32;
         Ok(Self {
             inner: Arc::new(PublicInner {
                 n_big: n.clone(),
                 max_int,
-                n: n_boxed,
+                n: n_words,
+                n2: n2_words,
                 bits,
                 n_limbs,
                 n2_limbs,
-                n2,
-                params,
-                n_params,
+                mont,
+                mont_n,
                 ciphertext_bytes: byte_len(n2_big.bits()),
             }),
         })
@@ -332,6 +322,14 @@ impl EncryptionKey {
     #[must_use]
     pub fn fingerprint(&self) -> u64 {
         self.inner.n_big.iter_u64_digits().next().unwrap_or(0)
+    }
+
+    /// The arithmetic kernel this key's operations run on: [`Engine::Ifma`] on a CPU with
+    /// AVX-512 IFMA (unless [`crate::force_portable_engine`] was on when the key was made),
+    /// [`Engine::Portable`] otherwise. Results are bit-identical either way.
+    #[must_use]
+    pub fn engine(&self) -> Engine {
+        self.inner.mont.engine()
     }
 }
 
@@ -413,48 +411,118 @@ fn is_probable_prime_vartime(n: &BigUint) -> bool {
     true
 }
 
-/// One CRT half of the decryption key (prime s, other prime t).
+/// One CRT half of the decryption key (prime s, other prime t). Every field is secret and
+/// wiped on drop (the Montgomery contexts wipe their moduli and constants themselves).
 struct CrtHalf {
     /// s, in `limbs` limbs.
-    prime: BoxedUint,
+    prime: Limbs,
     /// s − 1, the decryption exponent.
-    exp: BoxedUint,
-    /// Bit length of s − 1 (public: the primes have the declared size).
+    exp: Limbs,
+    /// Bit length of s (and of s − 1; public: the primes have the declared size).
     exp_bits: u32,
     limbs: usize,
     sq_limbs: usize,
-    /// Montgomery parameters mod s and mod s².
-    params: BoxedMontyParams,
-    sq_params: BoxedMontyParams,
-    /// 2^(64·sq_limbs) mod s² in Montgomery form: the radix for reducing c mod s².
-    radix: BoxedMontyForm,
-    /// 2^(64·limbs) mod s in Montgomery form: the radix for reducing random words mod s.
-    radix_s: BoxedMontyForm,
+    /// Montgomery contexts mod s and mod s².
+    mont: Monty,
+    mont_sq: Monty,
     /// s⁻¹ mod 2^(64·limbs): exact division by s as a multiplication.
-    inv_2k: BoxedUint,
-    /// h_s = L_s(g^(s−1) mod s²)⁻¹ = (−t)⁻¹ mod s, Montgomery form mod s.
-    h: BoxedMontyForm,
+    inv_2k: Limbs,
+    /// h_s = L_s(g^(s−1) mod s²)⁻¹ = (−t)⁻¹ mod s, in the domain mod s.
+    h: MontVal,
 }
 
 impl CrtHalf {
     fn wipe(&mut self) {
         self.prime.zeroize();
         self.exp.zeroize();
-        self.radix.zeroize();
-        self.radix_s.zeroize();
         self.inv_2k.zeroize();
         self.h.zeroize();
+        self.mont.wipe();
+        self.mont_sq.wipe();
     }
 
-    fn secret_values(&self) -> [&BoxedUint; 6] {
-        [
-            &self.prime,
-            &self.exp,
-            self.radix.as_montgomery(),
-            self.radix_s.as_montgomery(),
-            &self.inv_2k,
-            self.h.as_montgomery(),
-        ]
+    fn secret_values(&self) -> Vec<&[u64]> {
+        let mut out: Vec<&[u64]> = vec![&self.prime, &self.exp, &self.inv_2k, &self.h.0];
+        out.extend(self.mont.secret_words());
+        out.extend(self.mont_sq.secret_words());
+        out
+    }
+
+    fn new(s: &BigUint, t: &BigUint) -> Result<Self> {
+        let bad = |reason| Error::InvalidPrimes { reason };
+        let sbits = u32::try_from(s.bits()).map_err(|_| bad("prime too large"))?;
+        let limbs = limbs_for(sbits);
+        let sq_limbs = limbs_for(2 * sbits);
+        let prime = Zeroizing::new(limbs_from_big(s, limbs).ok_or(bad("prime does not fit"))?);
+        let other = Zeroizing::new(
+            limbs_from_big(t, limbs_for(u32::try_from(t.bits()).unwrap_or(u32::MAX)))
+                .ok_or(bad("prime does not fit"))?,
+        );
+        // Bit lengths are public; the context set-up is constant time otherwise.
+        let mont = Monty::new(&prime, sbits).ok_or(bad("prime must be odd"))?;
+        let sq = fit(&mul_wide(&prime, &prime), sq_limbs);
+        // s² has 2|s| − 1 or 2|s| bits: the lower bound keeps the set-up independent of s.
+        let mont_sq = Monty::new(&sq, 2 * sbits - 1).ok_or(bad("prime must be odd"))?;
+        let (inv, ok) = boxed_from_limbs(&prime, limbs).invert_mod2k(64 * limbs as u32);
+        if !bool::from(ok) {
+            return Err(bad("prime must be odd"));
+        }
+        let inv_2k = limbs_from_boxed(&inv);
+        // h = (−t)⁻¹ mod s = s − (t mod s)⁻¹, all constant time.
+        let t_mod_s = mont.leave(&mont.reduce(&other));
+        let s_odd = boxed_from_limbs(&prime, limbs)
+            .to_odd()
+            .into_option()
+            .ok_or(bad("prime must be odd"))?;
+        let inv_t = boxed_from_limbs(&t_mod_s, limbs)
+            .invert_odd_mod(&s_odd)
+            .into_option()
+            .ok_or(bad("primes must be coprime"))?;
+        let mut h = prime.clone();
+        sub_assign(&mut h, &limbs_from_boxed(&inv_t));
+        let h = mont.to_mont(&h);
+        let mut exp = prime.clone();
+        sub_assign(&mut exp, &[1]);
+        Ok(Self {
+            prime,
+            exp,
+            exp_bits: sbits,
+            limbs,
+            sq_limbs,
+            mont,
+            mont_sq,
+            inv_2k,
+            h,
+        })
+    }
+
+    /// m mod s from the ciphertext's limbs, constant time in the key and in c.
+    fn decrypt_half(&self, c: &[u64]) -> Limbs {
+        let reduced = self.mont_sq.reduce(c);
+        // x = c^(s−1) mod s² = 1 + s·L.
+        let x = self.mont_sq.pow_ct(&reduced, &self.exp, self.exp_bits);
+        let mut x_minus_1 = self.mont_sq.leave(&x);
+        sub_assign(&mut x_minus_1, &[1]);
+        // L = (x − 1)/s exactly, and L < s < 2^(64·limbs): multiply by s⁻¹ mod 2^(64·limbs).
+        let l = mul_low(&fit(&x_minus_1, self.limbs), &self.inv_2k, self.limbs);
+        self.mont.mul_plain(&l, &self.h)
+    }
+
+    /// A uniform element of the order-(s−1) subgroup of Z*_{s²} (where rⁿ mod s² lives):
+    /// t^s mod s² for t uniform in Z*_s (t ↦ t^s mod s² is a bijection onto that subgroup,
+    /// as t^s ≡ t mod s). t is drawn as 2·limbs random words reduced mod s in constant time
+    /// (statistical distance < 2^−64 from uniform). Returned as `sq_limbs` limbs.
+    fn nth_residue_sample<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Limbs {
+        let words: Limbs = Zeroizing::new((0..2 * self.limbs).map(|_| rng.next_u64()).collect());
+        let mut t = self.mont.leave(&self.mont.reduce(&words));
+        // t = 0 has probability ~2^−|s|: replace it by 1 without branching (a bias of
+        // 2^−|s|, far below the 2^−64 of the reduction).
+        let zero = ct_is_zero_mask(&t);
+        t[0] |= 1 & zero;
+        let t_sq = self.mont_sq.to_mont(&t);
+        t.zeroize();
+        let u = self.mont_sq.pow_ct(&t_sq, &self.prime, self.exp_bits);
+        self.mont_sq.leave(&u)
     }
 }
 
@@ -464,114 +532,17 @@ impl Drop for CrtHalf {
     }
 }
 
-impl CrtHalf {
-    fn new(s: &BigUint, t: &BigUint) -> Result<Self> {
-        let bad = |reason| Error::InvalidPrimes { reason };
-        let sbits = u32::try_from(s.bits()).map_err(|_| bad("prime too large"))?;
-        let limbs = limbs_for(sbits);
-        let prime = boxed_from_big(s, limbs).ok_or(bad("prime does not fit"))?;
-        let other = boxed_from_big(t, limbs).ok_or(bad("primes of different limb counts"))?;
-        let odd_s = prime
-            .to_odd()
-            .into_option()
-            .ok_or(bad("prime must be odd"))?;
-        // Bit lengths are public; the parameter setup is constant-time otherwise.
-        let params = BoxedMontyParams::new(odd_s);
-        let sq_full = prime.concatenating_mul(&prime);
-        let sq_limbs = limbs_for(sbits * 2);
-        let sq = fit(&sq_full, sq_limbs);
-        let odd_sq = sq.to_odd().into_option().ok_or(bad("prime must be odd"))?;
-        let sq_params = BoxedMontyParams::new(odd_sq);
-        let radix = BoxedMontyForm::new(
-            BoxedMontyForm::one(&sq_params).as_montgomery().clone(),
-            &sq_params,
-        );
-        let radix_s = BoxedMontyForm::new(
-            BoxedMontyForm::one(&params).as_montgomery().clone(),
-            &params,
-        );
-        let (inv_2k, ok) = prime.invert_mod2k(prec(limbs));
-        if !bool::from(ok) {
-            return Err(bad("prime must be odd"));
-        }
-        let t_mod_s = BoxedMontyForm::new(other, &params);
-        let inv_t = t_mod_s
-            .invert()
-            .into_option()
-            .ok_or(bad("primes must be coprime"))?;
-        let h = inv_t.neg();
-        let exp = prime.wrapping_sub(BoxedUint::one_with_precision(prec(limbs)));
-        Ok(Self {
-            prime,
-            exp,
-            exp_bits: sbits,
-            limbs,
-            sq_limbs,
-            params,
-            sq_params,
-            radix,
-            radix_s,
-            inv_2k,
-            h,
-        })
-    }
-
-    /// m mod s from the ciphertext's little-endian words, in constant time (in the secret
-    /// prime and in c).
-    fn decrypt_half(&self, c_words: &[crypto_bigint::Word]) -> BoxedUint {
-        // c mod s² by Horner over chunks of `sq_limbs` limbs: each chunk is < R = 2^(64·l),
-        // which Montgomery conversion reduces fully.
-        let mut acc = BoxedMontyForm::zero(&self.sq_params);
-        for chunk in c_words.chunks(self.sq_limbs).rev() {
-            let part = BoxedMontyForm::new(from_words_fit(chunk, self.sq_limbs), &self.sq_params);
-            acc = acc.mul(&self.radix).add(&part);
-        }
-        // x = c^(s−1) mod s² = 1 + s·L.
-        let x = acc.pow_bounded_exp(&self.exp, self.exp_bits).retrieve();
-        let x_minus_1 = x.wrapping_sub(BoxedUint::one_with_precision(x.bits_precision()));
-        // L = (x − 1)/s exactly, and L < s < 2^(64·limbs): multiply by s⁻¹ mod 2^(64·limbs).
-        let low = fit(&x_minus_1, self.limbs);
-        let l = low.wrapping_mul(&self.inv_2k);
-        BoxedMontyForm::new(l, &self.params).mul(&self.h).retrieve()
-    }
-
-    /// A uniform element of the order-(s−1) subgroup of Z*_{s²} (where rⁿ mod s² lives):
-    /// t^s mod s² for t uniform in Z*_s (t ↦ t^s mod s² is a bijection onto that subgroup,
-    /// as t^s ≡ t mod s). t is drawn as 2·limbs random words reduced mod s in constant time
-    /// (statistical distance < 2^−64 from uniform). Returned in `sq_limbs` limbs.
-    fn nth_residue_sample<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> BoxedUint {
-        let mut words: Vec<crypto_bigint::Word> = (0..2 * self.limbs)
-            .map(|_| rng.next_u64() as crypto_bigint::Word)
-            .collect();
-        let mut acc = BoxedMontyForm::zero(&self.params);
-        for chunk in words.chunks(self.limbs).rev() {
-            let part = BoxedMontyForm::new(from_words_fit(chunk, self.limbs), &self.params);
-            acc = acc.mul(&self.radix_s).add(&part);
-        }
-        words.zeroize();
-        let t = acc.retrieve();
-        acc.zeroize();
-        // t = 0 has probability ~2^−|s|: replace it by 1 without branching (a bias of
-        // 2^−|s|, far below the 2^−64 of the reduction).
-        let one = BoxedUint::one_with_precision(t.bits_precision());
-        let mut t = t.ct_select(&one, t.is_zero());
-        let t_sq = BoxedMontyForm::new(fit(&t, self.sq_limbs), &self.sq_params);
-        t.zeroize();
-        t_sq.pow_bounded_exp(&self.prime, self.exp_bits).retrieve()
-    }
-}
-
 /// A Paillier private key: the primes p < q with every CRT constant precomputed
-/// (hp, hq, p⁻¹ mod q, the Montgomery parameters mod p, q, p², q²), plus its public key.
+/// (hp, hq, p⁻¹ mod q, the Montgomery contexts mod p, q, p², q²), plus its public key.
 ///
-/// * Decryption is constant-time in the secrets (crypto-bigint `BoxedMontyForm::pow` with
-///   exponents p − 1 and q − 1, exact division by s as a multiplication by s⁻¹ mod 2^k,
-///   modular CRT recombination); only the public bit lengths of p and q steer the control
-///   flow.
-/// * Secret limbs are zeroized on drop ([`ZeroizeOnDrop`]). Not wiped, because the
-///   dependency gives no access: the copies of p, q, p², q² and R mod p², R² mod p², … inside
-///   crypto-bigint's `BoxedMontyParams` (an `Arc` without `Zeroize`), and the num-bigint
-///   temporaries of key generation and import. See the crate README.
+/// * Decryption is constant-time in the secrets (fixed-window Montgomery exponentiation
+///   with exponents p − 1 and q − 1 and masked table scans, exact division by s as a
+///   multiplication by s⁻¹ mod 2^k, modular CRT recombination); only the public bit lengths
+///   of p and q steer the control flow.
+/// * Every secret limb the key holds is zeroized on drop ([`ZeroizeOnDrop`]), the moduli
+///   and constants inside its Montgomery contexts included. Not wiped: the num-bigint
+///   temporaries of key generation and import (num-bigint has no zeroize support). See the
+///   crate README.
 /// * `Debug` prints no secret; equality is constant-time ([`ConstantTimeEq`]).
 pub struct DecryptionKey {
     public: EncryptionKey,
@@ -579,12 +550,12 @@ pub struct DecryptionKey {
     p: CrtHalf,
     /// The larger prime.
     q: CrtHalf,
-    /// p⁻¹ mod q in Montgomery form mod q.
-    p_inv_q: BoxedMontyForm,
-    /// p⁻² mod q² in Montgomery form mod q² (key-owner CRT encryption).
-    p2_inv_q2: BoxedMontyForm,
+    /// p⁻¹ mod q in the domain mod q.
+    p_inv_q: MontVal,
+    /// p⁻² mod q² in the domain mod q² (key-owner CRT encryption).
+    p2_inv_q2: MontVal,
     /// p², in p's square precision (key-owner CRT encryption).
-    p2: BoxedUint,
+    p2: Limbs,
 }
 
 impl Drop for DecryptionKey {
@@ -609,7 +580,8 @@ impl ConstantTimeEq for DecryptionKey {
         if self.p.limbs != other.p.limbs || self.q.limbs != other.q.limbs {
             return subtle::Choice::from(0);
         }
-        self.p.prime.ct_eq(&other.p.prime) & self.q.prime.ct_eq(&other.q.prime)
+        self.p.prime.as_slice().ct_eq(other.p.prime.as_slice())
+            & self.q.prime.as_slice().ct_eq(other.q.prime.as_slice())
     }
 }
 
@@ -665,24 +637,31 @@ impl DecryptionKey {
 
     /// Builds the key from primes already checked by the caller.
     fn from_checked_primes(p: &BigUint, q: &BigUint, n: &BigUint) -> Result<Self> {
+        let bad = |reason| Error::InvalidPrimes { reason };
         let (small, large) = if p < q { (p, q) } else { (q, p) };
         let public = EncryptionKey::from_validated_n(n)?;
         let ph = CrtHalf::new(small, large)?;
         let qh = CrtHalf::new(large, small)?;
-        let p_in_q = fit(&ph.prime, qh.limbs);
-        let p_inv_q = BoxedMontyForm::new(p_in_q, &qh.params)
-            .invert()
+        // p < q, so p is reduced mod q.
+        let q_odd = boxed_from_limbs(&qh.prime, qh.limbs)
+            .to_odd()
             .into_option()
-            .ok_or(Error::InvalidPrimes {
-                reason: "primes must be coprime",
-            })?;
-        let p2 = fit(&ph.prime.concatenating_mul(&ph.prime), ph.sq_limbs);
-        let p2_inv_q2 = BoxedMontyForm::new(fit(&p2, qh.sq_limbs), &qh.sq_params)
-            .invert()
+            .ok_or(bad("prime must be odd"))?;
+        let p_inv = boxed_from_limbs(&ph.prime, qh.limbs)
+            .invert_odd_mod(&q_odd)
             .into_option()
-            .ok_or(Error::InvalidPrimes {
-                reason: "primes must be coprime",
-            })?;
+            .ok_or(bad("primes must be coprime"))?;
+        let p_inv_q = qh.mont.to_mont(&limbs_from_boxed(&p_inv));
+        let p2 = fit(&mul_wide(&ph.prime, &ph.prime), ph.sq_limbs);
+        let q2_odd = boxed_from_limbs(qh.mont_sq.modulus(), qh.sq_limbs)
+            .to_odd()
+            .into_option()
+            .ok_or(bad("prime must be odd"))?;
+        let p2_inv = boxed_from_limbs(&p2, qh.sq_limbs)
+            .invert_odd_mod(&q2_odd)
+            .into_option()
+            .ok_or(bad("primes must be coprime"))?;
+        let p2_inv_q2 = qh.mont_sq.to_mont(&limbs_from_boxed(&p2_inv));
         Ok(Self {
             public,
             p: ph,
@@ -707,9 +686,8 @@ impl DecryptionKey {
     /// construction, so there is no other failure.)
     pub fn decrypt(&self, c: &Ciphertext) -> Result<Plaintext> {
         self.public.check_ciphertext(c)?;
-        let c_std = c.value.retrieve();
-        let mp = self.p.decrypt_half(c_std.as_words());
-        let mq = self.q.decrypt_half(c_std.as_words());
+        let mp = self.p.decrypt_half(&c.value);
+        let mq = self.q.decrypt_half(&c.value);
         Ok(self.recombine(&mp, &mq))
     }
 
@@ -720,26 +698,21 @@ impl DecryptionKey {
     #[cfg(feature = "rayon")]
     pub fn decrypt_parallel(&self, c: &Ciphertext) -> Result<Plaintext> {
         self.public.check_ciphertext(c)?;
-        let c_std = c.value.retrieve();
         let (mp, mq) = rayon::join(
-            || self.p.decrypt_half(c_std.as_words()),
-            || self.q.decrypt_half(c_std.as_words()),
+            || self.p.decrypt_half(&c.value),
+            || self.q.decrypt_half(&c.value),
         );
         Ok(self.recombine(&mp, &mq))
     }
 
     /// m = m_p + p·((m_q − m_p)·p⁻¹ mod q), all modular (no negative intermediate), constant
     /// time. m_p < p < q, so m_p is already reduced mod q.
-    fn recombine(&self, mp: &BoxedUint, mq: &BoxedUint) -> Plaintext {
-        let qparams = &self.q.params;
-        let mp_q = BoxedMontyForm::new(fit(mp, self.q.limbs), qparams);
-        let mq_q = BoxedMontyForm::new(mq.clone(), qparams);
-        let u = mq_q.sub(&mp_q).mul(&self.p_inv_q).retrieve();
-        let up = u.concatenating_mul(&self.p.prime);
-        let sum = up.wrapping_add(fit(mp, up.nlimbs()));
-        let mut mp_copy = mp.clone();
-        mp_copy.zeroize();
-        Plaintext::from_boxed(fit(&sum, self.public.inner.n_limbs))
+    fn recombine(&self, mp: &[u64], mq: &[u64]) -> Plaintext {
+        let d = crt_difference(mq, mp, &self.q.prime);
+        let u = self.q.mont.mul_plain(&d, &self.p_inv_q);
+        let mut sum = mul_wide(&u, &self.p.prime);
+        add_assign(&mut sum, mp);
+        Plaintext::from_limbs(&self.public.inner, fit(&sum, self.public.inner.n_limbs))
     }
 
     /// Decrypts many ciphertexts (in parallel with the `rayon` feature).
@@ -785,13 +758,13 @@ impl DecryptionKey {
     /// The primes (p, q) with p < q, as big-endian bytes in zeroizing buffers, for export
     /// (python-paillier's private JWK) and for tests.
     #[must_use]
-    pub fn expose_primes(&self) -> (zeroize::Zeroizing<Vec<u8>>, zeroize::Zeroizing<Vec<u8>>) {
-        let to_bytes = |x: &BoxedUint| {
-            let mut bytes = x.to_be_bytes().into_vec();
+    pub fn expose_primes(&self) -> (Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>) {
+        let to_bytes = |x: &[u64]| {
+            let mut bytes: Zeroizing<Vec<u8>> =
+                Zeroizing::new(x.iter().rev().flat_map(|w| w.to_be_bytes()).collect());
             let lead = bytes.iter().take_while(|&&b| b == 0).count();
-            let trimmed = zeroize::Zeroizing::new(bytes.get(lead..).unwrap_or(&[]).to_vec());
-            bytes.zeroize();
-            trimmed
+            bytes.drain(..lead);
+            bytes
         };
         (to_bytes(&self.p.prime), to_bytes(&self.q.prime))
     }
@@ -808,33 +781,21 @@ impl DecryptionKey {
         self.p2.zeroize();
     }
 
-    /// The secret values this key holds (p, q, p − 1, q − 1, hp, hq, the radices, the
-    /// 2-adic inverses, p⁻¹ mod q), as the words in place: for the zeroization test and the
-    /// valgrind harness (which marks exactly these regions as undefined).
+    /// The secret values this key holds (p, q, p − 1, q − 1, hp, hq, s⁻¹ mod 2^k, p⁻¹ mod q,
+    /// p⁻² mod q², p², and the moduli and constants of the Montgomery contexts mod p, q, p²,
+    /// q²), as the words in place: for the zeroization test and the valgrind harness
+    /// (which marks exactly these regions as undefined).
     #[doc(hidden)]
     #[must_use]
-    pub fn secret_words(&self) -> Vec<&[crypto_bigint::Word]> {
-        let mut out: Vec<&[crypto_bigint::Word]> = Vec::new();
+    pub fn secret_words(&self) -> Vec<&[u64]> {
+        let mut out: Vec<&[u64]> = Vec::new();
         for half in [&self.p, &self.q] {
-            out.extend(half.secret_values().iter().map(|x| x.as_words()));
+            out.extend(half.secret_values());
         }
-        out.push(self.p_inv_q.as_montgomery().as_words());
-        out.push(self.p2_inv_q2.as_montgomery().as_words());
-        out.push(self.p2.as_words());
-        out
-    }
-
-    /// The secret values that this crate *cannot* wipe: the moduli p, q, p², q² inside
-    /// crypto-bigint's `BoxedMontyParams` (an `Arc` with no `Zeroize`). The valgrind
-    /// harness marks them undefined too; the zeroization test documents that they survive.
-    #[doc(hidden)]
-    #[must_use]
-    pub fn unwipeable_secret_words(&self) -> Vec<&[crypto_bigint::Word]> {
-        let mut out: Vec<&[crypto_bigint::Word]> = Vec::new();
-        for half in [&self.p, &self.q] {
-            out.push(half.params.modulus().as_ref().as_words());
-            out.push(half.sq_params.modulus().as_ref().as_words());
-        }
+        out.push(&self.p_inv_q.0);
+        out.push(&self.p2_inv_q2.0);
+        out.push(&self.p2);
+        out.retain(|w| !w.is_empty());
         out
     }
 
@@ -850,7 +811,7 @@ impl DecryptionKey {
         let n = &p * &q;
         let n2 = &n * &n;
         let lambda = (&p - 1u32).lcm(&(&q - 1u32));
-        let c_big = big_from_boxed(&c.value.retrieve());
+        let c_big = c.to_biguint();
         let x = c_big.modpow(&lambda, &n2);
         let l = (x - 1u32) / &n;
         // μ = L(g^λ mod n²)⁻¹ mod n with g = n + 1: L(g^λ) = λ mod n.
@@ -859,22 +820,42 @@ impl DecryptionKey {
     }
 }
 
+/// (a − b) mod m for a, b < m (limbs of m's length, b possibly shorter), constant time.
+fn crt_difference(a: &[u64], b: &[u64], m: &[u64]) -> Limbs {
+    let mut d = fit(a, m.len());
+    let borrow = sub_assign(&mut d, b);
+    let keep = crate::arith::mask(borrow);
+    let masked: Limbs = Zeroizing::new(m.iter().map(|&w| w & keep).collect());
+    add_assign(&mut d, &masked);
+    d
+}
+
 impl DecryptionKey {
     /// A uniform n-th residue mod n² (the distribution of rⁿ for r uniform in Z*_n), built
     /// by the key owner from |p|-bit exponentiations mod p² and q² and recombined by CRT:
     /// u = u_p + p²·((u_q − u_p)·p⁻² mod q²), all constant-time (u_p < p² < q²).
-    fn crt_randomizer<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> BoxedMontyForm {
-        let mut up = self.p.nth_residue_sample(rng);
+    fn crt_randomizer<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> MontVal {
+        let up = self.p.nth_residue_sample(rng);
         let uq = self.q.nth_residue_sample(rng);
-        let up_q = BoxedMontyForm::new(fit(&up, self.q.sq_limbs), &self.q.sq_params);
-        let uq_m = BoxedMontyForm::new(uq, &self.q.sq_params);
-        let mut t = uq_m.sub(&up_q).mul(&self.p2_inv_q2).retrieve();
-        let n2_limbs = self.public.inner.n2_limbs;
-        let prod = fit(&t.concatenating_mul(&self.p2), n2_limbs);
-        let sum = prod.wrapping_add(fit(&up, n2_limbs));
-        up.zeroize();
-        t.zeroize();
-        BoxedMontyForm::new(sum, &self.public.inner.params)
+        self.public
+            .inner
+            .mont
+            .to_mont(&self.crt_combine_sq(&up, &uq))
+    }
+
+    /// The value mod n² with residues u_p mod p² and u_q mod q²:
+    /// u_p + p²·((u_q − u_p)·p⁻² mod q²), constant time.
+    pub(crate) fn crt_combine_sq(&self, up: &[u64], uq: &[u64]) -> Limbs {
+        let d = crt_difference(uq, up, self.q.mont_sq.modulus());
+        let t = self.q.mont_sq.mul_plain(&d, &self.p2_inv_q2);
+        let mut sum = mul_wide(&t, &self.p2);
+        add_assign(&mut sum, up);
+        fit(&sum, self.public.inner.n2_limbs)
+    }
+
+    /// The Montgomery contexts mod p² and q² (for the key owner's fixed-base tables).
+    pub(crate) fn square_contexts(&self) -> [&Monty; 2] {
+        [&self.p.mont_sq, &self.q.mont_sq]
     }
 
     /// Encrypts m as the key owner, by CRT: the randomizer is built mod p² and q² from
@@ -890,10 +871,8 @@ impl DecryptionKey {
         rng: &mut R,
     ) -> Result<Ciphertext> {
         let gm = self.public.g_pow(m)?;
-        let mut r = self.crt_randomizer(rng);
-        let value = gm.mul(&r);
-        r.zeroize();
-        Ok(Ciphertext { value })
+        let r = self.crt_randomizer(rng);
+        Ok(self.public.ciphertext_from_product(&gm, &r))
     }
 
     /// Key-owner CRT encryption of many plaintexts (per-item ChaCha20 streams seeded from
@@ -906,15 +885,13 @@ impl DecryptionKey {
         ms: &[Plaintext],
         rng: &mut R,
     ) -> Result<Vec<Ciphertext>> {
-        let gms: Vec<BoxedMontyForm> = ms
+        let gms: Vec<Limbs> = ms
             .iter()
             .map(|m| self.public.g_pow(m))
             .collect::<Result<_>>()?;
         Ok(crate::ops::map_slice_seeded(&gms, rng, |gm, local| {
-            let mut r = self.crt_randomizer(local);
-            let value = gm.mul(&r);
-            r.zeroize();
-            Ciphertext { value }
+            let r = self.crt_randomizer(local);
+            self.public.ciphertext_from_product(gm, &r)
         }))
     }
 }
@@ -933,38 +910,57 @@ pub(crate) fn mod_inverse(a: &BigUint, m: &BigUint) -> Option<BigUint> {
 }
 
 impl EncryptionKey {
-    /// Checks that `c` was made under this key.
+    /// Checks that `c` was made under this key (the same key object, or the same modulus).
     pub(crate) fn check_ciphertext(&self, c: &Ciphertext) -> Result<()> {
-        if c.value.params() == &self.inner.params {
+        if Arc::ptr_eq(&c.key, &self.inner) || c.key.n_big == self.inner.n_big {
             Ok(())
         } else {
             Err(Error::KeyMismatch)
         }
     }
 
+    /// A ciphertext from its value (exactly `n2_limbs` limbs, already known to lie in
+    /// Z*_{n²}: a product of valid values).
+    pub(crate) fn ciphertext_unchecked(&self, value: Vec<u64>) -> Ciphertext {
+        Ciphertext {
+            key: Arc::clone(&self.inner),
+            value: value.into_boxed_slice(),
+        }
+    }
+
+    /// The ciphertext a·b mod n² for `a` as limbs (< n²) and `b` in the domain mod n².
+    pub(crate) fn ciphertext_from_product(&self, a: &[u64], b: &MontVal) -> Ciphertext {
+        let value = self.inner.mont.mul_plain(a, b);
+        self.ciphertext_unchecked(value.to_vec())
+    }
+
+    /// The ciphertext whose value is `x` (a value in the domain mod n²).
+    pub(crate) fn ciphertext_from_mont(&self, x: &MontVal) -> Ciphertext {
+        self.ciphertext_unchecked(self.inner.mont.leave(x).to_vec())
+    }
+
     /// Validates a candidate ciphertext value (`n2_limbs` limbs): 0 < c < n², gcd(c, n) = 1.
     /// Public data: variable-time checks are fine.
-    pub(crate) fn validate_ciphertext_value(&self, c: BoxedUint) -> Result<Ciphertext> {
+    pub(crate) fn validate_ciphertext_value(&self, c: Vec<u64>) -> Result<Ciphertext> {
         let inner = &self.inner;
-        if bool::from(c.is_zero()) {
+        if c.iter().all(|&w| w == 0) {
             return Err(Error::InvalidCiphertext { reason: "c = 0" });
         }
-        if c.cmp_vartime(&inner.n2) != core::cmp::Ordering::Less {
+        if ct_lt_mask(&c, &inner.n2) == 0 {
             return Err(Error::InvalidCiphertext { reason: "c >= n^2" });
         }
-        let n_nz = inner.n.to_nz().into_option().ok_or(Error::InvalidModulus {
+        let n_boxed = boxed_from_limbs(&inner.n, inner.n_limbs);
+        let n_nz = n_boxed.to_nz().into_option().ok_or(Error::InvalidModulus {
             reason: "modulus is zero",
         })?;
-        let c_mod_n = c.rem_vartime(&n_nz);
-        let g = c_mod_n.gcd_vartime(&inner.n);
+        let c_mod_n = boxed_from_limbs(&c, inner.n2_limbs).rem_vartime(&n_nz);
+        let g = c_mod_n.gcd_vartime(&n_boxed);
         if !bool::from(g.is_one()) {
             return Err(Error::InvalidCiphertext {
                 reason: "gcd(c, n) != 1",
             });
         }
-        Ok(Ciphertext {
-            value: BoxedMontyForm::new(c, &inner.params),
-        })
+        Ok(self.ciphertext_unchecked(c))
     }
 
     /// Imports a ciphertext value, validating 0 < c < n² and gcd(c, n) = 1.
@@ -972,9 +968,9 @@ impl EncryptionKey {
     /// # Errors
     /// [`Error::InvalidCiphertext`].
     pub fn ciphertext_from_biguint(&self, c: &BigUint) -> Result<Ciphertext> {
-        let boxed = boxed_from_big(c, self.inner.n2_limbs)
+        let words = limbs_from_big(c, self.inner.n2_limbs)
             .ok_or(Error::InvalidCiphertext { reason: "c >= n^2" })?;
-        self.validate_ciphertext_value(boxed)
+        self.validate_ciphertext_value(words)
     }
 
     /// Imports a ciphertext from its fixed-width big-endian encoding of exactly
@@ -989,17 +985,13 @@ impl EncryptionKey {
                 reason: "encoding must be exactly the byte length of n^2",
             });
         }
-        let mut buf = vec![0u8; (prec(self.inner.n2_limbs) / 8) as usize];
-        let offset = buf.len().saturating_sub(bytes.len());
-        if let Some(dst) = buf.get_mut(offset..) {
-            dst.copy_from_slice(bytes);
-        }
-        let boxed = BoxedUint::from_be_slice(&buf, prec(self.inner.n2_limbs)).map_err(|_| {
-            Error::InvalidCiphertext {
-                reason: "malformed encoding",
+        let mut words = vec![0u64; self.inner.n2_limbs];
+        for (i, &b) in bytes.iter().rev().enumerate() {
+            if let Some(w) = words.get_mut(i / 8) {
+                *w |= u64::from(b) << (8 * (i % 8));
             }
-        })?;
-        self.validate_ciphertext_value(boxed)
+        }
+        self.validate_ciphertext_value(words)
     }
 }
 

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod arith;
+pub use arith::{Engine, force_portable as force_portable_engine};
 pub mod ciphertext;
 mod dot;
 pub mod encoding;
@@ -15,7 +16,7 @@ pub mod phe;
 pub use ciphertext::{Ciphertext, Plaintext};
 pub use encoding::{FixedPoint, PheEncodedNumber, PheEncryptedNumber};
 pub use error::{Error, Result};
-pub use fast::{DjnEncryptor, DjnPublic, RandomizerPool};
+pub use fast::{DjnEncryptor, DjnOwnerEncryptor, DjnPublic, RandomizerPool};
 pub use keys::{
     DEFAULT_KEY_BITS, DecryptionKey, EncryptionKey, MAX_KEY_BITS, MIN_KEY_BITS, SUPPORTED_KEY_BITS,
     keygen, keygen_default,

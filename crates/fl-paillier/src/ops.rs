@@ -4,17 +4,18 @@
 //! multiplication by a *public* scalar, negation) may branch on public values such as the
 //! scalar's bit length. The `*_secret*` variants are constant-time in the scalar.
 
-use crate::arith::{boxed_from_big, fit};
+use crate::arith::inverse::invert_vartime;
+use crate::arith::{
+    Limbs, MontVal, Monty, add_assign, ct_is_zero_mask, fit, limbs_from_big, mul_wide,
+};
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
-use crypto_bigint::modular::{BoxedMontyForm, BoxedMontyParams};
-use crypto_bigint::{
-    BoxedUint, ConcatenatingMul, CtLt, Gcd, MontyForm, MontyMultiplier, NonZero, RandomMod,
-};
 use num_bigint::{BigInt, BigUint, Sign};
+use num_integer::Integer;
+use num_traits::{One, Zero};
 use rand::CryptoRng;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 /// Maps `f` over `xs`, in parallel with the `rayon` feature.
 pub(crate) fn map_slice<T, U, F>(xs: &[T], f: F) -> Vec<U>
@@ -65,84 +66,61 @@ where
 /// Simultaneous multi-exponentiation Π bᵢ^eᵢ with public 64-bit exponents, variable time:
 /// the shared-table Straus of [`crate::dot::public_multi_pow`] with one word per exponent.
 /// (The constant-time secret-scalar products go through [`crate::dot::secret_multi_pow`].)
-pub(crate) fn multi_pow_u64(
-    params: &BoxedMontyParams,
-    bases: &[&BoxedMontyForm],
-    exps: &[u64],
-) -> BoxedMontyForm {
+pub(crate) fn multi_pow_u64(mont: &Monty, bases: &[&MontVal], exps: &[u64]) -> MontVal {
     let bits = 64 - exps.iter().copied().max().unwrap_or(0).leading_zeros();
     let words: Vec<&[u64]> = exps.iter().map(core::slice::from_ref).collect();
-    crate::dot::public_multi_pow(params, bases, &words, bits)
+    crate::dot::public_multi_pow(mont, bases, &words, bits)
 }
 
-/// x^(2^63) by 63 squarings (public data).
-fn pow_2_63(params: &BoxedMontyParams, x: &BoxedMontyForm) -> BoxedMontyForm {
-    let mut mm = <BoxedMontyForm as MontyForm>::Multiplier::from(params);
-    let mut acc = x.clone();
-    for _ in 0..63 {
-        mm.square_assign(&mut acc);
-    }
-    acc
-}
-
-/// Inverse of a valid ciphertext (public data, variable time).
-fn invert_public(x: &BoxedMontyForm) -> Result<BoxedMontyForm> {
-    x.invert_vartime()
-        .into_option()
-        .ok_or(Error::InvalidCiphertext {
-            reason: "not invertible mod n^2",
-        })
+/// The inverse of a valid ciphertext value mod n² (public data, variable time).
+pub(crate) fn invert_public(key: &EncryptionKey, x: &[u64]) -> Result<Vec<u64>> {
+    invert_vartime(x, &key.inner.n2).ok_or(Error::InvalidCiphertext {
+        reason: "not invertible mod n^2",
+    })
 }
 
 impl EncryptionKey {
-    fn params(&self) -> &BoxedMontyParams {
-        &self.inner.params
+    /// The Montgomery context mod n².
+    pub(crate) fn mont(&self) -> &Monty {
+        &self.inner.mont
     }
 
-    /// Draws r uniformly from Z*_n (redrawing the negligible non-units).
-    pub(crate) fn random_unit<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> BoxedUint {
+    /// Draws r uniformly from [1, n) by reducing |n| + 64 random bits mod n in constant
+    /// time (statistical distance below 2^−64; r = 0, probability ~2^−|n|, becomes 1 by a
+    /// masked select). No rejection loop and no gcd check: r shares a factor with n with
+    /// probability below 2^(1−|n|/2) (≈ 2^−1023 at 2048 bits), which is negligible — the
+    /// same choice as python-paillier and kzen-paillier, and what keeps the sampling
+    /// constant time.
+    pub(crate) fn random_unit<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Limbs {
         let inner = &self.inner;
-        let n_nz = NonZero::new(inner.n.clone()).into_option();
-        loop {
-            let r = match &n_nz {
-                Some(n) => BoxedUint::random_mod_vartime(rng, n),
-                None => BoxedUint::one_with_precision(inner.n.bits_precision()),
-            };
-            if bool::from(r.is_zero()) {
-                continue;
-            }
-            if bool::from(r.gcd(&inner.n).is_one()) {
-                return r;
-            }
-        }
+        let words: Limbs = Zeroizing::new((0..=inner.n_limbs).map(|_| rng.next_u64()).collect());
+        let mut r = inner.mont_n.leave(&inner.mont_n.reduce(&words));
+        let zero = ct_is_zero_mask(&r);
+        r[0] |= 1 & zero;
+        r
     }
 
-    /// rⁿ mod n² in Montgomery form.
-    pub(crate) fn r_pow_n(&self, r: &BoxedUint) -> BoxedMontyForm {
+    /// rⁿ mod n² in the domain (exponent n public, r secret).
+    pub(crate) fn r_pow_n(&self, r: &[u64]) -> MontVal {
         let inner = &self.inner;
-        BoxedMontyForm::new(fit(r, inner.n2_limbs), &inner.params)
-            .pow_bounded_exp(&inner.n, inner.bits)
+        let base = inner.mont.to_mont(r);
+        inner.mont.pow_public_exp(&base, &inner.n, inner.bits)
     }
 
     /// A fresh rⁿ mod n² (the randomizer of one encryption or re-randomization).
-    pub(crate) fn fresh_randomizer<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> BoxedMontyForm {
+    pub(crate) fn fresh_randomizer<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> MontVal {
         let r = self.random_unit(rng);
         self.r_pow_n(&r)
     }
 
-    /// gᵐ = 1 + m·n mod n² (no exponentiation: g = n + 1), in Montgomery form.
-    pub(crate) fn g_pow(&self, m: &Plaintext) -> Result<BoxedMontyForm> {
+    /// gᵐ = 1 + m·n mod n² (no exponentiation: g = n + 1; m < n, so no reduction either),
+    /// constant time in m.
+    pub(crate) fn g_pow(&self, m: &Plaintext) -> Result<Limbs> {
         let inner = &self.inner;
-        // The comparison is constant-time (the plaintext may be secret); only its result
-        // (valid or not) steers the control flow.
-        if m.value.nlimbs() != inner.n_limbs || !bool::from(m.value.ct_lt(&inner.n)) {
-            return Err(Error::PlaintextOutOfRange {
-                allowed: "0 <= m < n (a plaintext of this key)",
-            });
-        }
-        let mn = fit(&m.value.concatenating_mul(&inner.n), inner.n2_limbs);
-        let one = BoxedUint::one_with_precision(mn.bits_precision());
-        Ok(BoxedMontyForm::new(mn.wrapping_add(&one), &inner.params))
+        let value = self.plaintext_limbs(m)?;
+        let mut mn = fit(&mul_wide(value, &inner.n), inner.n2_limbs);
+        add_assign(&mut mn, &[1]);
+        Ok(mn)
     }
 
     /// Encrypts m: c = (1 + m·n)·rⁿ mod n² with r uniform in Z*_n.
@@ -151,9 +129,7 @@ impl EncryptionKey {
     /// [`Error::PlaintextOutOfRange`] if m is not a plaintext of this key (m ≥ n).
     pub fn encrypt<R: CryptoRng + ?Sized>(&self, m: &Plaintext, rng: &mut R) -> Result<Ciphertext> {
         let gm = self.g_pow(m)?;
-        Ok(Ciphertext {
-            value: gm.mul(&self.fresh_randomizer(rng)),
-        })
+        Ok(self.ciphertext_from_product(&gm, &self.fresh_randomizer(rng)))
     }
 
     /// Encrypts a signed integer x with |x| ≤ max_int.
@@ -188,17 +164,12 @@ impl EncryptionKey {
         let bad = Error::InvalidParameter {
             reason: "the nonce r must satisfy 0 < r < n and gcd(r, n) = 1",
         };
-        if r >= &inner.n_big {
+        if r >= &inner.n_big || r.is_zero() || !r.gcd(&inner.n_big).is_one() {
             return Err(bad);
         }
-        let r_boxed = boxed_from_big(r, inner.n_limbs).ok_or(bad.clone())?;
-        if bool::from(r_boxed.is_zero()) || !bool::from(r_boxed.gcd_vartime(&inner.n).is_one()) {
-            return Err(bad);
-        }
+        let r_words = limbs_from_big(r, inner.n_limbs).ok_or(bad)?;
         let gm = self.g_pow(m)?;
-        Ok(Ciphertext {
-            value: gm.mul(&self.r_pow_n(&r_boxed)),
-        })
+        Ok(self.ciphertext_from_product(&gm, &self.r_pow_n(&r_words)))
     }
 
     /// The deterministic trivial encryption of m (r = 1): 1 + m·n. Useful as a neutral
@@ -208,9 +179,7 @@ impl EncryptionKey {
     /// # Errors
     /// [`Error::PlaintextOutOfRange`] if m ≥ n.
     pub fn encrypt_trivial(&self, m: &Plaintext) -> Result<Ciphertext> {
-        Ok(Ciphertext {
-            value: self.g_pow(m)?,
-        })
+        Ok(self.ciphertext_unchecked(self.g_pow(m)?.to_vec()))
     }
 
     /// Encrypts many plaintexts. The nonces are drawn from `rng` in order; the
@@ -223,27 +192,25 @@ impl EncryptionKey {
         ms: &[Plaintext],
         rng: &mut R,
     ) -> Result<Vec<Ciphertext>> {
-        let gms: Vec<BoxedMontyForm> = ms.iter().map(|m| self.g_pow(m)).collect::<Result<_>>()?;
-        let jobs: Vec<(BoxedMontyForm, BoxedUint)> = gms
+        let gms: Vec<Limbs> = ms.iter().map(|m| self.g_pow(m)).collect::<Result<_>>()?;
+        let jobs: Vec<(Limbs, Limbs)> = gms
             .into_iter()
             .map(|gm| (gm, self.random_unit(rng)))
             .collect();
-        Ok(map_slice(&jobs, |(gm, r)| Ciphertext {
-            value: gm.mul(&self.r_pow_n(r)),
+        Ok(map_slice(&jobs, |(gm, r)| {
+            self.ciphertext_from_product(gm, &self.r_pow_n(r))
         }))
     }
 
-    /// Homomorphic addition: Dec(add(a, b)) = Dec(a) + Dec(b) mod n. One Montgomery
-    /// multiplication; no new randomness (see [`EncryptionKey::rerandomize`]).
+    /// Homomorphic addition: Dec(add(a, b)) = Dec(a) + Dec(b) mod n. Two Montgomery
+    /// multiplications; no new randomness (see [`EncryptionKey::rerandomize`]).
     ///
     /// # Errors
     /// [`Error::KeyMismatch`] if either ciphertext belongs to another key.
     pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext> {
         self.check_ciphertext(a)?;
         self.check_ciphertext(b)?;
-        Ok(Ciphertext {
-            value: a.value.mul(&b.value),
-        })
+        Ok(self.ciphertext_from_product(&b.value, &self.mont().to_mont(&a.value)))
     }
 
     /// Homomorphic subtraction: Dec(sub(a, b)) = Dec(a) − Dec(b) mod n.
@@ -261,19 +228,26 @@ impl EncryptionKey {
     /// [`Error::KeyMismatch`], [`Error::PlaintextOutOfRange`].
     pub fn add_plain(&self, c: &Ciphertext, m: &Plaintext) -> Result<Ciphertext> {
         self.check_ciphertext(c)?;
-        Ok(Ciphertext {
-            value: c.value.mul(&self.g_pow(m)?),
-        })
+        let gm = self.g_pow(m)?;
+        Ok(self.ciphertext_from_product(&gm, &self.mont().to_mont(&c.value)))
     }
 
-    /// Negation: Dec(negate(c)) = −Dec(c) mod n (the inverse of c mod n²).
+    /// Negation: Dec(negate(c)) = −Dec(c) mod n (the inverse of c mod n², variable time:
+    /// c is public).
     ///
     /// # Errors
     /// [`Error::KeyMismatch`].
     pub fn negate(&self, c: &Ciphertext) -> Result<Ciphertext> {
         self.check_ciphertext(c)?;
-        Ok(Ciphertext {
-            value: invert_public(&c.value)?,
+        Ok(self.ciphertext_unchecked(invert_public(self, &c.value)?))
+    }
+
+    /// c or c⁻¹ in the domain, for a public scalar's sign.
+    fn signed_base(&self, c: &Ciphertext, negative: bool) -> Result<MontVal> {
+        Ok(if negative {
+            self.mont().to_mont(&invert_public(self, &c.value)?)
+        } else {
+            self.mont().to_mont(&c.value)
         })
     }
 
@@ -285,14 +259,9 @@ impl EncryptionKey {
     /// [`Error::KeyMismatch`].
     pub fn mul_i64(&self, c: &Ciphertext, k: i64) -> Result<Ciphertext> {
         self.check_ciphertext(c)?;
-        let base = if k < 0 {
-            invert_public(&c.value)?
-        } else {
-            c.value.clone()
-        };
-        Ok(Ciphertext {
-            value: multi_pow_u64(self.params(), &[&base], &[k.unsigned_abs()]),
-        })
+        let base = self.signed_base(c, k < 0)?;
+        let value = multi_pow_u64(self.mont(), &[&base], &[k.unsigned_abs()]);
+        Ok(self.ciphertext_from_mont(&value))
     }
 
     /// Multiplies by a public big scalar k with |k| < n (negative k through the inverse
@@ -303,20 +272,11 @@ impl EncryptionKey {
     pub fn mul_bigint(&self, c: &Ciphertext, k: &BigInt) -> Result<Ciphertext> {
         self.check_ciphertext(c)?;
         self.check_scalar(k)?;
-        let inner = &self.inner;
-        let base = if k.sign() == Sign::Minus {
-            invert_public(&c.value)?
-        } else {
-            c.value.clone()
-        };
-        let mag =
-            boxed_from_big(k.magnitude(), inner.n_limbs).ok_or(Error::PlaintextOutOfRange {
-                allowed: "scalars with |k| < n",
-            })?;
-        let bits = u32::try_from(k.magnitude().bits()).unwrap_or(inner.bits);
-        Ok(Ciphertext {
-            value: base.pow_bounded_exp(&mag, bits),
-        })
+        let base = self.signed_base(c, k.sign() == Sign::Minus)?;
+        let mag = k.magnitude().to_u64_digits();
+        let bits = u32::try_from(k.magnitude().bits()).unwrap_or(self.inner.bits);
+        let value = self.mont().pow_public_exp(&base, &mag, bits);
+        Ok(self.ciphertext_from_mont(&value))
     }
 
     /// Multiplies by a caller-secret scalar k, in constant time in k: c^(k + 2^63) computed
@@ -337,15 +297,10 @@ impl EncryptionKey {
     /// this key.
     pub fn mul_secret(&self, c: &Ciphertext, k: &Plaintext) -> Result<Ciphertext> {
         self.check_ciphertext(c)?;
-        let inner = &self.inner;
-        if k.value.nlimbs() != inner.n_limbs {
-            return Err(Error::PlaintextOutOfRange {
-                allowed: "a scalar of this key (0 <= k < n)",
-            });
-        }
-        Ok(Ciphertext {
-            value: c.value.pow_bounded_exp(&k.value, inner.bits),
-        })
+        let k = self.plaintext_limbs(k)?;
+        let base = self.mont().to_mont(&c.value);
+        let value = self.mont().pow_ct(&base, k, self.inner.bits);
+        Ok(self.ciphertext_from_mont(&value))
     }
 
     /// Re-randomizes c: c·sⁿ for a fresh s. The result decrypts to the same value and is
@@ -360,9 +315,7 @@ impl EncryptionKey {
         rng: &mut R,
     ) -> Result<Ciphertext> {
         self.check_ciphertext(c)?;
-        Ok(Ciphertext {
-            value: c.value.mul(&self.fresh_randomizer(rng)),
-        })
+        Ok(self.ciphertext_from_product(&c.value, &self.fresh_randomizer(rng)))
     }
 
     /// Elementwise [`EncryptionKey::add`].
@@ -409,10 +362,10 @@ impl EncryptionKey {
         for c in cs {
             self.check_ciphertext(c)?;
         }
-        let jobs: Vec<(&Ciphertext, BoxedUint)> =
+        let jobs: Vec<(&Ciphertext, Limbs)> =
             cs.iter().map(|c| (c, self.random_unit(rng))).collect();
-        Ok(map_slice(&jobs, |(c, r)| Ciphertext {
-            value: c.value.mul(&self.r_pow_n(r)),
+        Ok(map_slice(&jobs, |(c, r)| {
+            self.ciphertext_from_product(&c.value, &self.r_pow_n(r))
         }))
     }
 
@@ -430,25 +383,44 @@ impl EncryptionKey {
                 right: ks.len(),
             });
         }
+        for c in cs {
+            self.check_ciphertext(c)?;
+        }
+        let mont = self.mont();
+        let bases: Vec<MontVal> = cs.iter().map(|c| mont.to_mont(&c.value)).collect();
         let (mut pos, mut pos_k, mut neg, mut neg_k) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (c, &k) in cs.iter().zip(ks) {
-            self.check_ciphertext(c)?;
+        for (b, &k) in bases.iter().zip(ks) {
             if k < 0 {
-                neg.push(&c.value);
+                neg.push(b);
                 neg_k.push(k.unsigned_abs());
             } else {
-                pos.push(&c.value);
+                pos.push(b);
                 pos_k.push(k.unsigned_abs());
             }
         }
-        let params = self.params();
-        let mut value = multi_pow_u64(params, &pos, &pos_k);
-        if !neg.is_empty() {
-            let negative = multi_pow_u64(params, &neg, &neg_k);
-            value = value.mul(&invert_public(&negative)?);
+        let value = multi_pow_u64(mont, &pos, &pos_k);
+        if neg.is_empty() {
+            return Ok(self.ciphertext_from_mont(&value));
         }
-        Ok(Ciphertext { value })
+        let negative = mont.leave(&multi_pow_u64(mont, &neg, &neg_k));
+        let inverse = invert_public(self, &negative)?;
+        Ok(self.ciphertext_from_product(&inverse, &value))
+    }
+
+    /// The public correction ((Π cᵢ)^(2^B))⁻¹ of the secret-scalar products, in the domain.
+    pub(crate) fn secret_correction(&self, bases: &[&MontVal], bound_bits: u32) -> Result<MontVal> {
+        let mont = self.mont();
+        let mut work = mont.work();
+        let mut prod = mont.one();
+        for b in bases {
+            mont.mul_assign(&mut prod, b, &mut work);
+        }
+        for _ in 0..bound_bits {
+            mont.sqr_assign(&mut prod, &mut work);
+        }
+        let inverse = invert_public(self, &mont.leave(&prod))?;
+        Ok(mont.to_mont(&inverse))
     }
 
     /// Encrypted dot product with caller-secret scalars, constant time in the scalars:
@@ -468,22 +440,17 @@ impl EncryptionKey {
         for c in cs {
             self.check_ciphertext(c)?;
         }
-        let params = self.params();
+        let mont = self.mont();
+        let bases: Vec<MontVal> = cs.iter().map(|c| mont.to_mont(&c.value)).collect();
+        let refs: Vec<&MontVal> = bases.iter().collect();
         // kᵢ + 2^63 as an unsigned 64-bit value: flipping the sign bit (branch-free).
         let mut offset: Vec<u64> = ks.iter().map(|&k| (k as u64) ^ (1u64 << 63)).collect();
-        let refs: Vec<&BoxedMontyForm> = cs.iter().map(|c| &c.value).collect();
         let exps: Vec<&[u64]> = offset.iter().map(core::slice::from_ref).collect();
-        let shifted = crate::dot::secret_multi_pow(params, &refs, &exps, 64);
+        let shifted = crate::dot::secret_multi_pow(mont, &refs, &exps, 64);
         drop(exps);
         offset.zeroize();
-        let mut prod = BoxedMontyForm::one(params);
-        for c in cs {
-            prod = prod.mul(&c.value);
-        }
-        let correction = invert_public(&pow_2_63(params, &prod))?;
-        Ok(Ciphertext {
-            value: shifted.mul(&correction),
-        })
+        let correction = self.secret_correction(&refs, 63)?;
+        Ok(self.ciphertext_from_mont(&mont.mul(&shifted, &correction)))
     }
 
     /// Encrypted matrix–vector product with public scalars: row j of `weights` (length
@@ -509,43 +476,5 @@ impl EncryptionKey {
         map_slice(weights, |row| self.dot_secret_i64(cs, row))
             .into_iter()
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crypto_bigint::Odd;
-
-    #[test]
-    fn multi_pow_matches_pow_for_every_window_width() {
-        let modulus = Odd::new(BoxedUint::from(0xffff_ffff_ffff_ffc5u64))
-            .into_option()
-            .unwrap();
-        let params = BoxedMontyParams::new_vartime(modulus);
-        let x = BoxedMontyForm::new(BoxedUint::from(123_456_789u64), &params);
-        let y = BoxedMontyForm::new(BoxedUint::from(987_654_321u64), &params);
-        let exps = [
-            0u64,
-            1,
-            2,
-            3,
-            7,
-            15,
-            16,
-            17,
-            255,
-            1 << 20,
-            (1 << 32) - 1,
-            u64::MAX,
-        ];
-        for &a in &exps {
-            let want = x.pow(&BoxedUint::from(a));
-            assert_eq!(multi_pow_u64(&params, &[&x], &[a]), want, "{a}");
-            for &b in &exps {
-                let want2 = want.mul(&y.pow(&BoxedUint::from(b)));
-                assert_eq!(multi_pow_u64(&params, &[&x, &y], &[a, b]), want2);
-            }
-        }
     }
 }

@@ -1,0 +1,141 @@
+//! The AVX-512 IFMA kernels (x86-64 only): almost-Montgomery multiplication in radix 2^52
+//! (`vpmadd52luq` / `vpmadd52huq`), after Gueron and Krasnov's AMM and OpenSSL's
+//! `rsaz-avx512`, written with `core::arch` intrinsics.
+//!
+//! **The one module of fl-paillier that may use `unsafe`** (SECURITY.md names the
+//! exception). Every `unsafe` block here is one of two kinds, each with its `SAFETY:`
+//! comment: an unaligned vector load or store whose bounds are asserted just before, or the
+//! call of a `#[target_feature]` kernel, which is only reachable through an [`Ifma`] token,
+//! and a token exists only after `is_x86_feature_detected!` has confirmed `avx512f` and
+//! `avx512ifma` on the running CPU.
+//!
+//! Numbers are K = 8·V digits of 52 bits in u64 words (V 512-bit vectors), with R = 2^(52K).
+//! [`Ifma::amm`] computes a value ≡ a·b·R⁻¹ (mod m) below 2m from a, b < 2m, given
+//! 4m ≤ R: the "almost" reduced form is kept between multiplications and fully reduced only
+//! when a value leaves the Montgomery domain. The code is straight-line in the values:
+//! loop bounds depend on V only, there are no branches or memory indices derived from a
+//! digit, and the digit carries are propagated over every word. The constant-time claim
+//! for this path rests on that construction and on the dudect-style timing test (valgrind
+//! cannot execute AVX-512, so the memcheck harness runs the portable kernels).
+
+#![allow(unsafe_code)]
+
+use core::arch::x86_64::{
+    __m512i, _mm_cvtsi64_si128, _mm_cvtsi128_si64, _mm512_add_epi64, _mm512_alignr_epi64,
+    _mm512_castsi512_si128, _mm512_loadu_si512, _mm512_madd52hi_epu64, _mm512_madd52lo_epu64,
+    _mm512_set1_epi64, _mm512_setzero_si512, _mm512_storeu_si512, _mm512_zextsi128_si512,
+};
+
+/// Low 52 bits.
+pub(crate) const MASK52: u64 = (1u64 << 52) - 1;
+
+/// The largest vector count with a compiled kernel (K = 160 digits, 8320 bits: n² of a
+/// 4096-bit key). Larger moduli use the portable kernels.
+pub(crate) const MAX_VECTORS: usize = 20;
+
+/// Proof that the running CPU has AVX-512F and AVX-512 IFMA: the only way to reach the
+/// kernels.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ifma(());
+
+impl Ifma {
+    /// The token, if the CPU supports the kernels.
+    pub(crate) fn detect() -> Option<Self> {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512ifma")
+        {
+            Some(Self(()))
+        } else {
+            None
+        }
+    }
+
+    /// out = AMM(a, b) mod m for `v` vectors (1 ≤ v ≤ [`MAX_VECTORS`]); every slice holds
+    /// 8·v words of 52-bit digits (`out` fully normalised on return); k0 = −m⁻¹ mod 2^52.
+    /// Returns without writing if `v` is out of range or a slice is too short (callers
+    /// size them from the same `v`).
+    pub(crate) fn amm(self, v: usize, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], k0: u64) {
+        macro_rules! dispatch {
+            ($($n:literal)*) => {
+                match v {
+                    $(
+                        // SAFETY: `self` is an `Ifma` token, so `detect` found avx512f and
+                        // avx512ifma on this CPU, the features `amm_x1` is compiled for.
+                        $n => unsafe { amm_x1::<$n>(out, a, b, m, k0) },
+                    )*
+                    _ => {}
+                }
+            };
+        }
+        dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20);
+    }
+}
+
+/// Loads word slice `x[8·v .. 8·v + 8]` for every v < V.
+#[inline(always)]
+fn load<const V: usize>(x: &[u64]) -> [__m512i; V] {
+    assert!(x.len() >= 8 * V);
+    core::array::from_fn(|v| {
+        // SAFETY: x.len() ≥ 8·V (asserted above), so words 8v..8v+8 are in bounds; the load
+        // is unaligned.
+        unsafe { _mm512_loadu_si512(x.as_ptr().add(8 * v).cast()) }
+    })
+}
+
+/// One almost-Montgomery multiplication, K = 8·V digits, operand scanning over b.
+///
+/// Per digit bᵢ: acc += lo(a·bᵢ); y = (acc₀ · k0) mod 2^52; acc += lo(m·y) (now acc₀ ≡ 0
+/// mod 2^52); shift acc down one digit, adding acc₀'s carry (acc₀ >> 52) into the new acc₀;
+/// acc += hi(a·bᵢ) + hi(m·y) (the high halves belong one digit up, i.e. at the shifted
+/// position). Lanes are not normalised inside the loop: each gains < 2^54 per step, so
+/// after K ≤ 160 steps they stay below 2^62. The final carry propagation normalises every
+/// digit to 52 bits (the value is < 2m < R, so nothing is carried out of the top digit).
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn amm_x1<const V: usize>(out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], k0: u64) {
+    let k = 8 * V;
+    if out.len() < k || b.len() < k {
+        return;
+    }
+    let av = load::<V>(a);
+    let mv = load::<V>(m);
+    let zero = _mm512_setzero_si512();
+    let mut acc = [zero; V];
+    for &bi_s in &b[..k] {
+        let bi = _mm512_set1_epi64(bi_s as i64);
+        for v in 0..V {
+            acc[v] = _mm512_madd52lo_epu64(acc[v], av[v], bi);
+        }
+        let lane0 = _mm_cvtsi128_si64(_mm512_castsi512_si128(acc[0])) as u64;
+        let y_s = lane0.wrapping_mul(k0) & MASK52;
+        let y = _mm512_set1_epi64(y_s as i64);
+        for v in 0..V {
+            acc[v] = _mm512_madd52lo_epu64(acc[v], mv[v], y);
+        }
+        let carry = (_mm_cvtsi128_si64(_mm512_castsi512_si128(acc[0])) as u64) >> 52;
+        for v in 0..V - 1 {
+            acc[v] = _mm512_alignr_epi64(acc[v + 1], acc[v], 1);
+        }
+        acc[V - 1] = _mm512_alignr_epi64(zero, acc[V - 1], 1);
+        acc[0] = _mm512_add_epi64(
+            acc[0],
+            _mm512_zextsi128_si512(_mm_cvtsi64_si128(carry as i64)),
+        );
+        for v in 0..V {
+            acc[v] = _mm512_madd52hi_epu64(acc[v], av[v], bi);
+        }
+        for v in 0..V {
+            acc[v] = _mm512_madd52hi_epu64(acc[v], mv[v], y);
+        }
+    }
+    for (v, lanes) in acc.iter().enumerate() {
+        // SAFETY: out.len() ≥ 8·V (checked at entry), so words 8v..8v+8 are in bounds; the
+        // store is unaligned.
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * v).cast(), *lanes) };
+    }
+    let mut c = 0u64;
+    for d in &mut out[..k] {
+        let t = *d + c;
+        *d = t & MASK52;
+        c = t >> 52;
+    }
+}

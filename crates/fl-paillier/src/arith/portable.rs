@@ -1,0 +1,194 @@
+//! The portable Montgomery kernels: radix 2^64, CIOS multiplication and a dedicated
+//! squaring, on limb slices of the modulus's length. Straight-line in the values: every loop
+//! bound is a length, the final subtraction is a masked select, so the control flow and the
+//! memory accesses depend only on the (public) limb count.
+
+/// A selection mask (all ones or all zeros) from a bit (0 or 1), behind an optimisation
+/// barrier: without it, LLVM may turn a loop of masked selects driven by one condition into
+/// a branch (loop unswitching), which is exactly the secret-dependent control flow the
+/// masks are there to avoid (the valgrind harness caught it doing so).
+#[inline(always)]
+pub(crate) fn mask(bit: u64) -> u64 {
+    core::hint::black_box(bit.wrapping_neg())
+}
+
+/// `a·b + c + carry` as (low word, high word in `carry`).
+#[inline(always)]
+pub(super) fn mac(a: u64, b: u64, c: u64, carry: &mut u64) -> u64 {
+    let t = u128::from(a) * u128::from(b) + u128::from(c) + u128::from(*carry);
+    *carry = (t >> 64) as u64;
+    t as u64
+}
+
+/// `x − y` into `out` (all the same length), returning the borrow (0 or 1).
+#[inline(always)]
+pub(super) fn sub_into(out: &mut [u64], x: &[u64], y: &[u64]) -> u64 {
+    let mut borrow = 0u64;
+    for ((o, &a), &b) in out.iter_mut().zip(x).zip(y) {
+        let (d, b1) = a.overflowing_sub(b);
+        let (d, b2) = d.overflowing_sub(borrow);
+        *o = d;
+        borrow = u64::from(b1 | b2);
+    }
+    borrow
+}
+
+/// `out = t − m` if the (|m| + 1)-word value (t_hi, t) is ≥ m, else `out = t`; constant time.
+/// Requires (t_hi, t) < 2m.
+#[inline(always)]
+fn final_sub(out: &mut [u64], t: &[u64], t_hi: u64, m: &[u64]) {
+    let borrow = sub_into(out, t, m);
+    // Keep the difference unless the subtraction borrowed out of the top word as well.
+    let keep_t = mask(u64::from(t_hi < borrow));
+    for (o, &x) in out.iter_mut().zip(t) {
+        *o = (*o & !keep_t) | (x & keep_t);
+    }
+}
+
+/// Montgomery multiplication (CIOS): out = a·b·2^(−64L) mod m for L = |m| limbs, with
+/// a < 2^(64L), b < m (so the result is fully reduced). `t` is scratch of L words; `out`
+/// must not alias the inputs.
+pub(super) fn mont_mul(out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], m0: u64, t: &mut [u64]) {
+    let l = m.len();
+    t.fill(0);
+    let mut t_hi = 0u64;
+    for &bi in b {
+        let mut c = 0u64;
+        for (tj, &aj) in t.iter_mut().zip(a) {
+            *tj = mac(aj, bi, *tj, &mut c);
+        }
+        let (s, o) = t_hi.overflowing_add(c);
+        let top = u64::from(o);
+        t_hi = s;
+        let y = t[0].wrapping_mul(m0);
+        let mut c = 0u64;
+        let _ = mac(m[0], y, t[0], &mut c);
+        for j in 1..l {
+            t[j - 1] = mac(m[j], y, t[j], &mut c);
+        }
+        let (s, o) = t_hi.overflowing_add(c);
+        t[l - 1] = s;
+        t_hi = top + u64::from(o);
+    }
+    final_sub(out, t, t_hi, m);
+}
+
+/// Montgomery squaring: the 2L-word square with each cross product computed once and
+/// doubled, then a separate Montgomery reduction. `p` is scratch of 2L words; `out` must not
+/// alias `a`.
+pub(super) fn mont_sqr(out: &mut [u64], a: &[u64], m: &[u64], m0: u64, p: &mut [u64]) {
+    let l = m.len();
+    p.fill(0);
+    for i in 0..l {
+        let ai = a[i];
+        let mut c = 0u64;
+        for j in (i + 1)..l {
+            p[i + j] = mac(ai, a[j], p[i + j], &mut c);
+        }
+        p[i + l] = c;
+    }
+    let mut top = 0u64;
+    for w in p.iter_mut() {
+        let v = *w;
+        *w = (v << 1) | top;
+        top = v >> 63;
+    }
+    let mut c = 0u64;
+    for (i, &ai) in a.iter().enumerate() {
+        let sq = u128::from(ai) * u128::from(ai);
+        let t = u128::from(p[2 * i]) + u128::from(sq as u64) + u128::from(c);
+        p[2 * i] = t as u64;
+        let t2 = u128::from(p[2 * i + 1]) + (sq >> 64) + (t >> 64);
+        p[2 * i + 1] = t2 as u64;
+        c = (t2 >> 64) as u64;
+    }
+    redc(out, p, m, m0);
+}
+
+/// Montgomery reduction of the 2L-word `p` (< m·2^(64L)): out = p·2^(−64L) mod m. `p` is
+/// overwritten.
+pub(super) fn redc(out: &mut [u64], p: &mut [u64], m: &[u64], m0: u64) {
+    let l = m.len();
+    let mut extra = 0u64;
+    for i in 0..l {
+        let y = p[i].wrapping_mul(m0);
+        let mut c = 0u64;
+        for (j, &mj) in m.iter().enumerate() {
+            p[i + j] = mac(mj, y, p[i + j], &mut c);
+        }
+        let (s, o1) = p[i + l].overflowing_add(c);
+        let (s, o2) = s.overflowing_add(extra);
+        p[i + l] = s;
+        extra = u64::from(o1 | o2);
+    }
+    let (_, hi) = p.split_at(l);
+    final_sub(out, hi, extra, m);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use num_bigint::BigUint;
+
+    fn words(x: &BigUint, l: usize) -> Vec<u64> {
+        let mut w = x.to_u64_digits();
+        w.resize(l, 0);
+        w
+    }
+
+    /// CIOS, squaring and REDC agree with num-bigint for moduli with the top bit set and
+    /// clear, for operands at the edges (0, 1, m − 1, 2^(64L) − 1 as `a`).
+    #[test]
+    fn kernels_match_num_bigint() {
+        let moduli = [
+            (BigUint::from(1u8) << 256u32) - 189u32,
+            (BigUint::from(1u8) << 255u32) - 19u32,
+            (BigUint::from(1u8) << 193u32) + 1u32 + (BigUint::from(0x1234u32) << 70u32),
+            BigUint::from(3u8),
+        ];
+        for m in &moduli {
+            let l = m.to_u64_digits().len();
+            let r = BigUint::from(1u8) << (64 * l);
+            let rinv = r.modinv(m).unwrap();
+            let mw = words(m, l);
+            let m0 = inv64(mw[0]).wrapping_neg();
+            let full = &r - 1u32;
+            let samples = [
+                BigUint::from(0u8),
+                BigUint::from(1u8),
+                m - 1u32,
+                m / 3u32,
+                (m * 7u32) / 9u32,
+            ];
+            for a in samples.iter().chain([&full]) {
+                for b in &samples {
+                    let mut out = vec![0; l];
+                    let mut t = vec![0; l];
+                    mont_mul(&mut out, &words(a, l), &words(b, l), &mw, m0, &mut t);
+                    assert_eq!(BigUint::from_slice(&to32(&out)), (a * b * &rinv) % m);
+                }
+                if a < m {
+                    let mut out = vec![0; l];
+                    let mut p = vec![0; 2 * l];
+                    mont_sqr(&mut out, &words(a, l), &mw, m0, &mut p);
+                    assert_eq!(BigUint::from_slice(&to32(&out)), (a * a * &rinv) % m);
+                }
+            }
+        }
+    }
+
+    fn to32(w: &[u64]) -> Vec<u32> {
+        w.iter()
+            .flat_map(|&x| [x as u32, (x >> 32) as u32])
+            .collect()
+    }
+
+    fn inv64(x: u64) -> u64 {
+        let mut inv = 1u64;
+        for _ in 0..6 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(x.wrapping_mul(inv)));
+        }
+        inv
+    }
+}
