@@ -65,7 +65,9 @@ impl RandomizerPool {
     /// Precomputes `count` more randomizers (exponentiations in parallel with `rayon`).
     pub fn fill<R: CryptoRng + ?Sized>(&mut self, count: usize, rng: &mut R) {
         let rs: Vec<Limbs> = (0..count).map(|_| self.key.random_unit(rng)).collect();
-        let mut fresh = map_slice(&rs, |r| self.key.r_pow_n(r));
+        let mut fresh = crate::ops::map_chunks(&rs, Monty::BATCH, |chunk| {
+            self.key.r_pow_n_batch(&chunk.iter().collect::<Vec<_>>())
+        });
         self.values.append(&mut fresh);
     }
 

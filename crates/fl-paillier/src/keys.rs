@@ -498,14 +498,27 @@ impl CrtHalf {
 
     /// m mod s from the ciphertext's limbs, constant time in the key and in c.
     fn decrypt_half(&self, c: &[u64]) -> Limbs {
-        let reduced = self.mont_sq.reduce(c);
+        self.decrypt_halves(&[c]).pop().unwrap_or_default()
+    }
+
+    /// m mod s for up to [`Monty::BATCH`] ciphertexts (one multi-buffer exponentiation on
+    /// IFMA), constant time in the key and in the ciphertexts.
+    fn decrypt_halves(&self, cs: &[&[u64]]) -> Vec<Limbs> {
+        let reduced: Vec<MontVal> = cs.iter().map(|c| self.mont_sq.reduce(c)).collect();
         // x = c^(s−1) mod s² = 1 + s·L.
-        let x = self.mont_sq.pow_ct(&reduced, &self.exp, self.exp_bits);
-        let mut x_minus_1 = self.mont_sq.leave(&x);
-        sub_assign(&mut x_minus_1, &[1]);
-        // L = (x − 1)/s exactly, and L < s < 2^(64·limbs): multiply by s⁻¹ mod 2^(64·limbs).
-        let l = mul_low(&fit(&x_minus_1, self.limbs), &self.inv_2k, self.limbs);
-        self.mont.mul_plain(&l, &self.h)
+        let xs = self
+            .mont_sq
+            .pow_batch(&reduced, &self.exp, self.exp_bits, true);
+        xs.iter()
+            .map(|x| {
+                let mut x_minus_1 = self.mont_sq.leave(x);
+                sub_assign(&mut x_minus_1, &[1]);
+                // L = (x − 1)/s exactly, and L < s < 2^(64·limbs): multiply by s⁻¹ mod
+                // 2^(64·limbs).
+                let l = mul_low(&fit(&x_minus_1, self.limbs), &self.inv_2k, self.limbs);
+                self.mont.mul_plain(&l, &self.h)
+            })
+            .collect()
     }
 
     /// A uniform element of the order-(s−1) subgroup of Z*_{s²} (where rⁿ mod s² lives):
@@ -513,6 +526,13 @@ impl CrtHalf {
     /// as t^s ≡ t mod s). t is drawn as 2·limbs random words reduced mod s in constant time
     /// (statistical distance < 2^−64 from uniform). Returned as `sq_limbs` limbs.
     fn nth_residue_sample<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Limbs {
+        let t = self.residue_base(rng);
+        let u = self.mont_sq.pow_ct(&t, &self.prime, self.exp_bits);
+        self.mont_sq.leave(&u)
+    }
+
+    /// The base t of [`CrtHalf::nth_residue_sample`], in the domain mod s².
+    fn residue_base<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> MontVal {
         let words: Limbs = Zeroizing::new((0..2 * self.limbs).map(|_| rng.next_u64()).collect());
         let mut t = self.mont.leave(&self.mont.reduce(&words));
         // t = 0 has probability ~2^−|s|: replace it by 1 without branching (a bias of
@@ -521,8 +541,17 @@ impl CrtHalf {
         t[0] |= 1 & zero;
         let t_sq = self.mont_sq.to_mont(&t);
         t.zeroize();
-        let u = self.mont_sq.pow_ct(&t_sq, &self.prime, self.exp_bits);
-        self.mont_sq.leave(&u)
+        t_sq
+    }
+
+    /// [`CrtHalf::nth_residue_sample`] for bases already drawn, up to [`Monty::BATCH`] at
+    /// once.
+    fn nth_residues(&self, bases: &[MontVal]) -> Vec<Limbs> {
+        self.mont_sq
+            .pow_batch(bases, &self.prime, self.exp_bits, true)
+            .iter()
+            .map(|u| self.mont_sq.leave(u))
+            .collect()
     }
 }
 
@@ -720,15 +749,20 @@ impl DecryptionKey {
     /// # Errors
     /// [`Error::KeyMismatch`] if any ciphertext belongs to another key.
     pub fn decrypt_many(&self, cs: &[Ciphertext]) -> Result<Vec<Plaintext>> {
-        #[cfg(feature = "rayon")]
-        {
-            use rayon::prelude::*;
-            cs.par_iter().map(|c| self.decrypt(c)).collect()
+        for c in cs {
+            self.public.check_ciphertext(c)?;
         }
-        #[cfg(not(feature = "rayon"))]
-        {
-            cs.iter().map(|c| self.decrypt(c)).collect()
-        }
+        Ok(crate::ops::map_chunks(cs, Monty::BATCH, |chunk| {
+            let values: Vec<&[u64]> = chunk.iter().map(|c| &c.value[..]).collect();
+            let (mps, mqs) = join(
+                || self.p.decrypt_halves(&values),
+                || self.q.decrypt_halves(&values),
+            );
+            mps.iter()
+                .zip(&mqs)
+                .map(|(mp, mq)| self.recombine(mp, mq))
+                .collect()
+        }))
     }
 
     /// Decrypts and decodes a signed integer in [−max_int, max_int].
@@ -889,10 +923,49 @@ impl DecryptionKey {
             .iter()
             .map(|m| self.public.g_pow(m))
             .collect::<Result<_>>()?;
-        Ok(crate::ops::map_slice_seeded(&gms, rng, |gm, local| {
-            let r = self.crt_randomizer(local);
-            self.public.ciphertext_from_product(gm, &r)
-        }))
+        // One ChaCha20 stream per item (seeded in order from `rng`), drawn in the order of
+        // `crt_randomizer` (t_p, then t_q), so the output does not depend on batching.
+        let mut seeded: Vec<(&Limbs, [u8; 32])> = gms
+            .iter()
+            .map(|gm| {
+                let mut seed = [0u8; 32];
+                rng.fill_bytes(&mut seed);
+                (gm, seed)
+            })
+            .collect();
+        let out = crate::ops::map_chunks(&seeded, Monty::BATCH, |chunk| {
+            let (mut tps, mut tqs) = (Vec::new(), Vec::new());
+            for (_, seed) in chunk {
+                let mut local = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::from_seed(*seed);
+                tps.push(self.p.residue_base(&mut local));
+                tqs.push(self.q.residue_base(&mut local));
+            }
+            let (ups, uqs) = join(|| self.p.nth_residues(&tps), || self.q.nth_residues(&tqs));
+            chunk
+                .iter()
+                .zip(ups.iter().zip(&uqs))
+                .map(|((gm, _), (up, uq))| {
+                    let r = self.public.inner.mont.to_mont(&self.crt_combine_sq(up, uq));
+                    self.public.ciphertext_from_product(gm, &r)
+                })
+                .collect()
+        });
+        for (_, seed) in &mut seeded {
+            seed.zeroize();
+        }
+        Ok(out)
+    }
+}
+
+/// Runs `a` and `b` (on two rayon threads with the `rayon` feature).
+fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    #[cfg(feature = "rayon")]
+    {
+        rayon::join(a, b)
+    }
+    #[cfg(not(feature = "rayon"))]
+    {
+        (a(), b())
     }
 }
 

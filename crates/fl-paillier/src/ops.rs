@@ -35,6 +35,19 @@ where
     }
 }
 
+/// Maps `f` over consecutive chunks of at most `chunk` items of `xs` (chunks in parallel
+/// with the `rayon` feature) and concatenates the results in order: for the multi-buffer
+/// kernels, which work on up to [`Monty::BATCH`] values at once.
+pub(crate) fn map_chunks<T, U, F>(xs: &[T], chunk: usize, f: F) -> Vec<U>
+where
+    T: Sync,
+    U: Send,
+    F: Fn(&[T]) -> Vec<U> + Sync + Send,
+{
+    let chunks: Vec<&[T]> = xs.chunks(chunk.max(1)).collect();
+    map_slice(&chunks, |c| f(c)).into_iter().flatten().collect()
+}
+
 /// Maps `f` over `xs` (in parallel with the `rayon` feature), giving item i its own
 /// ChaCha20 stream seeded with the i-th 32 bytes drawn from `rng`, so the output does not
 /// depend on the thread count. The seeds are wiped afterwards.
@@ -105,6 +118,28 @@ impl EncryptionKey {
         let inner = &self.inner;
         let base = inner.mont.to_mont(r);
         inner.mont.pow_public_exp(&base, &inner.n, inner.bits)
+    }
+
+    /// rᵢⁿ mod n² for every rᵢ (at most [`Monty::BATCH`]; the multi-buffer kernel where
+    /// there is one), in the domain.
+    pub(crate) fn r_pow_n_batch(&self, rs: &[&Limbs]) -> Vec<MontVal> {
+        let inner = &self.inner;
+        let bases: Vec<MontVal> = rs.iter().map(|r| inner.mont.to_mont(r)).collect();
+        inner.mont.pow_batch(&bases, &inner.n, inner.bits, false)
+    }
+
+    /// Ciphertexts aᵢ·rᵢⁿ mod n² for (aᵢ, rᵢ) pairs, [`Monty::BATCH`] exponentiations at a
+    /// time, batches in parallel with `rayon`.
+    fn products_with_randomizers(&self, jobs: &[(&[u64], Limbs)]) -> Vec<Ciphertext> {
+        map_chunks(jobs, Monty::BATCH, |chunk| {
+            let rs: Vec<&Limbs> = chunk.iter().map(|(_, r)| r).collect();
+            let rn = self.r_pow_n_batch(&rs);
+            chunk
+                .iter()
+                .zip(&rn)
+                .map(|((a, _), r)| self.ciphertext_from_product(a, r))
+                .collect()
+        })
     }
 
     /// A fresh rⁿ mod n² (the randomizer of one encryption or re-randomization).
@@ -193,13 +228,11 @@ impl EncryptionKey {
         rng: &mut R,
     ) -> Result<Vec<Ciphertext>> {
         let gms: Vec<Limbs> = ms.iter().map(|m| self.g_pow(m)).collect::<Result<_>>()?;
-        let jobs: Vec<(Limbs, Limbs)> = gms
-            .into_iter()
-            .map(|gm| (gm, self.random_unit(rng)))
+        let jobs: Vec<(&[u64], Limbs)> = gms
+            .iter()
+            .map(|gm| (gm.as_slice(), self.random_unit(rng)))
             .collect();
-        Ok(map_slice(&jobs, |(gm, r)| {
-            self.ciphertext_from_product(gm, &self.r_pow_n(r))
-        }))
+        Ok(self.products_with_randomizers(&jobs))
     }
 
     /// Homomorphic addition: Dec(add(a, b)) = Dec(a) + Dec(b) mod n. Two Montgomery
@@ -362,11 +395,11 @@ impl EncryptionKey {
         for c in cs {
             self.check_ciphertext(c)?;
         }
-        let jobs: Vec<(&Ciphertext, Limbs)> =
-            cs.iter().map(|c| (c, self.random_unit(rng))).collect();
-        Ok(map_slice(&jobs, |(c, r)| {
-            self.ciphertext_from_product(&c.value, &self.r_pow_n(r))
-        }))
+        let jobs: Vec<(&[u64], Limbs)> = cs
+            .iter()
+            .map(|c| (&c.value[..], self.random_unit(rng)))
+            .collect();
+        Ok(self.products_with_randomizers(&jobs))
     }
 
     /// Encrypted dot product with public scalars: Enc(Σ kᵢ·xᵢ) = Π cᵢ^kᵢ, by simultaneous

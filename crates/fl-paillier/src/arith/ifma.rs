@@ -22,8 +22,9 @@
 
 use core::arch::x86_64::{
     __m512i, _mm_cvtsi64_si128, _mm_cvtsi128_si64, _mm512_add_epi64, _mm512_alignr_epi64,
-    _mm512_castsi512_si128, _mm512_loadu_si512, _mm512_madd52hi_epu64, _mm512_madd52lo_epu64,
-    _mm512_set1_epi64, _mm512_setzero_si512, _mm512_storeu_si512, _mm512_zextsi128_si512,
+    _mm512_and_si512, _mm512_castsi512_si128, _mm512_loadu_si512, _mm512_madd52hi_epu64,
+    _mm512_madd52lo_epu64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_srli_epi64,
+    _mm512_storeu_si512, _mm512_zextsi128_si512,
 };
 
 /// Low 52 bits.
@@ -68,6 +69,89 @@ impl Ifma {
             };
         }
         dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20);
+    }
+
+    /// Eight independent almost-Montgomery multiplications modulo the same m (multi-buffer:
+    /// lane l of every vector belongs to product l). `a`, `b` and `out` hold K = 8·v
+    /// digits per number interleaved (word 8·j + l is digit j of number l), each ≥ 64·K
+    /// words; `m` holds m's K digits (not interleaved). Returns without writing if `v` is
+    /// out of range or a slice is too short.
+    pub(crate) fn amm_x8(
+        self,
+        v: usize,
+        out: &mut [u64],
+        a: &[u64],
+        b: &[u64],
+        m: &[u64],
+        k0: u64,
+    ) {
+        if v == 0 || v > MAX_VECTORS {
+            return;
+        }
+        let k = 8 * v;
+        if out.len() < 8 * k || a.len() < 8 * k || b.len() < 8 * k || m.len() < k {
+            return;
+        }
+        // SAFETY: `self` is an `Ifma` token (avx512f and avx512ifma detected on this CPU);
+        // the slice lengths were checked just above.
+        unsafe { amm_x8_kernel(k, out, a, b, m, k0) }
+    }
+}
+
+/// Loads the 8 words at `x[8·j ..]` (bounds checked by the caller).
+#[inline(always)]
+fn load_at(x: &[u64], j: usize) -> __m512i {
+    debug_assert!(x.len() >= 8 * j + 8);
+    // SAFETY: the callers index j < K with x.len() ≥ 8·K (checked in `amm_x8`).
+    unsafe { _mm512_loadu_si512(x.as_ptr().add(8 * j).cast()) }
+}
+
+/// The multi-buffer AMM: per digit row bᵢ (a vector of 8 digits), the accumulator row t
+/// (K + 1 vectors, in memory) gains lo(a·bᵢ) and lo(m·y) for y = lo(t₀·k0), is shifted down
+/// one digit (t₀'s carry added to the new t₀) and gains the high halves. No lane ever
+/// talks to another, so there is no horizontal operation and no scalar dependency: the
+/// kernel is throughput bound. Lanes stay below 2^62 for K ≤ 160 (as in `amm_x1`).
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn amm_x8_kernel(k: usize, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], k0: u64) {
+    let zero = _mm512_setzero_si512();
+    let k0v = _mm512_set1_epi64(k0 as i64);
+    let mask52 = _mm512_set1_epi64(MASK52 as i64);
+    let mut t = vec![zero; k + 1];
+    for i in 0..k {
+        let bi = load_at(b, i);
+        let a0 = load_at(a, 0);
+        let m0 = _mm512_set1_epi64(m[0] as i64);
+        let t0 = _mm512_madd52lo_epu64(t[0], a0, bi);
+        let y = _mm512_madd52lo_epu64(zero, t0, k0v);
+        let t0 = _mm512_madd52lo_epu64(t0, m0, y);
+        let mut carry = _mm512_srli_epi64(t0, 52);
+        let mut a_prev = a0;
+        let mut m_prev = m0;
+        for j in 0..k - 1 {
+            let aj = load_at(a, j + 1);
+            let mj = _mm512_set1_epi64(m[j + 1] as i64);
+            let mut x = _mm512_add_epi64(t[j + 1], carry);
+            x = _mm512_madd52lo_epu64(x, aj, bi);
+            x = _mm512_madd52lo_epu64(x, mj, y);
+            x = _mm512_madd52hi_epu64(x, a_prev, bi);
+            x = _mm512_madd52hi_epu64(x, m_prev, y);
+            t[j] = x;
+            carry = zero;
+            a_prev = aj;
+            m_prev = mj;
+        }
+        let mut x = _mm512_madd52hi_epu64(carry, a_prev, bi);
+        x = _mm512_madd52hi_epu64(x, m_prev, y);
+        t[k - 1] = x;
+    }
+    // Normalise every lane's digits to 52 bits (vertical carries, all lanes at once).
+    let mut carry = zero;
+    for (j, tj) in t.iter().take(k).enumerate() {
+        let x = _mm512_add_epi64(*tj, carry);
+        carry = _mm512_srli_epi64(x, 52);
+        let d = _mm512_and_si512(x, mask52);
+        // SAFETY: out.len() ≥ 8·K (checked in `amm_x8`) and j < K.
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * j).cast(), d) };
     }
 }
 

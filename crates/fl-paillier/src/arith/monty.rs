@@ -592,6 +592,156 @@ impl Monty {
     }
 }
 
+/// Operations on up to [`Monty::BATCH`] values at once (the IFMA multi-buffer kernel: one
+/// instruction stream, eight independent multiplications), with the portable kernels one
+/// value at a time. Results are the same values as the single operations give.
+impl Monty {
+    /// Values per batched operation.
+    pub(crate) const BATCH: usize = 8;
+
+    /// base_i^exp for every base (at most [`Monty::BATCH`]) and one exponent below 2^bits,
+    /// constant time in the bases and, with `secret_exp`, in the exponent (masked scans);
+    /// with `!secret_exp` the exponent is public and indexes the table directly.
+    pub(crate) fn pow_batch(
+        &self,
+        bases: &[MontVal],
+        exp: &[u64],
+        bits: u32,
+        secret_exp: bool,
+    ) -> Vec<MontVal> {
+        match &self.kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Ifma {
+                token,
+                vectors,
+                m52,
+                k0,
+                ..
+            } if bases.len() > 1 && bases.len() <= Self::BATCH => {
+                let w = if secret_exp {
+                    ct_window(bits)
+                } else {
+                    public_window(bits)
+                };
+                let lanes = X8 {
+                    token: *token,
+                    vectors: *vectors,
+                    m52,
+                    k0: *k0,
+                };
+                let base = lanes.interleave(bases, &self.one);
+                let one = lanes.interleave(&[], &self.one);
+                lanes.deinterleave(
+                    &lanes.pow(&base, &one, exp, bits, w, secret_exp),
+                    bases.len(),
+                )
+            }
+            _ => bases
+                .iter()
+                .map(|b| {
+                    if secret_exp {
+                        self.pow_ct(b, exp, bits)
+                    } else {
+                        self.pow_public_exp(b, exp, bits)
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The multi-buffer view of an IFMA context: eight values interleaved digit by digit.
+#[cfg(target_arch = "x86_64")]
+struct X8<'a> {
+    token: Ifma,
+    vectors: usize,
+    m52: &'a [u64],
+    k0: u64,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl X8<'_> {
+    /// Digits per value.
+    fn k(&self) -> usize {
+        8 * self.vectors
+    }
+
+    /// Up to eight values interleaved (word 8·j + l = digit j of value l); missing lanes
+    /// are filled with `pad`.
+    fn interleave(&self, vals: &[MontVal], pad: &MontVal) -> MontVal {
+        let k = self.k();
+        let mut out = vec![0u64; 8 * k];
+        for lane in 0..8 {
+            let src = vals.get(lane).unwrap_or(pad);
+            for (j, &d) in src.0.iter().enumerate().take(k) {
+                out[8 * j + lane] = d;
+            }
+        }
+        MontVal(out)
+    }
+
+    /// The first `count` lanes as separate values.
+    fn deinterleave(&self, x: &MontVal, count: usize) -> Vec<MontVal> {
+        let k = self.k();
+        (0..count)
+            .map(|lane| MontVal((0..k).map(|j| x.0[8 * j + lane]).collect()))
+            .collect()
+    }
+
+    fn mul(&self, a: &MontVal, b: &MontVal) -> MontVal {
+        let mut out = MontVal(vec![0; 8 * self.k()]);
+        self.token
+            .amm_x8(self.vectors, &mut out.0, &a.0, &b.0, self.m52, self.k0);
+        out
+    }
+
+    /// base^exp lane by lane, one exponent for all lanes (fixed windows of `w` bits; with
+    /// `ct` every window multiplies by an entry chosen by a masked scan of the table).
+    fn pow(
+        &self,
+        base: &MontVal,
+        one: &MontVal,
+        exp: &[u64],
+        bits: u32,
+        w: u32,
+        ct: bool,
+    ) -> MontVal {
+        let size = 1usize << w;
+        let mut table: Vec<MontVal> = Vec::with_capacity(size);
+        table.push(one.clone());
+        if size > 1 {
+            table.push(base.clone());
+        }
+        for i in 2..size {
+            let next = if i % 2 == 0 {
+                self.mul(&table[i / 2], &table[i / 2])
+            } else {
+                self.mul(&table[i - 1], base)
+            };
+            table.push(next);
+        }
+        let mut acc = one.clone();
+        let mut selected = one.clone();
+        let windows = bits.div_ceil(w);
+        for i in (0..windows).rev() {
+            if i + 1 < windows {
+                for _ in 0..w {
+                    acc = self.mul(&acc, &acc);
+                }
+            }
+            let mut digit = window_digit(exp, i * w, w);
+            if ct {
+                Monty::ct_lookup(&mut selected, &table, digit);
+                acc = self.mul(&acc, &selected);
+            } else if digit != 0 {
+                acc = self.mul(&acc, &table[digit as usize]);
+            }
+            digit.zeroize();
+        }
+        acc
+    }
+}
+
 /// Bits `start .. start + w` of the little-endian words `exp` (zero beyond its end).
 pub(crate) fn window_digit(exp: &[u64], start: u32, w: u32) -> u64 {
     let (word, off) = ((start / 64) as usize, start % 64);
@@ -710,6 +860,16 @@ mod tests {
                     assert_eq!(big(&ctx.leave(&ct)), want, "{ctx_name} pow_ct");
                     let pb = ctx.pow_public_exp(&am, &ew, 300);
                     assert_eq!(big(&ctx.leave(&pb)), want, "{ctx_name} pow_public");
+                }
+                let bases: Vec<MontVal> =
+                    samples.iter().map(|a| ctx.to_mont(&words(a, l))).collect();
+                for count in [2usize, 5, 8] {
+                    for secret in [true, false] {
+                        let got = ctx.pow_batch(&bases[..count.min(bases.len())], &ew, 300, secret);
+                        for (g, a) in got.iter().zip(&samples) {
+                            assert_eq!(big(&ctx.leave(g)), a.modpow(&exp, m), "{ctx_name} batch");
+                        }
+                    }
                 }
                 let long = num_bigint::BigRng010::random_biguint(&mut rng, 64 * 2 * l as u64 + 5);
                 let red = ctx.leave(&ctx.reduce(&long.to_u64_digits()));
