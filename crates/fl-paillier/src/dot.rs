@@ -83,7 +83,7 @@ impl Tables {
                 let mut digit = window_digit(e, window * w, w);
                 let row = &self.entries[i * size..(i + 1) * size];
                 if ct {
-                    Monty::ct_lookup(&mut selected, row, digit);
+                    mont.ct_lookup(&mut selected, row, digit);
                     mont.mul_assign(&mut acc, &selected, &mut work);
                     digit.zeroize();
                 } else if digit != 0 {

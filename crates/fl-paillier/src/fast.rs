@@ -406,7 +406,7 @@ fn comb_pow(mont: &Monty, table: &[MontVal], window: u32, bits: u32, alpha: &[u6
         // Bits beyond ℓ are cleared (the last digit may be partial).
         let valid = bits.saturating_sub(start).min(window);
         digit &= (1u64 << valid) - 1;
-        Monty::ct_lookup(&mut selected, row, digit);
+        mont.ct_lookup(&mut selected, row, digit);
         mont.mul_assign(&mut acc, &selected, &mut work);
         digit.zeroize();
     }

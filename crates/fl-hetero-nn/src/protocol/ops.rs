@@ -3,6 +3,7 @@
 
 use num_bigint::BigInt;
 use rand::{CryptoRng, SeedableRng, rngs::ChaCha20Rng};
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::{ApiMisuse, Error, PeerMisbehaved, SchemeError};
 use crate::matrix::Matrix;
@@ -50,18 +51,20 @@ fn par_map<T: Send>(
 }
 
 /// Maps a randomised `f` over `0..count`; each chunk of [`RNG_CHUNK`] items gets its own
-/// ChaCha20 generator seeded from `rng`.
+/// ChaCha20 generator seeded from `rng`. The seeds determine every mask and nonce drawn from
+/// them, so they are wiped once the map is done (on the error path too).
 fn par_map_rng<T: Send, R: CryptoRng + ?Sized>(
     count: usize,
     rng: &mut R,
     f: impl Fn(usize, &mut ChaCha20Rng) -> Result<T, Error> + Sync + Send,
 ) -> Result<Vec<T>, Error> {
     let chunks = count.div_ceil(RNG_CHUNK);
-    let mut seeds = Vec::with_capacity(chunks);
+    let mut seeds: Zeroizing<Vec<[u8; 32]>> = Zeroizing::new(Vec::with_capacity(chunks));
     for _ in 0..chunks {
         let mut seed = [0u8; 32];
         rng.fill_bytes(&mut seed);
         seeds.push(seed);
+        seed.zeroize();
     }
     let per_chunk = par_map(chunks, |c| {
         let mut r = ChaCha20Rng::from_seed(seeds[c]);

@@ -23,8 +23,8 @@
 use core::arch::x86_64::{
     __m512i, _mm_cvtsi64_si128, _mm_cvtsi128_si64, _mm512_add_epi64, _mm512_alignr_epi64,
     _mm512_and_si512, _mm512_castsi512_si128, _mm512_loadu_si512, _mm512_madd52hi_epu64,
-    _mm512_madd52lo_epu64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_srli_epi64,
-    _mm512_storeu_si512, _mm512_zextsi128_si512,
+    _mm512_madd52lo_epu64, _mm512_or_si512, _mm512_set1_epi64, _mm512_setzero_si512,
+    _mm512_srli_epi64, _mm512_storeu_si512, _mm512_zextsi128_si512,
 };
 
 /// Low 52 bits.
@@ -98,11 +98,51 @@ impl Ifma {
     }
 }
 
+impl Ifma {
+    /// dst = OR over entries of (entry AND mask): the masked table scan of
+    /// `Monty::ct_lookup` with 512-bit vectors. `masks[e]` is all ones for the selected
+    /// entry and zero otherwise (computed by the caller without branches); every entry is
+    /// read whatever the masks are. Entries shorter than `dst` (or a `dst` whose length is
+    /// not a multiple of 8) leave `dst` untouched: callers pass equal, 8-aligned lengths.
+    pub(crate) fn masked_select<T: AsRef<[u64]>>(
+        self,
+        dst: &mut [u64],
+        table: &[T],
+        masks: &[u64],
+    ) {
+        let len = dst.len();
+        if !len.is_multiple_of(8)
+            || masks.len() != table.len()
+            || table.iter().any(|e| e.as_ref().len() < len)
+        {
+            return;
+        }
+        // SAFETY: `self` is an `Ifma` token (avx512f detected); the lengths were checked.
+        unsafe { masked_select_kernel(dst, table, masks) }
+    }
+}
+
+#[target_feature(enable = "avx512f")]
+fn masked_select_kernel<T: AsRef<[u64]>>(dst: &mut [u64], table: &[T], masks: &[u64]) {
+    let vectors = dst.len() / 8;
+    let masks: Vec<__m512i> = masks.iter().map(|&m| _mm512_set1_epi64(m as i64)).collect();
+    for v in 0..vectors {
+        let mut acc = _mm512_setzero_si512();
+        for (entry, mask) in table.iter().zip(&masks) {
+            let x = load_at(entry.as_ref(), v);
+            acc = _mm512_or_si512(acc, _mm512_and_si512(x, *mask));
+        }
+        // SAFETY: dst.len() = 8·vectors and v < vectors.
+        unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(8 * v).cast(), acc) };
+    }
+}
+
 /// Loads the 8 words at `x[8·j ..]` (bounds checked by the caller).
 #[inline(always)]
 fn load_at(x: &[u64], j: usize) -> __m512i {
     debug_assert!(x.len() >= 8 * j + 8);
-    // SAFETY: the callers index j < K with x.len() ≥ 8·K (checked in `amm_x8`).
+    // SAFETY: the callers index j < K with x.len() ≥ 8·K (checked in `amm_x8` and
+    // `masked_select`).
     unsafe { _mm512_loadu_si512(x.as_ptr().add(8 * j).cast()) }
 }
 

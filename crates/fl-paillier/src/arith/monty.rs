@@ -93,6 +93,12 @@ impl Drop for MontVal {
     }
 }
 
+impl AsRef<[u64]> for MontVal {
+    fn as_ref(&self) -> &[u64] {
+        &self.0
+    }
+}
+
 impl Zeroize for MontVal {
     fn zeroize(&mut self) {
         self.0.zeroize();
@@ -507,14 +513,20 @@ impl Monty {
         acc.unwrap_or_else(|| MontVal(vec![0; self.width()]))
     }
 
-    /// Sets `dst` to `table[index]` by reading every entry (a masked OR over all words), so
-    /// the accesses do not depend on `index`; `dst` becomes 0 if index ≥ table.len().
-    pub(crate) fn ct_lookup(dst: &mut MontVal, table: &[MontVal], index: u64) {
+    /// Sets `dst` to `table[index]` by reading every entry (a masked OR over all words, with
+    /// 512-bit vectors on IFMA contexts), so the accesses do not depend on `index`; `dst`
+    /// becomes 0 if index ≥ table.len(). Every entry must have `dst`'s length.
+    pub(crate) fn ct_lookup(&self, dst: &mut MontVal, table: &[MontVal], index: u64) {
+        let masks = select_masks(table.len(), index);
+        #[cfg(target_arch = "x86_64")]
+        if let Kernel::Ifma { token, .. } = &self.kernel
+            && dst.0.len().is_multiple_of(8)
+        {
+            token.masked_select(&mut dst.0, table, &masks);
+            return;
+        }
         dst.0.fill(0);
-        for (j, entry) in table.iter().enumerate() {
-            let hit = portable::mask(u64::from(
-                subtle::ConstantTimeEq::ct_eq(&index, &(j as u64)).unwrap_u8(),
-            ));
+        for (entry, &hit) in table.iter().zip(&masks) {
             for (d, &s) in dst.0.iter_mut().zip(&entry.0) {
                 *d |= s & hit;
             }
@@ -558,7 +570,7 @@ impl Monty {
                 }
             }
             let mut digit = window_digit(exp, i * w, w);
-            Self::ct_lookup(&mut selected, &table, digit);
+            self.ct_lookup(&mut selected, &table, digit);
             self.mul_assign(&mut acc, &selected, &mut work);
             digit.zeroize();
         }
@@ -731,7 +743,11 @@ impl X8<'_> {
             }
             let mut digit = window_digit(exp, i * w, w);
             if ct {
-                Monty::ct_lookup(&mut selected, &table, digit);
+                self.token.masked_select(
+                    &mut selected.0,
+                    &table,
+                    &select_masks(table.len(), digit),
+                );
                 acc = self.mul(&acc, &selected);
             } else if digit != 0 {
                 acc = self.mul(&acc, &table[digit as usize]);
@@ -740,6 +756,18 @@ impl X8<'_> {
         }
         acc
     }
+}
+
+/// The masks of a table scan for `index`: all ones at `index`, zero elsewhere, computed
+/// without branches (behind the optimisation barrier of [`portable::mask`]).
+fn select_masks(len: usize, index: u64) -> Vec<u64> {
+    (0..len)
+        .map(|j| {
+            portable::mask(u64::from(
+                subtle::ConstantTimeEq::ct_eq(&index, &(j as u64)).unwrap_u8(),
+            ))
+        })
+        .collect()
 }
 
 /// Bits `start .. start + w` of the little-endian words `exp` (zero beyond its end).
