@@ -3,7 +3,7 @@
 
 use crate::arith::{
     Engine, Limbs, MontVal, Monty, add_assign, boxed_from_limbs, byte_len, ct_is_zero_mask,
-    ct_lt_mask, fit, limbs_for, limbs_from_big, limbs_from_boxed, mul_low, mul_wide, sub_assign,
+    ct_lt_mask, fit, limbs_for, limbs_from_big, mul_low, mul_wide, sub_assign,
 };
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
@@ -448,41 +448,29 @@ impl CrtHalf {
         out
     }
 
-    fn new(s: &BigUint, t: &BigUint) -> Result<Self> {
+    /// The half for prime s (`sbits` bits, public) and the other prime t, both as limbs;
+    /// constant time in s and t (the valgrind harness runs it on poisoned primes). The
+    /// caller has checked that s and t are distinct odd primes.
+    fn new(s: &[u64], t: &[u64], sbits: u32) -> Result<Self> {
         let bad = |reason| Error::InvalidPrimes { reason };
-        let sbits = u32::try_from(s.bits()).map_err(|_| bad("prime too large"))?;
         let limbs = limbs_for(sbits);
         let sq_limbs = limbs_for(2 * sbits);
-        let prime = Zeroizing::new(limbs_from_big(s, limbs).ok_or(bad("prime does not fit"))?);
-        let other = Zeroizing::new(
-            limbs_from_big(t, limbs_for(u32::try_from(t.bits()).unwrap_or(u32::MAX)))
-                .ok_or(bad("prime does not fit"))?,
-        );
-        // Bit lengths are public; the context set-up is constant time otherwise.
-        let mont = Monty::new(&prime, sbits).ok_or(bad("prime must be odd"))?;
+        let prime = fit(s, limbs);
+        let mont = Monty::new(&prime, sbits).ok_or(bad("prime of an unsupported size"))?;
         let sq = fit(&mul_wide(&prime, &prime), sq_limbs);
         // s² has 2|s| − 1 or 2|s| bits: the lower bound keeps the set-up independent of s.
-        let mont_sq = Monty::new(&sq, 2 * sbits - 1).ok_or(bad("prime must be odd"))?;
-        let (inv, ok) = boxed_from_limbs(&prime, limbs).invert_mod2k(64 * limbs as u32);
-        if !bool::from(ok) {
-            return Err(bad("prime must be odd"));
-        }
-        let inv_2k = limbs_from_boxed(&inv);
-        // h = (−t)⁻¹ mod s = s − (t mod s)⁻¹, all constant time.
-        let t_mod_s = mont.leave(&mont.reduce(&other));
-        let s_odd = boxed_from_limbs(&prime, limbs)
-            .to_odd()
-            .into_option()
-            .ok_or(bad("prime must be odd"))?;
-        let inv_t = boxed_from_limbs(&t_mod_s, limbs)
-            .invert_odd_mod(&s_odd)
-            .into_option()
-            .ok_or(bad("primes must be coprime"))?;
-        let mut h = prime.clone();
-        sub_assign(&mut h, &limbs_from_boxed(&inv_t));
-        let h = mont.to_mont(&h);
+        let mont_sq = Monty::new(&sq, 2 * sbits - 1).ok_or(bad("prime of an unsupported size"))?;
+        let inv_2k = inverse_mod_2k(&prime);
         let mut exp = prime.clone();
         sub_assign(&mut exp, &[1]);
+        // h = (−t)⁻¹ mod s = s − (t mod s)⁻¹, the inverse by Fermat: (t mod s)^(s−2).
+        let t_mod_s = mont.reduce(t);
+        let mut s_minus_2 = prime.clone();
+        sub_assign(&mut s_minus_2, &[2]);
+        let inv_t = mont.leave(&mont.pow_ct(&t_mod_s, &s_minus_2, sbits));
+        let mut h = prime.clone();
+        sub_assign(&mut h, &inv_t);
+        let h = mont.to_mont(&h);
         Ok(Self {
             prime,
             exp,
@@ -669,28 +657,39 @@ impl DecryptionKey {
         let bad = |reason| Error::InvalidPrimes { reason };
         let (small, large) = if p < q { (p, q) } else { (q, p) };
         let public = EncryptionKey::from_validated_n(n)?;
-        let ph = CrtHalf::new(small, large)?;
-        let qh = CrtHalf::new(large, small)?;
-        // p < q, so p is reduced mod q.
-        let q_odd = boxed_from_limbs(&qh.prime, qh.limbs)
-            .to_odd()
-            .into_option()
-            .ok_or(bad("prime must be odd"))?;
-        let p_inv = boxed_from_limbs(&ph.prime, qh.limbs)
-            .invert_odd_mod(&q_odd)
-            .into_option()
-            .ok_or(bad("primes must be coprime"))?;
-        let p_inv_q = qh.mont.to_mont(&limbs_from_boxed(&p_inv));
+        let bits = u32::try_from(p.bits()).map_err(|_| bad("prime too large"))?;
+        let l = limbs_for(bits);
+        let small = Zeroizing::new(limbs_from_big(small, l).ok_or(bad("prime does not fit"))?);
+        let large = Zeroizing::new(limbs_from_big(large, l).ok_or(bad("prime does not fit"))?);
+        Self::from_prime_limbs(public, &small, &large, bits)
+    }
+
+    /// The key for primes p < q of `bits` bits each (limbs; distinct odd primes with
+    /// p·q = the public key's n, all checked by the caller), constant time in p and q:
+    /// the Montgomery contexts, s⁻¹ mod 2^k (Newton), and the CRT constants by Fermat /
+    /// Euler inverses with constant-time exponentiations. Public (hidden) for the valgrind
+    /// harness, which runs it on poisoned primes; everything else must come through
+    /// [`keygen`] or [`DecryptionKey::from_primes`].
+    #[doc(hidden)]
+    pub fn from_prime_limbs(
+        public: EncryptionKey,
+        p: &[u64],
+        q: &[u64],
+        bits: u32,
+    ) -> Result<Self> {
+        let ph = CrtHalf::new(p, q, bits)?;
+        let qh = CrtHalf::new(q, p, bits)?;
+        // p⁻¹ mod q = p^(q−2) (p < q, so p is reduced mod q).
+        let mut q_minus_2 = qh.prime.clone();
+        sub_assign(&mut q_minus_2, &[2]);
+        let p_mod_q = qh.mont.to_mont(&ph.prime);
+        let p_inv_q = qh.mont.pow_ct(&p_mod_q, &q_minus_2, bits);
+        // p⁻² mod q² = (p²)^(φ(q²) − 1) with φ(q²) = q(q − 1).
         let p2 = fit(&mul_wide(&ph.prime, &ph.prime), ph.sq_limbs);
-        let q2_odd = boxed_from_limbs(qh.mont_sq.modulus(), qh.sq_limbs)
-            .to_odd()
-            .into_option()
-            .ok_or(bad("prime must be odd"))?;
-        let p2_inv = boxed_from_limbs(&p2, qh.sq_limbs)
-            .invert_odd_mod(&q2_odd)
-            .into_option()
-            .ok_or(bad("primes must be coprime"))?;
-        let p2_inv_q2 = qh.mont_sq.to_mont(&limbs_from_boxed(&p2_inv));
+        let mut phi_minus_1 = fit(&mul_wide(&qh.prime, &qh.exp), qh.sq_limbs);
+        sub_assign(&mut phi_minus_1, &[1]);
+        let p2_mod_q2 = qh.mont_sq.to_mont(&p2);
+        let p2_inv_q2 = qh.mont_sq.pow_ct(&p2_mod_q2, &phi_minus_1, 2 * bits);
         Ok(Self {
             public,
             p: ph,
@@ -852,6 +851,26 @@ impl DecryptionKey {
         let mu = mod_inverse(&(&lambda % &n), &n).ok_or(Error::DecryptionFailed)?;
         Ok((l * mu) % &n)
     }
+}
+
+/// s⁻¹ mod 2^(64·|s|) for odd s, by Newton's iteration x ← x·(2 − s·x), which doubles the
+/// correct low bits each step (from 1 correct bit to 64·|s|); constant time in s.
+fn inverse_mod_2k(s: &[u64]) -> Limbs {
+    let l = s.len();
+    let mut x = Zeroizing::new(vec![0u64; l]);
+    x[0] = 1;
+    let mut correct = 1usize;
+    while correct < 64 * l {
+        // x·(2 − s·x) = 2x − x·s·x.
+        let sx = mul_low(s, &x, l);
+        let xsx = mul_low(&x, &sx, l);
+        let mut next = fit(&x, l);
+        add_assign(&mut next, &x);
+        sub_assign(&mut next, &xsx);
+        x = next;
+        correct *= 2;
+    }
+    x
 }
 
 /// (a − b) mod m for a, b < m (limbs of m's length, b possibly shorter), constant time.

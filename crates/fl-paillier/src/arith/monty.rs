@@ -223,11 +223,13 @@ fn sub52(out: &mut [u64], a: &[u64], b: &[u64]) -> u64 {
 impl Monty {
     /// A context for the odd modulus `m` (little-endian limbs) of at least `min_bits` bits
     /// (a public lower bound, e.g. 2·|p| − 1 for p²), constant time in m's value (only the
-    /// limb count and `min_bits` steer the work). `None` if m is even or `min_bits` < 2.
+    /// limb count and `min_bits` steer the work). m must be odd and is not checked here
+    /// (that would branch on a secret modulus): public moduli are validated by
+    /// `validate_modulus`, primes by primality tests. `None` if `min_bits` is out of range.
     pub(crate) fn new(m: &[u64], min_bits: u32) -> Option<Self> {
         let bits = min_bits;
         let limbs = m.len();
-        if limbs == 0 || m[0] & 1 == 0 || bits < 2 || u64::from(bits) > 64 * limbs as u64 {
+        if limbs == 0 || bits < 2 || u64::from(bits) > 64 * limbs as u64 {
             return None;
         }
         let mut kernel = choose(limbs);
