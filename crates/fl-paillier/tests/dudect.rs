@@ -65,41 +65,93 @@ fn samples() -> usize {
         .unwrap_or(4000)
 }
 
+/// The key of the timing tests, built with the portable kernels or with the run-time
+/// choice (IFMA where the CPU has it).
+fn key_on(portable: bool) -> fl_paillier::DecryptionKey {
+    fl_paillier::force_portable_engine(portable);
+    let (p, q) = common::key1024().expose_primes();
+    let dk = fl_paillier::DecryptionKey::from_primes(
+        &BigUint::from_bytes_be(&p),
+        &BigUint::from_bytes_be(&q),
+    )
+    .unwrap();
+    fl_paillier::force_portable_engine(false);
+    dk
+}
+
+/// One test function, so that nothing else runs beside the measurements: for each kernel
+/// (portable, and IFMA where the CPU has it) decryption with a fixed vs random ciphertexts
+/// and multiplication by a fixed (zero) vs random full-size secret scalar (the
+/// secret-exponent path of every kernel); then the negative control.
 #[test]
 #[ignore = "timing-based, run explicitly in release mode (see the module docs)"]
-fn dudect_decrypt_fixed_vs_random_ciphertexts() {
-    let dk = common::key1024();
-    let ek = dk.encryption_key();
+fn dudect_fixed_vs_random_secrets_on_every_kernel() {
     let mut rng = common::rng(100);
-    // Class 0: one fixed ciphertext (of 0, r = 1: c = 1). Class 1: random ciphertexts.
-    let fixed = ek.ciphertext_from_biguint(&BigUint::from(1u8)).unwrap();
-    let randoms: Vec<_> = (0..64)
-        .map(|_| ek.encrypt_i64(rng.next_u64() as i64, &mut rng).unwrap())
-        .collect();
-    let mut i = 0usize;
-    let (a, b) = measure(samples(), |class| {
-        let c = if class == 0 {
-            &fixed
-        } else {
-            i += 1;
-            &randoms[i % randoms.len()]
-        };
-        std::hint::black_box(dk.decrypt(std::hint::black_box(c)).unwrap());
-    });
-    let t = max_abs_t(&a, &b);
-    println!(
-        "dudect decrypt (fixed c = 1 vs random c): max |t| = {t:.2} over {} samples",
-        a.len() + b.len()
-    );
-    assert!(
-        t < 10.0,
-        "decryption timing depends on the ciphertext class: |t| = {t:.2}"
-    );
+    let mut kernels = vec![true];
+    if key_on(false).encryption_key().engine() == fl_paillier::Engine::Ifma {
+        kernels.push(false);
+    }
+    let mut last_randoms = Vec::new();
+    for portable in kernels {
+        let dk = key_on(portable);
+        let ek = dk.encryption_key();
+        let engine = ek.engine();
+        // Class 0: one fixed ciphertext (of 0, r = 1: c = 1). Class 1: random ciphertexts.
+        let fixed = ek.ciphertext_from_biguint(&BigUint::from(1u8)).unwrap();
+        let randoms: Vec<_> = (0..64)
+            .map(|_| ek.encrypt_i64(rng.next_u64() as i64, &mut rng).unwrap())
+            .collect();
+        let mut i = 0usize;
+        let (a, b) = measure(samples(), |class| {
+            let c = if class == 0 {
+                &fixed
+            } else {
+                i += 1;
+                &randoms[i % randoms.len()]
+            };
+            std::hint::black_box(dk.decrypt(std::hint::black_box(c)).unwrap());
+        });
+        let t = max_abs_t(&a, &b);
+        println!(
+            "dudect {engine:?} decrypt (fixed c = 1 vs random c): max |t| = {t:.2} over {} samples",
+            a.len() + b.len()
+        );
+        assert!(
+            t < 10.0,
+            "{engine:?}: decryption timing depends on the ciphertext class: |t| = {t:.2}"
+        );
+        // Class 0: the secret scalar 0. Class 1: random full-size secret scalars.
+        let zero = ek.encode_i64(0).unwrap();
+        let scalars: Vec<_> = (0..64)
+            .map(|_| {
+                let k = BigUint::from_bytes_be(&rng.random::<[u8; 120]>());
+                ek.plaintext_from_biguint(&k).unwrap()
+            })
+            .collect();
+        let mut j = 0usize;
+        let (a, b) = measure(samples(), |class| {
+            let k = if class == 0 {
+                &zero
+            } else {
+                j += 1;
+                &scalars[j % scalars.len()]
+            };
+            std::hint::black_box(ek.mul_secret(&randoms[0], std::hint::black_box(k)).unwrap());
+        });
+        let t = max_abs_t(&a, &b);
+        println!("dudect {engine:?} mul_secret (k = 0 vs random k): max |t| = {t:.2}");
+        assert!(
+            t < 10.0,
+            "{engine:?}: secret-scalar timing depends on the scalar class: |t| = {t:.2}"
+        );
+        last_randoms = randoms;
+    }
 
     // Negative control: num-bigint's modpow runs in time proportional to the exponent's
     // bit length (a 600-bit vs a 1000-bit secret exponent).
+    let ek = common::key1024().encryption_key();
     let m = ek.n() * ek.n();
-    let base = randoms[0].to_biguint();
+    let base = last_randoms[0].to_biguint();
     let light = (BigUint::from(1u8) << 600u32) + 1u8;
     let heavy = (BigUint::from(1u8) << 1000u32) + 1u8;
     let (a, b) = measure(samples().min(2000), |class| {
