@@ -1,7 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod arith;
-pub use arith::{Engine, force_portable as force_portable_engine};
+pub use arith::{Engine, default_engine, force_portable as force_portable_engine};
 pub mod ciphertext;
 mod dot;
 pub mod encoding;

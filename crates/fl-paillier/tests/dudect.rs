@@ -67,6 +67,7 @@ fn samples() -> usize {
 
 /// The key of the timing tests, built with the portable kernels or with the run-time
 /// choice (IFMA where the CPU has it).
+#[allow(clippy::unwrap_used)] // a test fixture: a failed import is a failed test
 fn key_on(portable: bool) -> fl_paillier::DecryptionKey {
     fl_paillier::force_portable_engine(portable);
     let (p, q) = common::key1024().expose_primes();

@@ -11,7 +11,7 @@ pub(crate) mod inverse;
 pub(crate) mod monty;
 mod portable;
 
-pub use monty::{Engine, force_portable};
+pub use monty::{Engine, default_engine, force_portable};
 pub(crate) use monty::{MontVal, Monty};
 pub(crate) use portable::mask;
 

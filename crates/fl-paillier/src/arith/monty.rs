@@ -31,6 +31,18 @@ pub fn force_portable(on: bool) {
     FORCE_PORTABLE.store(on, Ordering::SeqCst);
 }
 
+/// The kernel a context made now gets for a modulus up to 8192 bits: [`Engine::Ifma`] on a
+/// CPU with AVX-512 F and IFMA unless [`force_portable`] is on, [`Engine::Portable`]
+/// otherwise.
+#[must_use]
+pub fn default_engine() -> Engine {
+    match choose(1) {
+        Kernel::Portable { .. } => Engine::Portable,
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Ifma { .. } => Engine::Ifma,
+    }
+}
+
 /// Which kernel a context runs on (for tests, benchmarks and diagnostics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
