@@ -370,7 +370,12 @@ impl Monty {
         match &self.kernel {
             Kernel::Portable { m0 } => {
                 let l = self.m.len();
-                portable::mont_mul(out, a, b, &self.m, *m0, &mut buf[..l]);
+                if l >= portable::KARATSUBA_LIMBS {
+                    portable::mul_karatsuba(buf, a, b, 32);
+                    portable::redc(out, buf, &self.m, *m0);
+                } else {
+                    portable::mont_mul(out, a, b, &self.m, *m0, &mut buf[..l]);
+                }
             }
             #[cfg(target_arch = "x86_64")]
             Kernel::Ifma {
