@@ -120,8 +120,18 @@ fn paillier(c: &mut Criterion) {
         g.bench_function(format!("encrypt_djn_{alpha}bit_alpha"), |b| {
             b.iter(|| black_box(djn.encrypt(&m, &mut rng).unwrap()));
         });
+        // The key owner's DJN by CRT: the same ciphertexts, comb tables mod p² and q².
+        for window in [4, 6] {
+            let owner = dk.djn_encryptor(&public, alpha, window).unwrap();
+            g.bench_function(
+                format!("encrypt_djn_owner_crt_{alpha}bit_alpha_window{window}"),
+                |b| {
+                    b.iter(|| black_box(owner.encrypt(&m, &mut rng).unwrap()));
+                },
+            );
+        }
         // The window sweep at the anchor's exponent length (the default window is 6).
-        for window in [5, 6, 7, 8] {
+        for window in [4, 5, 6, 7, 8] {
             let djn1024 = DjnEncryptor::new(&ek, &public, 1024, window).unwrap();
             let name = if window == 6 {
                 "encrypt_djn_1024bit_alpha".to_string()
@@ -137,12 +147,30 @@ fn paillier(c: &mut Criterion) {
         g.bench_function("decrypt_ct_1thread", |b| {
             b.iter(|| black_box(dk.decrypt(&ct).unwrap()))
         });
+        // The portable kernels on the same key (what a CPU without AVX-512 IFMA runs).
+        fl_paillier::force_portable_engine(true);
+        let (pp, qp) = dk.expose_primes();
+        let dk_portable =
+            DecryptionKey::from_primes(&BigUint::from_bytes_be(&pp), &BigUint::from_bytes_be(&qp))
+                .unwrap();
+        fl_paillier::force_portable_engine(false);
+        let ek_portable = dk_portable.encryption_key().clone();
+        let ct_portable = ek_portable.encrypt(&m, &mut rng).unwrap();
+        g.bench_function("encrypt_portable_kernel", |b| {
+            b.iter(|| black_box(ek_portable.encrypt(&m, &mut rng).unwrap()))
+        });
+        g.bench_function("decrypt_ct_1thread_portable_kernel", |b| {
+            b.iter(|| black_box(dk_portable.decrypt(&ct_portable).unwrap()))
+        });
         g.bench_function("decrypt_ct_2threads_crt_halves", |b| {
             two.install(|| b.iter(|| black_box(dk.decrypt_parallel(&ct).unwrap())));
         });
 
         // Homomorphic operations.
         g.bench_function("add", |b| b.iter(|| black_box(ek.add(&ct, &ct2).unwrap())));
+        g.bench_function("negate_vartime_inverse", |b| {
+            b.iter(|| black_box(ek.negate(&ct).unwrap()))
+        });
         g.bench_function("mul_k64_public", |b| {
             b.iter(|| black_box(ek.mul_i64(&ct, black_box(-0x1234_5678_9abc_def1)).unwrap()));
         });
