@@ -3,7 +3,7 @@
 //! 64-bit limbs (the canonical form of every value outside a Montgomery domain).
 //!
 //! num-bigint is used only for public values (parsing, printing, validation); crypto-bigint
-//! only at key set-up (constant-time inversions) and for validating public ciphertexts.
+//! only for the variable-time gcd that validates a public ciphertext.
 
 #[cfg(target_arch = "x86_64")]
 mod ifma;
@@ -59,14 +59,9 @@ pub(crate) fn big_from_limbs(w: &[u64]) -> BigUint {
     BigUint::from_slice(&digits)
 }
 
-/// Limbs as a crypto-bigint `BoxedUint` of exactly `l` limbs (key set-up only).
+/// Limbs as a crypto-bigint `BoxedUint` of exactly `l` limbs (ciphertext validation only).
 pub(crate) fn boxed_from_limbs(w: &[u64], l: usize) -> BoxedUint {
     BoxedUint::from_words(fit(w, l).iter().copied())
-}
-
-/// A `BoxedUint`'s limbs (key set-up only).
-pub(crate) fn limbs_from_boxed(x: &BoxedUint) -> Limbs {
-    Zeroizing::new(x.as_words().to_vec())
 }
 
 /// The full product a·b (|a| + |b| limbs), schoolbook, constant time in the values.
