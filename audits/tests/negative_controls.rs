@@ -190,3 +190,28 @@ fn exponential_factor_two_bug_is_a_certified_violation_at_planned_sizes() {
         );
     }
 }
+
+/// Laplace on a coarse lattice (spacing 2^0 = 1, a handful of lattice steps of noise): the
+/// KS tests use the lattice law's left limit, so the correct sampler passes (the
+/// continuous formula, F(y) in D⁻, overstates D by up to an atom's mass, ≈ 0.1 here, and
+/// rejected it: fl-stats' `ks_with_atoms_is_conservative_on_a_coarse_lattice`), while a
+/// sampler at 1.3·ε is rejected.
+#[test]
+fn a_coarse_lattice_passes_the_ks_tests_and_its_miscalibration_fails() {
+    let suite = |sampler: &str| {
+        Suite::parse(
+            "t",
+            &format!(
+                r#"{{"name": "coarse", "mechanism": "laplace", "seed": 3, "samples": 500000,
+                "params": {{"eps": 1, "dim": 3, "granularity_exponent": 0}},
+                "tests": ["ks"]{sampler}}}"#
+            ),
+        )
+        .unwrap()
+    };
+    let good = engine::run(&[suite("")], &options(500_000)).unwrap();
+    assert!(good.passed(), "{:?}", good.results);
+    assert!(good.results.iter().all(|r| r.test == "ks-lattice-law"));
+    let bad = engine::run(&[suite(r#", "sampler": {"eps": 1.3}"#)], &options(500_000)).unwrap();
+    assert!(!bad.passed());
+}

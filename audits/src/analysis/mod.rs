@@ -164,14 +164,17 @@ pub(crate) fn chi_square(
     })
 }
 
-/// One-sample Kolmogorov–Smirnov test of `samples` against `cdf`.
+/// One-sample Kolmogorov–Smirnov test of `samples` against the law with CDF `cdf` and
+/// left limit `cdf_left` (P(Y < y)): exact at the atoms of a lattice law, conservative
+/// for a coarse one (fl-stats' `ks_one_sample_with_atoms`).
 pub(crate) fn ks(
     test: &str,
     about: Params,
     samples: &[f64],
     cdf: impl Fn(f64) -> f64,
+    cdf_left: impl Fn(f64) -> f64,
 ) -> Result<Outcome> {
-    let t = fl_stats::ks_one_sample(samples, cdf)?;
+    let t = fl_stats::ks_one_sample_with_atoms(samples, cdf, cdf_left)?;
     Ok(Outcome {
         test: test.into(),
         about,
@@ -597,6 +600,8 @@ pub(crate) struct RealLaw {
     pub inputs: Vec<(String, Value, Vec<f64>)>,
     /// Each coordinate's CDF (from the mechanism crate).
     pub cdf: Box<CdfFn>,
+    /// Each coordinate's left limit P(Y < y) (below the CDF at the law's atoms).
+    pub cdf_left: Box<CdfFn>,
     /// The noise scale b (tail thresholds are 3b and 6b from the centre).
     pub scale: f64,
     /// Claimed ε for the first two inputs (the box event of the module docs).
@@ -667,8 +672,13 @@ impl RealLaw {
                 r.drawn += n;
                 if tests.has("ks") {
                     let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
-                    r.outcomes
-                        .push(ks("ks-lattice-law", a, col, |y| (self.cdf)(i, j, y))?);
+                    r.outcomes.push(ks(
+                        "ks-lattice-law",
+                        a,
+                        col,
+                        |y| (self.cdf)(i, j, y),
+                        |y| (self.cdf_left)(i, j, y),
+                    )?);
                 }
                 if tests.has("tails") {
                     let c = centre.get(j).copied().unwrap_or(0.0);

@@ -88,7 +88,7 @@ pub const MECHANISMS: &[MechanismInfo] = &[
     MechanismInfo {
         name: "laplace",
         description: "Laplace on a probability vector, exact lattice sampler (fl-ldp ProbabilityVectorLaplace)",
-        params: "eps, dim",
+        params: "eps, dim, granularity_exponent?",
         tests: &["ks", "tails", "epsilon"],
     },
     MechanismInfo {
@@ -489,13 +489,26 @@ fn prior(params: &Params) -> Result<RrWithPrior> {
     Ok(RrWithPrior::new(eps_param(params)?, &p)?)
 }
 
+/// The Laplace mechanism at `params`: `eps`, `dim` and, optionally, the lattice exponent
+/// `granularity_exponent` (spacing 2^k, −60..=60; default: fl-ldp's fine lattice). A
+/// coarse lattice (k near 0) makes the output law visibly discrete.
 fn laplace(params: &Params) -> Result<(ProbabilityVectorLaplace, usize)> {
     let eps = eps_param(params)?;
     let dim = int_param(params, "dim", 2, 1024)?;
-    Ok((
-        ProbabilityVectorLaplace::new(eps, dim, LaplaceOptions::default())?,
-        dim,
-    ))
+    let mut options = LaplaceOptions::default();
+    if let Some(v) = params.get("granularity_exponent") {
+        let k = v
+            .as_i64()
+            .and_then(|k| i32::try_from(k).ok())
+            .filter(|k| (-60..=60).contains(k))
+            .ok_or_else(|| {
+                AuditError::usage(format!(
+                    "parameter `granularity_exponent` must be an integer from -60 to 60, got {v}"
+                ))
+            })?;
+        options = options.with_granularity_exponent(k);
+    }
+    Ok((ProbabilityVectorLaplace::new(eps, dim, options)?, dim))
 }
 
 /// Laplace inputs: the one-hot neighbours e_0 and e_1 (L1 distance 2, the sensitivity)
@@ -581,12 +594,19 @@ pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, Option<Outpu
             let xs: Vec<Vec<f64>> = inputs.iter().map(|(_, x)| x.clone()).collect();
             let claimed = m.privacy().epsilon;
             let scale = m.noise_scale();
+            let (m_left, xs_left) = (m, xs.clone());
             let law = RealLaw {
                 dim,
                 inputs: inputs.into_iter().map(|(l, x)| (l, json!(x), x)).collect(),
                 cdf: Box::new(move |i, j, y| {
                     xs.get(i)
                         .and_then(|x| m.coordinate_cdf(x, j, y).ok())
+                        .unwrap_or(f64::NAN)
+                }),
+                cdf_left: Box::new(move |i, j, y| {
+                    xs_left
+                        .get(i)
+                        .and_then(|x| m_left.coordinate_cdf_left(x, j, y).ok())
                         .unwrap_or(f64::NAN)
                 }),
                 scale,

@@ -31,7 +31,10 @@ pub use error::{Error, PROBABILITY_SUM_TOLERANCE, Result};
 pub use kolmogorov::{
     kolmogorov_limit_sf, kolmogorov_smirnov_cdf, kolmogorov_smirnov_sf, smirnov_sf,
 };
-pub use ks::{KsTest, TwoSampleKsTest, TwoSampleMethod, ks_one_sample, ks_two_sample};
+pub use ks::{
+    KsTest, TwoSampleKsTest, TwoSampleMethod, ks_one_sample, ks_one_sample_with_atoms,
+    ks_two_sample,
+};
 pub use multiple::{Adjusted, Correction, benjamini_hochberg, holm};
 pub use normal::{ZTest, normal_cdf, normal_sf, z_test};
 pub use power::{SampleSizePlan, binomial_test_power, sample_size_for_proportion};

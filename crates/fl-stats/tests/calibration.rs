@@ -12,8 +12,8 @@
 
 use fl_stats::{
     Alpha, Alternative, Confidence, HypothesisTest, binomial_test, chi_square_gof,
-    epsilon_lower_bound, ks_one_sample, ks_two_sample, sample_size_for_proportion,
-    subset_inclusion_test, z_test,
+    epsilon_lower_bound, ks_one_sample, ks_one_sample_with_atoms, ks_two_sample,
+    sample_size_for_proportion, subset_inclusion_test, z_test,
 };
 use rand::rngs::ChaCha20Rng;
 use rand::{Rng, SeedableRng};
@@ -159,6 +159,69 @@ fn ks_one_sample_small_n_is_calibrated() {
 fn ks_one_sample_large_n_is_calibrated() {
     // n > 140: the Durbin / Pelz-Good / Miller regions of the p-value.
     ks_calibration(1000, 3);
+}
+
+/// The two-sided geometric (discrete Laplace) law on the integers with ratio r:
+/// P(k) = (1 − r)/(1 + r)·r^|k|, a coarse lattice (spacing 1, a few atoms carry most of
+/// the mass).
+struct TwoSidedGeometric {
+    r: f64,
+}
+
+impl TwoSidedGeometric {
+    fn sample(&self, rng: &mut ChaCha20Rng) -> f64 {
+        let ln_r = self.r.ln();
+        let g1 = (uniform(rng).ln() / ln_r).floor();
+        let g2 = (uniform(rng).ln() / ln_r).floor();
+        g1 - g2
+    }
+
+    /// F at an integer k.
+    fn at(&self, k: f64) -> f64 {
+        if k >= 0.0 {
+            1.0 - self.r.powf(k + 1.0) / (1.0 + self.r)
+        } else {
+            self.r.powf(-k) / (1.0 + self.r)
+        }
+    }
+
+    fn cdf(&self, x: f64) -> f64 {
+        self.at(x.floor())
+    }
+
+    fn left_limit(&self, x: f64) -> f64 {
+        self.at(x.ceil() - 1.0)
+    }
+}
+
+/// On a coarse lattice the continuous formula (F(x) in D⁻) rejects a correct sampler
+/// almost every time; the statistic with the left limit never exceeds α (it is
+/// conservative) and still rejects a law one scale step off (negative control).
+#[test]
+fn ks_with_atoms_is_conservative_on_a_coarse_lattice() {
+    let law = TwoSidedGeometric { r: (-0.5f64).exp() };
+    let alpha = Alpha::new(ALPHA).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(12);
+    let (mut old, mut new) = (0u64, 0u64);
+    let mut x = vec![0.0; 500];
+    for _ in 0..SIMULATIONS {
+        x.iter_mut().for_each(|v| *v = law.sample(&mut rng));
+        old += u64::from(ks_one_sample(&x, |y| law.cdf(y)).unwrap().rejects(alpha));
+        let t = ks_one_sample_with_atoms(&x, |y| law.cdf(y), |y| law.left_limit(y)).unwrap();
+        new += u64::from(t.rejects(alpha));
+    }
+    eprintln!("coarse lattice: F(x) in D- rejects {old}/{SIMULATIONS}, F(x-) rejects {new}");
+    assert!(
+        old > SIMULATIONS * 9 / 10,
+        "the continuous formula should reject the correct sampler: {old}"
+    );
+    assert_calibrated("KS with atoms on a coarse lattice", new, true);
+
+    // Negative control: samples with ratio e^(-1/2.5) against the law with e^(-1/2).
+    let wider = TwoSidedGeometric { r: (-0.4f64).exp() };
+    let y: Vec<f64> = (0..4000).map(|_| wider.sample(&mut rng)).collect();
+    let t = ks_one_sample_with_atoms(&y, |v| law.cdf(v), |v| law.left_limit(v)).unwrap();
+    assert!(t.p_value < 1e-6, "a wider law not rejected: {t:?}");
 }
 
 #[test]
