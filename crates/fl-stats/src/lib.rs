@@ -5,6 +5,7 @@ pub mod chisquare;
 pub mod cluster;
 pub mod epsilon;
 pub mod error;
+pub mod independence;
 pub mod kolmogorov;
 pub mod ks;
 pub mod multiple;
@@ -28,6 +29,7 @@ pub use epsilon::{
     epsilon_lower_bound_samples, epsilon_lower_bound_thresholds,
 };
 pub use error::{Error, PROBABILITY_SUM_TOLERANCE, Result};
+pub use independence::{IndependenceTest, chi_square_independence};
 pub use kolmogorov::{
     kolmogorov_limit_sf, kolmogorov_smirnov_cdf, kolmogorov_smirnov_sf, smirnov_sf,
 };

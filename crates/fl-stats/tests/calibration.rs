@@ -12,8 +12,8 @@
 
 use fl_stats::{
     Alpha, Alternative, Confidence, HypothesisTest, binomial_test, chi_square_gof,
-    epsilon_lower_bound, ks_one_sample, ks_one_sample_with_atoms, ks_two_sample,
-    sample_size_for_proportion, subset_inclusion_test, z_test,
+    chi_square_independence, epsilon_lower_bound, ks_one_sample, ks_one_sample_with_atoms,
+    ks_two_sample, sample_size_for_proportion, subset_inclusion_test, z_test,
 };
 use rand::rngs::ChaCha20Rng;
 use rand::{Rng, SeedableRng};
@@ -439,4 +439,40 @@ fn subset_inclusion_test_is_calibrated_and_rejects_a_favoured_cell() {
         "favoured cell not rejected: p = {}",
         t.p_value
     );
+}
+
+/// Serial independence as fl-audit tests it: non-overlapping pairs of consecutive outputs
+/// of a 4-output law, cross-tabulated. Calibrated under independence; a sampler that
+/// repeats its previous output 5 % of the time is rejected (negative control).
+#[test]
+fn independence_test_is_calibrated_and_rejects_a_repeating_sampler() {
+    let probs = [0.6, 0.25, 0.1, 0.05];
+    let cum = cumulative(&probs);
+    let alpha = Alpha::new(ALPHA).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(13);
+    let table = |rng: &mut ChaCha20Rng, pairs: usize, repeat: u64| {
+        let mut t = [0u64; 16];
+        let mut previous = categorical(rng, &cum);
+        for _ in 0..pairs {
+            let mut pair = [0usize; 2];
+            for slot in &mut pair {
+                *slot = if coin(rng, repeat) {
+                    previous
+                } else {
+                    categorical(rng, &cum)
+                };
+                previous = *slot;
+            }
+            t[4 * pair[0] + pair[1]] += 1;
+        }
+        t
+    };
+    let mut rejections = 0;
+    for _ in 0..SIMULATIONS {
+        let t = chi_square_independence(&table(&mut rng, 400, 0), 4, 4).unwrap();
+        rejections += u64::from(t.rejects(alpha));
+    }
+    assert_calibrated("chi-square independence", rejections, false);
+    let t = chi_square_independence(&table(&mut rng, 200_000, threshold(0.05)), 4, 4).unwrap();
+    assert!(t.p_value < 1e-12, "a 5 % repeat not rejected: {t:?}");
 }
