@@ -514,12 +514,14 @@ fn cmd_external(
         AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
     })?;
     let inputs = law.protocol_inputs();
+    let feed = registry::feeder(mechanism, &params, &law)?;
     let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
     let source = External {
         mechanism: child,
         inputs,
         kind,
         batch,
+        feed,
     };
     let audit = registry::PointAudit {
         law,

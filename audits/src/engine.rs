@@ -259,6 +259,7 @@ pub(crate) fn execute(
                 ),
             },
             panels: Vec::new(),
+            notes: Vec::new(),
             seconds: 0.0,
         })
         .collect();
@@ -290,6 +291,11 @@ pub(crate) fn execute(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let label = crate::suite::params_label(&grid);
+        for note in r.notes {
+            if !s.notes.contains(&note) {
+                s.notes.push(note);
+            }
+        }
         for mut panel in r.panels {
             if !label.is_empty() {
                 panel.title = format!("{label}: {}", panel.title);

@@ -6,16 +6,17 @@ use fl_ldp::{
     BinaryRandomizedResponse, BitProduct, FiniteOutputs, FrequencyOracle, FrequencyProtocol,
     Mechanism,
 };
+use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
 use super::{Law, eps_param, finite_law, int_param};
 use crate::{
     analysis::{
-        BitLaw, BitStats, SupportLaw,
+        BitLaw, SupportLaw,
         estimator::{EstimatorAudit, apportion},
     },
     error::{AuditError, Result},
-    source::{Draws, Internal},
+    source::{BitAccumulator, ClassAccumulator, Data, Defects, Draws, Internal},
     suite::Params,
 };
 
@@ -108,6 +109,10 @@ pub(crate) fn oracle_law(mechanism: &str, params: &Params) -> Result<Law> {
             Law::Bits(BitLaw {
                 dim: k,
                 inputs,
+                input_bits: values
+                    .iter()
+                    .map(|&v| (0..k).map(|j| j == v).collect())
+                    .collect(),
                 epsilon: Some((claim, claim)),
             })
         }
@@ -115,27 +120,39 @@ pub(crate) fn oracle_law(mechanism: &str, params: &Params) -> Result<Law> {
     })
 }
 
-/// A frequency oracle's sampler: GRR's batch path, OLH's reports indexed by fl-ldp's
-/// `output_index`, OUE's bit vectors.
-pub(crate) fn oracle_sampler(mechanism: &str, params: &Params) -> Result<Internal> {
+/// A frequency oracle's sampler: GRR's reports, OLH's reports indexed by fl-ldp's
+/// `output_index`, OUE's bit vectors — one report at a time, in order.
+pub(crate) fn oracle_sampler(
+    mechanism: &str,
+    params: &Params,
+    defects: Defects,
+) -> Result<Internal> {
     let o = oracle(mechanism, params)?;
+    let k = o.categories();
     Ok(match o {
-        FrequencyOracle::Grr(m) => {
-            Internal::new(move |i, n, rng| Ok(Draws::Counts(m.sample_counts(&i, n, rng)?)))
-        }
+        FrequencyOracle::Grr(m) => Internal::per_output(
+            move |i| Ok(move |rng: &mut ChaCha20Rng| Ok(m.randomize(i, rng)?)),
+            move |_| ClassAccumulator::new(k),
+            defects,
+        ),
         FrequencyOracle::Olh(m) => {
-            Internal::new(move |i, n, rng| Ok(Draws::Counts(m.sample_counts(&i, n, rng)?)))
+            let outputs = m.output_count(&0)?;
+            Internal::per_output(
+                move |i| {
+                    Ok(move |rng: &mut ChaCha20Rng| {
+                        let report = m.randomize(i, rng)?;
+                        Ok(m.output_index(&report)?)
+                    })
+                },
+                move |_| ClassAccumulator::new(outputs),
+                defects,
+            )
         }
-        FrequencyOracle::Oue(m) => {
-            let k = o.categories();
-            Internal::new(move |i, n, rng| {
-                let mut s = BitStats::new(k);
-                for _ in 0..n {
-                    s.add(&m.randomize(i, rng)?);
-                }
-                Ok(Draws::Bits(s))
-            })
-        }
+        FrequencyOracle::Oue(m) => Internal::per_output(
+            move |i| Ok(move |rng: &mut ChaCha20Rng| Ok(m.randomize(i, rng)?)),
+            move |_| BitAccumulator::new(k),
+            defects,
+        ),
         _ => return Err(unsupported()),
     })
 }
@@ -214,7 +231,9 @@ pub(crate) fn estimator_sampler(mechanism: &str, params: &Params) -> Result<Inte
             let (zeros, true_ones) = (truth.first().copied(), truth.get(1).copied());
             let (zeros, true_ones) = (zeros.unwrap_or(0), true_ones.unwrap_or(0));
             let reported = ones(false, zeros, rng)? + ones(true, true_ones, rng)?;
-            Ok(Draws::Counts(vec![n, reported, true_ones]))
+            Ok(Draws::without_serial(Data::Counts(vec![
+                n, reported, true_ones,
+            ])))
         }));
     }
     let o = oracle(mechanism, params)?;
@@ -247,6 +266,6 @@ pub(crate) fn estimator_sampler(mechanism: &str, params: &Params) -> Result<Inte
         out.push(n);
         out.extend(support);
         out.extend(truth);
-        Ok(Draws::Counts(out))
+        Ok(Draws::without_serial(Data::Counts(out)))
     }))
 }

@@ -137,6 +137,9 @@ pub fn render_markdown(report: &Report, svg_names: &[String]) -> String {
                 params_label(o)
             );
         }
+        for note in &s.notes {
+            let _ = writeln!(out, "\n- {note}.");
+        }
         if let Some(name) = svg_names.get(i) {
             let _ = writeln!(out, "\n![{} empirical vs expected]({name})", s.name);
         }

@@ -166,6 +166,9 @@ pub struct SuiteSummary {
     pub sample_size: String,
     /// Plot panels.
     pub panels: Vec<Panel>,
+    /// What the tests covered, in sentences (e.g. the input-bit combinations of each
+    /// adjacent pair the independence tests saw), without repeats.
+    pub notes: Vec<String>,
     /// Wall-clock seconds spent (not part of the reproducible JSON).
     pub seconds: f64,
 }
@@ -312,6 +315,7 @@ impl Report {
                     "samples_per_input": s.samples_per_input,
                     "samples": s.samples_drawn,
                     "sampler_overrides": s.sampler_overrides,
+                    "notes": s.notes,
                 })
             })
             .collect();

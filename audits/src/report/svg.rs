@@ -264,6 +264,7 @@ mod tests {
                     },
                 },
             ],
+            notes: Vec::new(),
             seconds: 0.0,
         };
         let svg = render_svg(&s);
