@@ -326,3 +326,45 @@ fn embedding_dp_rejects_a_coin_shared_when_bits_are_equal() {
         assert!(bits == "00" || bits == "11", "{bits}");
     }
 }
+
+/// OLH audited through reported hashes (each report carries every value's hash, so any
+/// pairwise independent family can be audited): fl-ldp's OLH passes; at 1.3·ε (the same
+/// g = 5 buckets, a larger keep probability) it is rejected.
+#[test]
+fn olh_with_reported_hashes_passes_and_its_miscalibration_fails() {
+    let suite = |sampler: &str| {
+        Suite::parse(
+            "t",
+            &format!(
+                r#"{{"name": "olh-hashed", "mechanism": "frequency-olh", "seed": 4,
+                "params": {{"eps": 1, "k": 6, "olh_hash": "reported"}}, "samples": 200000,
+                "tests": ["support", "law", "epsilon", "serial"]{sampler}}}"#
+            ),
+        )
+        .unwrap()
+    };
+    let good = engine::run(&[suite("")], &options(200_000)).unwrap();
+    assert!(
+        good.passed(),
+        "{:?}",
+        good.results
+            .iter()
+            .filter(|r| !r.passed)
+            .collect::<Vec<_>>()
+    );
+    for test in [
+        "support-binomial",
+        "hash-uniformity",
+        "bucket-chi-square",
+        "serial-independence",
+    ] {
+        assert!(good.results.iter().any(|r| r.test == test), "{test}");
+    }
+    let e = &good.epsilon[0];
+    assert!(
+        e.lower_bound > 0.9 * e.claimed && e.lower_bound <= e.claimed,
+        "{e:?}"
+    );
+    let bad = engine::run(&[suite(r#", "sampler": {"eps": 1.3}"#)], &options(200_000)).unwrap();
+    assert!(!bad.passed());
+}

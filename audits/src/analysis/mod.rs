@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 pub(crate) mod epsilon;
 pub(crate) mod estimator;
+pub(crate) mod olh;
 pub(crate) mod signds;
 
 use crate::{

@@ -12,7 +12,9 @@ use crate::{
     analysis::{
         BitLaw, BitStats, FiniteLaw, PointResult, RealLaw, TestSet,
         estimator::EstimatorAudit,
-        neighbour_pairs, serial_note, serial_outcomes,
+        neighbour_pairs,
+        olh::OlhHashedAudit,
+        serial_note, serial_outcomes,
         signds::{ClientAudit, SelectionAudit},
     },
     error::{AuditError, Result},
@@ -213,6 +215,8 @@ pub(crate) enum Law {
     Client(ClientAudit),
     /// A de-biasing estimator (counts in its own layout).
     Estimator(EstimatorAudit),
+    /// OLH through reported hashes (counts in its own layout).
+    OlhHashed(OlhHashedAudit),
 }
 
 impl Law {
@@ -224,6 +228,7 @@ impl Law {
             Self::Selection(l) => l.inputs.len(),
             Self::Client(l) => l.inputs.len(),
             Self::Estimator(l) => l.inputs.len(),
+            Self::OlhHashed(l) => l.inputs.len(),
         }
     }
 
@@ -236,6 +241,7 @@ impl Law {
             Self::Selection(l) => l.inputs.iter().map(|(l, _, _)| l.clone()).collect(),
             Self::Client(l) => l.inputs.iter().map(|(l, _, _)| l.clone()).collect(),
             Self::Estimator(l) => l.inputs.iter().map(|(l, _, _)| l.clone()).collect(),
+            Self::OlhHashed(l) => l.inputs.iter().map(|(l, _)| l.clone()).collect(),
         }
     }
 
@@ -245,7 +251,7 @@ impl Law {
     /// test the same randomizers' streams).
     pub(crate) fn serial_streams(&self) -> usize {
         match self {
-            Self::Finite(_) | Self::Selection(_) | Self::Client(_) => 1,
+            Self::Finite(_) | Self::Selection(_) | Self::Client(_) | Self::OlhHashed(_) => 1,
             Self::Bits(l) => l.dim,
             Self::Reals(l) => l.dim,
             Self::Estimator(_) => 0,
@@ -261,6 +267,7 @@ impl Law {
             Self::Selection(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
             Self::Client(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
             Self::Estimator(l) => l.inputs.iter().map(|(_, v, _)| v.clone()).collect(),
+            Self::OlhHashed(l) => l.inputs.iter().map(|(_, v)| v.clone()).collect(),
         }
     }
 }
@@ -295,6 +302,7 @@ impl PointAudit {
                 Law::Selection(l) => l.test_count(&self.tests),
                 Law::Client(l) => l.test_count(&self.tests),
                 Law::Estimator(l) => l.test_count(&self.tests),
+                Law::OlhHashed(l) => l.test_count(&self.tests),
             }
     }
 
@@ -307,6 +315,7 @@ impl PointAudit {
             Law::Selection(l) => l.epsilon_count(&self.tests),
             Law::Client(l) => l.epsilon_count(&self.tests),
             Law::Estimator(_) => 0,
+            Law::OlhHashed(l) => l.epsilon_count(&self.tests),
         }
     }
 
@@ -319,6 +328,7 @@ impl PointAudit {
             Law::Selection(l) => l.plan_probabilities(),
             Law::Client(l) => l.plan_probabilities(),
             Law::Estimator(l) => l.plan_probabilities(),
+            Law::OlhHashed(l) => l.plan_probabilities(),
         }
     }
 
@@ -349,6 +359,7 @@ impl PointAudit {
             Law::Selection(l) => l.analyze(&counts(data)?, &self.tests),
             Law::Client(l) => l.analyze(&counts(data)?, &self.tests),
             Law::Estimator(l) => l.analyze(&counts(data)?, &self.tests),
+            Law::OlhHashed(l) => l.analyze(&counts(data)?, &self.tests),
             Law::Bits(l) => {
                 let stats: Vec<BitStats> = data
                     .into_iter()
@@ -674,11 +685,23 @@ pub(crate) fn law(mechanism: &str, params: &Params) -> Result<(Law, Option<Outpu
             };
             Ok((Law::Reals(law), Some(OutputKind::Reals(dim))))
         }
-        "signds-selection" => Ok((signds::selection_law(params)?, None)),
-        "signds-magrr" => Ok((signds::magrr_law(params)?, None)),
-        "signds-client" => Ok((signds::client_law(params)?, None)),
+        "signds-selection" => Ok((
+            signds::selection_law(params)?,
+            Some(signds::selection_output(params)?),
+        )),
+        "signds-magrr" => Ok((signds::magrr_law(params)?, Some(OutputKind::Class(2)))),
+        "signds-client" => Ok((
+            signds::client_law(params)?,
+            Some(signds::client_output(params)?),
+        )),
         name @ ("frequency-grr" | "frequency-oue" | "frequency-olh") => {
-            Ok((frequency::oracle_law(name, params)?, None))
+            let law = frequency::oracle_law(name, params)?;
+            let kind = match &law {
+                Law::Finite(l) if name == "frequency-grr" => OutputKind::Class(l.outputs.len()),
+                Law::Bits(l) => OutputKind::Bits(l.dim),
+                _ => frequency::olh_output_kind(params)?,
+            };
+            Ok((law, Some(kind)))
         }
         name @ ("estimator-rr-binary" | "estimator-grr" | "estimator-oue" | "estimator-olh") => {
             Ok((frequency::estimator_law(name, params)?, None))
@@ -900,6 +923,7 @@ pub(crate) fn feeder(mechanism: &str, params: &Params, law: &Law) -> Result<Box<
         }
         Law::Selection(_) => signds::selection_feeder(params)?,
         Law::Client(_) => signds::client_feeder(params)?,
+        Law::OlhHashed(_) => frequency::hashed_feeder(params)?,
         Law::Estimator(_) => {
             return Err(AuditError::usage(format!(
                 "mechanism `{mechanism}` has no external protocol"
@@ -930,14 +954,20 @@ pub(crate) fn point(
     let (law, _) = law(mechanism, params)?;
     signds::check_selection_tests(&law, tests)?;
     let source = sampler(mechanism, sampler_params)?;
-    let tests = if mechanism.starts_with("frequency-") {
-        frequency::internal_tests(mechanism, tests)
-    } else {
-        tests.to_vec()
-    };
     Ok(PointAudit {
+        tests: law_tests(mechanism, &law, tests),
         law,
-        tests: TestSet(tests),
         source: Box::new(source),
+    })
+}
+
+/// The suite's test names as `law` knows them (a frequency oracle's `support` and `law`
+/// are its finite or bit law's tests; see [`frequency::internal_tests`]).
+pub(crate) fn law_tests(mechanism: &str, law: &Law, tests: &[String]) -> TestSet {
+    TestSet(match law {
+        Law::Finite(_) | Law::Bits(_) if mechanism.starts_with("frequency-") => {
+            frequency::internal_tests(mechanism, tests)
+        }
+        _ => tests.to_vec(),
     })
 }

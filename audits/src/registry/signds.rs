@@ -11,7 +11,7 @@ use super::{Law, eps_param, finite_law, int_param};
 use crate::{
     analysis::signds::{ClientAudit, SelectionAudit},
     error::{AuditError, Result},
-    protocol::Outputs,
+    protocol::{OutputKind, Outputs},
     source::{
         Accumulate, ClassAccumulator, Data, Defects, Draws, Feed, FeedFactory, Internal, NoInput,
         SERIAL_ALPHABET, SerialPairs,
@@ -79,10 +79,59 @@ pub(crate) fn selection_law(params: &Params) -> Result<Law> {
         output_dim: law.output_dimension(),
         threshold: law.threshold(),
         nu: law.probabilities().to_vec(),
-        inputs: inputs.into_iter().map(|(l, s)| (l, json!(s), s)).collect(),
+        inputs: inputs
+            .into_iter()
+            .map(|(l, s)| {
+                let request = selection_request(params, &s, law.dimension())?;
+                Ok((l, request, s))
+            })
+            .collect::<Result<_>>()?,
         sets,
         epsilon: Some(law.privacy().epsilon),
     }))
+}
+
+/// What an external selection is sent for the top-k set `set`: the set itself (the
+/// default, `selection_input` = `"top-k"`), or (`"update"`) `{"update": u}` with an
+/// update of `dim` distinct values whose K largest are exactly the set's indices
+/// (u_j = 1 + j/d inside, −(1 + j/d) outside).
+fn selection_request(params: &Params, set: &[u32], dim: usize) -> Result<serde_json::Value> {
+    match params.get("selection_input").map(|v| v.as_str()) {
+        None | Some(Some("top-k")) => Ok(json!(set)),
+        Some(Some("update")) => {
+            let mut u: Vec<f64> = (0..dim).map(|j| -(1.0 + j as f64 / dim as f64)).collect();
+            for &j in set {
+                if let Some(x) = u.get_mut(j as usize) {
+                    *x = -*x;
+                }
+            }
+            Ok(json!({ "update": u }))
+        }
+        Some(_) => Err(AuditError::usage(format!(
+            "parameter `selection_input` must be \"top-k\" or \"update\", got {}",
+            params
+                .get("selection_input")
+                .map_or_else(String::new, ToString::to_string)
+        ))),
+    }
+}
+
+/// `signds-selection`'s protocol output: h distinct indices in 0..d.
+pub(crate) fn selection_output(params: &Params) -> Result<OutputKind> {
+    let (law, _) = selection(params)?;
+    Ok(OutputKind::IndexSet {
+        dim: law.dimension(),
+        size: law.output_dimension(),
+    })
+}
+
+/// `signds-client`'s protocol output: a report with h indices in 0..d.
+pub(crate) fn client_output(params: &Params) -> Result<OutputKind> {
+    let (c, d) = client(params)?;
+    Ok(OutputKind::ClientReport {
+        dim: d,
+        size: c.law().output_dimension(),
+    })
 }
 
 /// Counts one selection output after another in [`SelectionAudit`]'s layout (ν histogram,
@@ -288,11 +337,22 @@ fn broadcasts() -> [Broadcast; 2] {
 
 /// `signds-client`'s law: ν from the client's selection law, MagRR's keep probability.
 pub(crate) fn client_law(params: &Params) -> Result<Law> {
-    let (c, _) = client(params)?;
+    let (c, d) = client(params)?;
     Ok(Law::Client(ClientAudit {
         nu: c.law().probabilities().to_vec(),
         keep: c.magrr().keep_probability(),
-        inputs: vec![("0".into(), json!(0), false), ("1".into(), json!(1), true)],
+        inputs: [false, true]
+            .into_iter()
+            .map(|bit| {
+                let b = broadcasts()[usize::from(bit)];
+                let request = json!({
+                    "update": update(d),
+                    "r_est": b.r_est,
+                    "phase": "growth",
+                });
+                (u8::from(bit).to_string(), request, bit)
+            })
+            .collect(),
         magrr_epsilon: Some(c.magrr().privacy().epsilon),
     }))
 }
