@@ -22,7 +22,7 @@ use crate::{
     error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result},
     external::ExternalMechanism,
     registry,
-    report::{OutputDir, Report, fmt_eps, fmt_p},
+    report::{OutputDir, Report, fmt_confidence, fmt_count, fmt_eps, fmt_p},
     source::External,
     suite::{self, Params, Samples, Suite, params_label},
 };
@@ -189,6 +189,9 @@ pub enum Command {
         /// Seconds to wait for each response (extension of the specified interface).
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS)]
         timeout: f64,
+        /// Also write report.md, report.json, report.html and the plot to this directory.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
         /// The command that runs the mechanism, after `--`.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -271,10 +274,19 @@ pub fn execute(command: Command) -> Result<u8> {
             alpha,
             batch,
             timeout,
+            out,
             command,
-        } => cmd_external(
-            &mechanism, eps, &law, samples, alpha, batch, timeout, &command,
-        ),
+        } => cmd_external(&ExternalRun {
+            mechanism: &mechanism,
+            eps,
+            law: &law,
+            samples,
+            alpha,
+            batch,
+            timeout,
+            out: out.as_deref(),
+            command: &command,
+        }),
     }
 }
 
@@ -340,7 +352,7 @@ fn cmd_run(which: &str, samples: Option<u64>, seed: u64, alpha: f64, out: PathBu
         report.results.len(),
         report.epsilon.len(),
         alpha,
-        report.samples(),
+        fmt_count(report.samples()),
         seed,
         out.display()
     );
@@ -511,13 +523,15 @@ fn cmd_epsilon(mechanism: &str, eps: f64, law: &LawArgs, samples: u64, seed: u64
         let scope = e
             .params
             .get("scope")
+            .and_then(serde_json::Value::as_str)
             .map_or_else(String::new, |s| format!(" ({s})"));
         println!(
-            "{mechanism}{scope}: claimed epsilon = {}, realised at the audited inputs = {}, certified lower bound = {:.6} at confidence {} ({samples} samples per input)",
+            "{mechanism}{scope}: claimed epsilon = {}, realised at the audited inputs = {}, certified lower bound = {:.6} at confidence {} ({} samples per input)",
             fmt_eps(e.claimed),
             fmt_eps(e.realised),
             e.lower_bound,
-            e.confidence
+            fmt_confidence(e.confidence),
+            fmt_count(samples)
         );
         if let Some(event) = &e.event {
             println!(
@@ -590,17 +604,31 @@ fn cmd_plan(
     Ok(EXIT_PASS)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn cmd_external(
-    mechanism: &str,
+/// The options of one `external` run.
+struct ExternalRun<'a> {
+    mechanism: &'a str,
     eps: f64,
-    law: &LawArgs,
+    law: &'a LawArgs,
     samples: u64,
     alpha: f64,
     batch: u64,
     timeout: f64,
-    command: &[String],
-) -> Result<u8> {
+    out: Option<&'a std::path::Path>,
+    command: &'a [String],
+}
+
+fn cmd_external(run: &ExternalRun<'_>) -> Result<u8> {
+    let ExternalRun {
+        mechanism,
+        eps,
+        law,
+        samples,
+        alpha,
+        batch,
+        timeout,
+        out,
+        command,
+    } = *run;
     check_alpha(alpha)?;
     if !EXTERNAL_MECHANISMS.contains(&mechanism) {
         return Err(AuditError::usage(format!(
@@ -614,6 +642,8 @@ fn cmd_external(
         )));
     }
     let params = cli_params(mechanism, eps, law)?;
+    // Fail fast on an unwritable destination, before the child is started.
+    let dir = out.map(OutputDir::prepare).transpose()?;
     let tests: Vec<String> = registry::info(mechanism)?
         .tests
         .iter()
@@ -652,6 +682,9 @@ fn cmd_external(
         seed: 0,
     };
     let report = engine::execute(&[suite], vec![point], &options)?;
+    if let Some(dir) = dir {
+        dir.commit(&engine::report_files(&report)?)?;
+    }
     println!(
         "fl-audit external: {mechanism} at {} against `{}`: {} inputs x {samples} samples, alpha = {alpha} over {} tests and {} epsilon bounds",
         params_label(&params),
@@ -667,13 +700,14 @@ fn cmd_external(
             let scope = e
                 .params
                 .get("scope")
+                .and_then(serde_json::Value::as_str)
                 .map_or_else(String::new, |s| format!("{s} "));
             format!(
                 "{scope}eps_lb = {:.4} (claimed {}, realised {}, confidence {})",
                 e.lower_bound,
                 fmt_eps(e.claimed),
                 fmt_eps(e.realised),
-                e.confidence
+                fmt_confidence(e.confidence)
             )
         })
         .collect::<Vec<_>>()

@@ -98,6 +98,14 @@ fn run_writes_a_schema_valid_reproducible_report() {
         assert!(svg.starts_with("<svg") && svg.contains("</svg>"));
         assert!(md.contains(&format!("({name}.svg)")));
     }
+    // Numbers for people: the versions line names rustc once, counts have separators.
+    assert!(!md.contains("rustc rustc"), "{md}");
+    assert!(md.contains("rustc 1."));
+    assert!(md.contains(&format!(
+        "samples drawn = {}",
+        with_commas(report["samples"].as_u64().unwrap())
+    )));
+    check_html(&out_a, &report);
     // A different seed gives different samples.
     let out_c = d.join("c");
     let o = run(&[
@@ -114,6 +122,83 @@ fn run_writes_a_schema_valid_reproducible_report() {
     assert_eq!(code(&o), 0);
     assert_ne!(std::fs::read(out_c.join("report.json")).unwrap(), a);
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+fn with_commas(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// report.html parses as XML (XHTML), is self-contained (no external `src` or `href`, no
+/// script), holds one inline SVG plot per suite and one section per suite, and shows the
+/// run's verdict and every failing test.
+fn check_html(dir: &Path, report: &serde_json::Value) {
+    let text = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let doc = roxmltree::Document::parse_with_options(
+        &text,
+        roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let html = doc.root_element();
+    assert_eq!(html.tag_name().name(), "html");
+    let svg_ns = "http://www.w3.org/2000/svg";
+    let suites = report["suites"].as_array().unwrap();
+    let svgs = doc
+        .descendants()
+        .filter(|n| n.has_tag_name((svg_ns, "svg")))
+        .count();
+    assert_eq!(svgs, suites.len(), "one inline plot per suite");
+    for n in doc.descendants() {
+        assert!(!n.has_tag_name("script") && !n.has_tag_name("link") && !n.has_tag_name("img"));
+        for a in n.attributes() {
+            assert!(
+                !matches!(a.name(), "src" | "href"),
+                "external reference {}={}",
+                a.name(),
+                a.value()
+            );
+        }
+    }
+    for s in suites {
+        let id = format!("suite-{}", s["name"].as_str().unwrap());
+        assert!(
+            doc.descendants()
+                .any(|n| n.attribute("id") == Some(id.as_str())),
+            "{id}"
+        );
+    }
+    let title = doc
+        .descendants()
+        .find(|n| n.has_tag_name("h1"))
+        .and_then(|n| n.text())
+        .unwrap_or_default();
+    let passed = report["passed"].as_bool().unwrap();
+    assert!(
+        title.ends_with(if passed { "PASS" } else { "FAIL" }),
+        "{title}"
+    );
+    let strong: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("strong"))
+        .filter_map(|n| n.text())
+        .collect();
+    let failing = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["passed"].as_bool().unwrap())
+        .count();
+    assert!(strong.iter().filter(|s| **s == "FAIL").count() >= failing);
 }
 
 #[test]
@@ -139,6 +224,11 @@ fn a_failing_run_exits_1_and_still_writes_its_report() {
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["passed"], false);
+    // The failing report's HTML shows the verdict and the failures, and its plot draws the
+    // failing cells in red (beyond the threshold).
+    check_html(&out, &report);
+    let svg = std::fs::read_to_string(out.join("bad.svg")).unwrap();
+    assert!(svg.contains("class=\"bad\""), "{svg}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -398,6 +398,8 @@ impl FiniteLaw {
                             .iter()
                             .map(|&k| k as f64 / n.max(1) as f64)
                             .collect(),
+                        samples: n,
+                        standard_errors: None,
                     },
                 });
             } else {
@@ -407,6 +409,8 @@ impl FiniteLaw {
                         labels: self.outputs.clone(),
                         expected: law.clone(),
                         observed: c.iter().map(|&k| k as f64 / n.max(1) as f64).collect(),
+                        samples: n,
+                        standard_errors: None,
                     },
                 });
             }
@@ -624,6 +628,8 @@ impl BitLaw {
                         .iter()
                         .map(|&k| k as f64 / s.n.max(1) as f64)
                         .collect(),
+                    samples: s.n,
+                    standard_errors: None,
                 },
             });
         }
@@ -880,6 +886,7 @@ pub(crate) fn cdf_panel(title: String, samples: &[f64], cdf: impl Fn(f64) -> f64
             xs,
             expected,
             empirical,
+            samples: n as u64,
         },
     }
 }

@@ -119,6 +119,8 @@ impl OlhHashedAudit {
                         .iter()
                         .map(|&s| s as f64 / n.max(1) as f64)
                         .collect(),
+                    samples: n,
+                    standard_errors: None,
                 },
             });
         }
