@@ -191,11 +191,11 @@ def main():
         with open(args.readme, encoding="utf-8") as f:
             text = f.read()
         pattern = re.compile(
-            r"(<!-- library-audits:begin -->\n).*?(\n<!-- library-audits:end -->)", re.S
+            r"(<!-- library-audits:begin -->\n).*?(<!-- library-audits:end -->)", re.S
         )
         if not pattern.search(text):
             fail(f"{args.readme} has no library-audits markers")
-        text = pattern.sub(lambda m: m.group(1) + table + m.group(2), text)
+        text = pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(2), text)
         with open(args.readme, "w", encoding="utf-8") as f:
             f.write(text)
     sys.exit(1 if wrong else 0)
