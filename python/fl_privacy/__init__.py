@@ -1,9 +1,11 @@
 """fl_privacy: the fl-privacy Rust crates from Python.
 
 * :mod:`fl_privacy.paillier` -- python-paillier (``phe``) compatible Paillier encryption.
+* :mod:`fl_privacy.ldp` -- exact local-DP mechanisms over numpy arrays, realised ε returned.
+* :mod:`fl_privacy.signds` -- SignDS client encoding and server aggregation.
 """
 
-from fl_privacy import paillier
+from fl_privacy import ldp, paillier, signds
 
-__all__ = ["paillier"]
+__all__ = ["ldp", "paillier", "signds"]
 __version__ = "0.1.0"

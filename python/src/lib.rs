@@ -9,11 +9,15 @@
 use pyo3::prelude::*;
 
 mod convert;
+mod ldp;
 mod paillier;
+mod signds;
 
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     paillier::register(m)?;
+    ldp::register(m)?;
+    signds::register(m)?;
     Ok(())
 }
