@@ -20,7 +20,7 @@ use serde_json::json;
 use crate::{
     engine::{self, DEFAULT_ALPHA, DEFAULT_SEED, RunOptions, SuitePoint},
     error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result},
-    external::ExternalMechanism,
+    external::{ExternalMechanism, Responder},
     registry,
     report::{OutputDir, Report, fmt_eps, fmt_p},
     source::External,
@@ -479,6 +479,163 @@ fn cmd_plan(
     Ok(EXIT_PASS)
 }
 
+/// One audit of a mechanism over the external protocol, as `fl-audit external` runs it:
+/// the mechanism's claimed law at `eps` (with `classes` or `dim` where it has them), the
+/// inputs that law chooses, `samples` outputs per input asked `batch` at a time, the
+/// built-in suites' tests and ε statements, α split over them. The answers come from any
+/// [`Responder`]: a child process (the command line) or an in-process callback (the
+/// Python package's `fl_privacy.audit`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalAudit {
+    /// The mechanism (one of [`EXTERNAL_MECHANISMS`]).
+    pub mechanism: String,
+    /// The claimed ε.
+    pub eps: f64,
+    /// Number of classes (label-dp-onehot).
+    pub classes: Option<u64>,
+    /// Dimension (embedding-dp, laplace).
+    pub dim: Option<u64>,
+    /// Samples per input.
+    pub samples: u64,
+    /// Family-wise significance level.
+    pub alpha: f64,
+    /// Outputs per request.
+    pub batch: u64,
+}
+
+impl ExternalAudit {
+    /// Validates the audit, then starts the mechanism with `start` and audits it (nothing
+    /// is started when the audit is invalid).
+    ///
+    /// # Errors
+    /// [`AuditError::Usage`] for an unknown mechanism, a missing `classes`/`dim`, an
+    /// invalid ε, α, sample or batch size; whatever `start` returns; the responder's
+    /// [`AuditError::External`] failures.
+    pub fn run(
+        &self,
+        start: impl FnOnce() -> Result<Box<dyn Responder>>,
+        progress: bool,
+    ) -> Result<Report> {
+        check_alpha(self.alpha)?;
+        let mechanism = self.mechanism.as_str();
+        if !EXTERNAL_MECHANISMS.contains(&mechanism) {
+            return Err(AuditError::usage(format!(
+                "external audits support {}; got `{mechanism}`",
+                EXTERNAL_MECHANISMS.join(", ")
+            )));
+        }
+        if self.samples == 0 || self.batch == 0 {
+            return Err(AuditError::usage(
+                "samples and batch must be at least 1".to_string(),
+            ));
+        }
+        let params = cli_params(mechanism, self.eps, self.classes, self.dim)?;
+        let tests: Vec<String> = registry::info(mechanism)?
+            .tests
+            .iter()
+            .map(|t| (*t).to_string())
+            .collect();
+        let (law, kind) = registry::law(mechanism, &params)?;
+        let kind = kind.ok_or_else(|| {
+            AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
+        })?;
+        let inputs = law.protocol_inputs();
+        let source = External {
+            mechanism: start()?,
+            inputs,
+            kind,
+            batch: self.batch,
+        };
+        let audit = registry::PointAudit {
+            law,
+            tests: crate::analysis::TestSet(tests.clone()),
+            source: Box::new(source),
+        };
+        let suite = adhoc_suite(mechanism, params.clone(), 0, self.samples, tests);
+        let options = RunOptions {
+            samples: Some(self.samples),
+            seed: 0,
+            alpha: self.alpha,
+            progress,
+        };
+        let point = SuitePoint {
+            suite: 0,
+            params,
+            audit,
+            seed: 0,
+        };
+        engine::execute(&[suite], vec![point], &options)
+    }
+
+    /// The two lines `fl-audit external` prints for `report` of the mechanism `target`:
+    /// what was audited, and the verdict (PASS or FAIL with the worst test and the ε
+    /// bounds).
+    ///
+    /// # Errors
+    /// Only for an audit that [`ExternalAudit::run`] would have rejected.
+    pub fn summary(&self, target: &str, report: &Report) -> Result<[String; 2]> {
+        let params = cli_params(&self.mechanism, self.eps, self.classes, self.dim)?;
+        let samples = self.samples;
+        let header = format!(
+            "fl-audit external: {} at {} against `{target}`: {} inputs x {samples} samples, alpha = {} over {} tests and {} epsilon bounds",
+            self.mechanism,
+            params_label(&params),
+            report.suites.first().map_or(0, |s| s.samples_drawn) / samples.max(1),
+            self.alpha,
+            report.results.len(),
+            report.epsilon.len()
+        );
+        let eps_line = report
+            .epsilon
+            .iter()
+            .map(|e| {
+                let scope = e
+                    .params
+                    .get("scope")
+                    .map_or_else(String::new, |s| format!("{s} "));
+                format!(
+                    "{scope}eps_lb = {:.4} (claimed {}, realised {}, confidence {})",
+                    e.lower_bound,
+                    fmt_eps(e.claimed),
+                    fmt_eps(e.realised),
+                    e.confidence
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let verdict = if report.passed() {
+            let min_p = report
+                .results
+                .iter()
+                .map(|r| r.adjusted_p_value)
+                .fold(1.0, f64::min);
+            format!(
+                "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {eps_line}",
+                fmt_p(min_p)
+            )
+        } else {
+            let mut failing: Vec<_> = report.results.iter().filter(|r| !r.passed).collect();
+            failing.sort_by(|a, b| a.adjusted_p_value.total_cmp(&b.adjusted_p_value));
+            if let Some(worst) = failing.first() {
+                let mut about = worst.params.clone();
+                for k in params.keys() {
+                    about.remove(k);
+                }
+                format!(
+                    "FAIL: {} [{}] adjusted p = {} ({} failing tests); {eps_line}",
+                    worst.test,
+                    params_label(&about),
+                    fmt_p(worst.adjusted_p_value),
+                    failing.len()
+                )
+            } else {
+                format!("FAIL: certified epsilon violation; {eps_line}")
+            }
+        };
+        Ok([header, verdict])
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn cmd_external(
     mechanism: &str,
@@ -491,109 +648,33 @@ fn cmd_external(
     timeout: f64,
     command: &[String],
 ) -> Result<u8> {
-    check_alpha(alpha)?;
-    if !EXTERNAL_MECHANISMS.contains(&mechanism) {
-        return Err(AuditError::usage(format!(
-            "external audits support {}; got `{mechanism}`",
-            EXTERNAL_MECHANISMS.join(", ")
-        )));
-    }
     if !(timeout.is_finite() && timeout > 0.0 && timeout <= 86_400.0) {
         return Err(AuditError::usage(format!(
             "--timeout must be between 0 and 86400 seconds, got {timeout}"
         )));
     }
-    let params = cli_params(mechanism, eps, classes, dim)?;
-    let tests: Vec<String> = registry::info(mechanism)?
-        .tests
-        .iter()
-        .map(|t| (*t).to_string())
-        .collect();
-    let (law, kind) = registry::law(mechanism, &params)?;
-    let kind = kind.ok_or_else(|| {
-        AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
-    })?;
-    let inputs = law.protocol_inputs();
-    let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
-    let source = External {
-        mechanism: child,
-        inputs,
-        kind,
+    let audit = ExternalAudit {
+        mechanism: mechanism.to_string(),
+        eps,
+        classes,
+        dim,
+        samples,
+        alpha,
         batch,
     };
-    let audit = registry::PointAudit {
-        law,
-        tests: crate::analysis::TestSet(tests.clone()),
-        source: Box::new(source),
-    };
-    let suite = adhoc_suite(mechanism, params.clone(), 0, samples, tests);
-    let options = RunOptions {
-        samples: Some(samples),
-        seed: 0,
-        alpha,
-        progress: std::io::stderr().is_terminal(),
-    };
-    let point = SuitePoint {
-        suite: 0,
-        params: params.clone(),
-        audit,
-        seed: 0,
-    };
-    let report = engine::execute(&[suite], vec![point], &options)?;
-    println!(
-        "fl-audit external: {mechanism} at {} against `{}`: {} inputs x {samples} samples, alpha = {alpha} over {} tests and {} epsilon bounds",
-        params_label(&params),
-        command.join(" "),
-        report.suites.first().map_or(0, |s| s.samples_drawn) / samples.max(1),
-        report.results.len(),
-        report.epsilon.len()
-    );
-    let eps_line = report
-        .epsilon
-        .iter()
-        .map(|e| {
-            let scope = e
-                .params
-                .get("scope")
-                .map_or_else(String::new, |s| format!("{s} "));
-            format!(
-                "{scope}eps_lb = {:.4} (claimed {}, realised {}, confidence {})",
-                e.lower_bound,
-                fmt_eps(e.claimed),
-                fmt_eps(e.realised),
-                e.confidence
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    if report.passed() {
-        let min_p = report
-            .results
-            .iter()
-            .map(|r| r.adjusted_p_value)
-            .fold(1.0, f64::min);
-        println!(
-            "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {eps_line}",
-            fmt_p(min_p)
-        );
-        return Ok(EXIT_PASS);
+    let report = audit.run(
+        || {
+            let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
+            Ok(Box::new(child) as Box<dyn Responder>)
+        },
+        std::io::stderr().is_terminal(),
+    )?;
+    for line in audit.summary(&command.join(" "), &report)? {
+        println!("{line}");
     }
-    let mut failing: Vec<_> = report.results.iter().filter(|r| !r.passed).collect();
-    failing.sort_by(|a, b| a.adjusted_p_value.total_cmp(&b.adjusted_p_value));
-    if let Some(worst) = failing.first() {
-        let mut about = worst.params.clone();
-        for k in params.keys() {
-            about.remove(k);
-        }
-        println!(
-            "FAIL: {} [{}] adjusted p = {} ({} failing tests); {eps_line}",
-            worst.test,
-            params_label(&about),
-            fmt_p(worst.adjusted_p_value),
-            failing.len()
-        );
+    Ok(if report.passed() {
+        EXIT_PASS
     } else {
-        println!("FAIL: certified epsilon violation; {eps_line}");
-    }
-    Ok(EXIT_FAIL)
+        EXIT_FAIL
+    })
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::{
     analysis::BitStats,
     error::Result,
-    external::ExternalMechanism,
+    external::Responder,
     progress::Progress,
     protocol::{OutputKind, Outputs},
 };
@@ -120,8 +120,8 @@ impl Source for Internal {
 
 /// An external mechanism, asked in batches.
 pub(crate) struct External {
-    /// The running child.
-    pub mechanism: ExternalMechanism,
+    /// The running child, or an in-process callback.
+    pub mechanism: Box<dyn Responder>,
     /// The protocol input for each input number.
     pub inputs: Vec<Value>,
     /// The expected output form.
@@ -142,7 +142,7 @@ impl Source for External {
         while left > 0 {
             let b = self.batch.min(left);
             let size = usize::try_from(b).unwrap_or(usize::MAX);
-            let outputs = self.mechanism.request(&x, size, self.kind)?;
+            let outputs = self.mechanism.respond(&x, size, self.kind)?;
             match (&mut draws, outputs) {
                 (Draws::Counts(c), Outputs::Classes(v)) => {
                     for o in v {
