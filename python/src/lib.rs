@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 
+mod audit;
 mod convert;
 mod ldp;
 mod paillier;
@@ -16,6 +17,7 @@ mod signds;
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    audit::register(m)?;
     paillier::register(m)?;
     ldp::register(m)?;
     signds::register(m)?;
