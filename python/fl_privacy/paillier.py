@@ -627,6 +627,11 @@ class EncryptedArray:
     def __len__(self):
         return len(self._native)
 
+    def __reduce__(self):
+        # Obfuscated first, as an EncryptedNumber's pickle: it leaves this process.
+        return (_restore_array, (self.public_key, self.ciphertexts(), list(self._native.exponents()),
+                                 self.shape))
+
     @property
     def size(self):
         return len(self._native)
@@ -741,6 +746,11 @@ def _restore_number(public_key, ciphertext, exponent):
     number = EncryptedNumber(public_key, ciphertext, exponent)
     number._is_obfuscated = True
     return number
+
+
+def _restore_array(public_key, ciphertexts, exponents, shape):
+    numbers_ = [_restore_number(public_key, c, int(e)) for c, e in zip(ciphertexts, exponents)]
+    return EncryptedArray.from_numbers(numbers_).reshape(shape)
 
 
 def int_to_base64(x):

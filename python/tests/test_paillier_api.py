@@ -83,6 +83,11 @@ def test_obfuscation_is_phes(keypair):
     restored = pickle.loads(pickle.dumps(z))
     assert restored.ciphertext(be_secure=False) != raw
     assert private_key.decrypt(restored) == 2.0
+    batch = public_key.encrypt_many(np.arange(6.0).reshape(2, 3)) * 2
+    raw = batch.ciphertexts(be_secure=False)
+    copy = pickle.loads(pickle.dumps(batch))
+    assert copy.shape == (2, 3) and copy.ciphertexts(be_secure=False) != raw
+    assert np.array_equal(private_key.decrypt_many(copy), np.arange(6.0).reshape(2, 3) * 2)
     keys = pickle.loads(pickle.dumps((public_key, private_key)))
     assert keys == (public_key, private_key) and keys[1].decrypt(restored) == 2.0
 
