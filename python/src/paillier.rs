@@ -491,15 +491,9 @@ impl NativePublicKey {
         values: Scalars<'_>,
         precision: Option<f64>,
     ) -> PyResult<NativeArray> {
-        let xs = values.to_vec()?;
         let key = &self.key;
-        let mut rng = os_rng()?;
-        py.detach(|| {
-            let encoded = xs
-                .par_iter()
-                .map(|x| encode(key, &x.scalar(), precision, None))
-                .collect::<PyResult<Vec<_>>>()?;
-            NativeArray::encrypt(key, &encoded, &mut rng)
+        NativeArray::encrypt(py, key, &values, precision, |pts, rng| {
+            key.encrypt_many(pts, rng)
         })
     }
 }
@@ -544,17 +538,34 @@ pub(crate) struct NativeArray {
 }
 
 impl NativeArray {
+    /// Encodes `values` with phe's rules and encrypts them with `encrypt_many` (an
+    /// OS-seeded generator; GIL released, parallel).
     fn encrypt(
+        py: Python<'_>,
         key: &EncryptionKey,
-        encoded: &[PheEncodedNumber],
-        rng: &mut rand::rngs::ChaCha20Rng,
+        values: &Scalars<'_>,
+        precision: Option<f64>,
+        encrypt_many: impl FnOnce(
+            &[Plaintext],
+            &mut rand::rngs::ChaCha20Rng,
+        ) -> fl_paillier::Result<Vec<Ciphertext>>
+        + Send,
     ) -> PyResult<Self> {
-        let pts = encoded
-            .iter()
-            .map(|e| key.plaintext_from_biguint(&e.encoding))
-            .collect::<Result<Vec<Plaintext>, _>>()
-            .map_err(err)?;
-        let cts = key.encrypt_many(&pts, rng).map_err(err)?;
+        let xs = values.to_vec()?;
+        let mut rng = os_rng()?;
+        let (encoded, cts) = py.detach(|| {
+            let encoded = xs
+                .par_iter()
+                .map(|x| encode(key, &x.scalar(), precision, None))
+                .collect::<PyResult<Vec<_>>>()?;
+            let pts = encoded
+                .iter()
+                .map(|e| key.plaintext_from_biguint(&e.encoding))
+                .collect::<Result<Vec<Plaintext>, _>>()
+                .map_err(err)?;
+            let cts = encrypt_many(&pts, &mut rng).map_err(err)?;
+            Ok::<_, PyErr>((encoded, cts))
+        })?;
         Ok(Self {
             key: key.clone(),
             items: cts
@@ -839,6 +850,22 @@ impl NativePrivateKey {
     /// This key as pheutil's private JWK.
     fn to_jwk(&self, kid: &str, public_kid: &str) -> String {
         phe::private_key_to_jwk(&self.key, kid, public_kid)
+    }
+
+    /// Encodes (phe's rules) and encrypts every value as the key owner: fl-paillier's CRT
+    /// encryption, whose ciphertexts have exactly the distribution of public-key encryption
+    /// at about a quarter of the cost (GIL released, parallel).
+    #[pyo3(signature = (values, precision=None))]
+    fn encrypt_array(
+        &self,
+        py: Python<'_>,
+        values: Scalars<'_>,
+        precision: Option<f64>,
+    ) -> PyResult<NativeArray> {
+        let key = &self.key;
+        NativeArray::encrypt(py, key.encryption_key(), &values, precision, |pts, rng| {
+            key.encrypt_crt_many(pts, rng)
+        })
     }
 
     /// The public key.

@@ -197,6 +197,13 @@ def test_batch_calls_match_the_scalar_api(keypair, rng):
                           ints * 3 + 1)
     assert private_key.decrypt(encrypted_ints[1, 2]) == ints[1, 2]
     assert np.array_equal(private_key.decrypt_many(encrypted_ints[2]), ints[2])
+    # The key owner's CRT encryption: the same phe encodings, decrypting alike, and ordinary
+    # ciphertexts anyone can compute with.
+    owned = private_key.encrypt_many(values)
+    assert np.array_equal(owned.exponents, arr.exponents)
+    assert np.array_equal(private_key.decrypt_many(owned + arr), values * 2)
+    assert private_key.decrypt(owned[4] * 2) == values[4] * 2
+    assert owned.ciphertexts() != arr.ciphertexts()
     from_numbers = paillier.EncryptedArray.from_numbers([public_key.encrypt(1.5), arr[3]])
     assert np.array_equal(private_key.decrypt_many(from_numbers), [1.5, values[3]])
     assert np.array_equal(private_key.decrypt_many([arr[0], arr[1]]), values[:2])
