@@ -20,9 +20,9 @@ use serde_json::json;
 use crate::{
     engine::{self, DEFAULT_ALPHA, DEFAULT_SEED, RunOptions, SuitePoint},
     error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result},
-    external::ExternalMechanism,
+    external::{ExternalMechanism, Responder},
     registry,
-    report::{OutputDir, Report, fmt_confidence, fmt_count, fmt_eps, fmt_p},
+    report::{EpsilonRow, OutputDir, Report, fmt_confidence, fmt_count, fmt_eps, fmt_p},
     source::External,
     suite::{self, Params, Samples, Suite, params_label},
 };
@@ -47,7 +47,7 @@ pub struct Cli {
 
 /// A mechanism's parameters on the command line (each names a suite `params` key; see
 /// `fl-audit list` for which mechanism takes which).
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Default, PartialEq, Args)]
 pub struct LawArgs {
     /// Number of classes or values (rr-kary, label-dp-onehot, frequency-*).
     #[arg(long, value_name = "K")]
@@ -276,17 +276,19 @@ pub fn execute(command: Command) -> Result<u8> {
             timeout,
             out,
             command,
-        } => cmd_external(&ExternalRun {
-            mechanism: &mechanism,
-            eps,
-            law: &law,
-            samples,
-            alpha,
-            batch,
+        } => cmd_external(
+            &ExternalAudit {
+                mechanism,
+                eps,
+                law,
+                samples,
+                alpha,
+                batch,
+                out,
+            },
             timeout,
-            out: out.as_deref(),
-            command: &command,
-        }),
+            &command,
+        ),
     }
 }
 
@@ -502,6 +504,11 @@ fn adhoc_suite(
     }
 }
 
+/// What an ε statement is about (`output`, `vector`, `MagRR bit`...), if it says.
+fn scope_of(e: &EpsilonRow) -> Option<&str> {
+    e.params.get("scope").and_then(serde_json::Value::as_str)
+}
+
 fn cmd_epsilon(mechanism: &str, eps: f64, law: &LawArgs, samples: u64, seed: u64) -> Result<u8> {
     let info = registry::info(mechanism)?;
     if !info.tests.contains(&"epsilon") {
@@ -520,11 +527,7 @@ fn cmd_epsilon(mechanism: &str, eps: f64, law: &LawArgs, samples: u64, seed: u64
     )?;
     let mut violated = false;
     for e in &report.epsilon {
-        let scope = e
-            .params
-            .get("scope")
-            .and_then(serde_json::Value::as_str)
-            .map_or_else(String::new, |s| format!(" ({s})"));
+        let scope = scope_of(e).map_or_else(String::new, |s| format!(" ({s})"));
         println!(
             "{mechanism}{scope}: claimed epsilon = {}, realised at the audited inputs = {}, certified lower bound = {:.6} at confidence {} ({} samples per input)",
             fmt_eps(e.claimed),
@@ -604,142 +607,192 @@ fn cmd_plan(
     Ok(EXIT_PASS)
 }
 
-/// The options of one `external` run.
-struct ExternalRun<'a> {
-    mechanism: &'a str,
-    eps: f64,
-    law: &'a LawArgs,
-    samples: u64,
-    alpha: f64,
-    batch: u64,
-    timeout: f64,
-    out: Option<&'a std::path::Path>,
-    command: &'a [String],
+/// One audit of a mechanism over the external protocol, as `fl-audit external` runs it:
+/// the mechanism's claimed law at `eps` with its parameters (`law`: the same options, or
+/// suite file, as `plan` and `epsilon`), the inputs that law chooses, `samples` outputs per
+/// input asked `batch` at a time, the built-in suites' tests (serial independence included)
+/// and ε statements, α split over them, and the report files written to `out`. The
+/// answers come from any [`Responder`]: a child process (the command line) or an in-process
+/// callback (the Python package's `fl_privacy.audit`), so both run this one code path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalAudit {
+    /// The mechanism (one of [`EXTERNAL_MECHANISMS`]).
+    pub mechanism: String,
+    /// The claimed ε.
+    pub eps: f64,
+    /// The mechanism's parameters (classes, dim, utilities, prior, ... or a suite file).
+    pub law: LawArgs,
+    /// Samples per input.
+    pub samples: u64,
+    /// Family-wise significance level.
+    pub alpha: f64,
+    /// Outputs per request.
+    pub batch: u64,
+    /// Where to write report.md, report.json, report.html and the plot (atomically), if
+    /// anywhere.
+    pub out: Option<PathBuf>,
 }
 
-fn cmd_external(run: &ExternalRun<'_>) -> Result<u8> {
-    let ExternalRun {
-        mechanism,
-        eps,
-        law,
-        samples,
-        alpha,
-        batch,
-        timeout,
-        out,
-        command,
-    } = *run;
-    check_alpha(alpha)?;
-    if !EXTERNAL_MECHANISMS.contains(&mechanism) {
-        return Err(AuditError::usage(format!(
-            "external audits support {}; got `{mechanism}`",
-            EXTERNAL_MECHANISMS.join(", ")
-        )));
+impl ExternalAudit {
+    /// Validates the audit and prepares `out`, then starts the mechanism with `start` and
+    /// audits it (nothing is started when the audit is invalid or `out` unwritable); the
+    /// report is written to `out` whatever the verdict.
+    ///
+    /// # Errors
+    /// [`AuditError::Usage`] for an unknown mechanism, a missing or invalid parameter, an
+    /// invalid ε, α, sample or batch size; [`AuditError::Io`] for an unwritable `out`;
+    /// whatever `start` returns; the responder's [`AuditError::External`] failures.
+    pub fn run(
+        &self,
+        start: impl FnOnce() -> Result<Box<dyn Responder>>,
+        progress: bool,
+    ) -> Result<Report> {
+        check_alpha(self.alpha)?;
+        let mechanism = self.mechanism.as_str();
+        if !EXTERNAL_MECHANISMS.contains(&mechanism) {
+            return Err(AuditError::usage(format!(
+                "external audits support {}; got `{mechanism}`",
+                EXTERNAL_MECHANISMS.join(", ")
+            )));
+        }
+        if self.samples == 0 || self.batch == 0 {
+            return Err(AuditError::usage(
+                "samples and batch must be at least 1".to_string(),
+            ));
+        }
+        let params = cli_params(mechanism, self.eps, &self.law)?;
+        // Fail fast on an unwritable destination, before the mechanism is started.
+        let dir = self.out.as_deref().map(OutputDir::prepare).transpose()?;
+        let tests: Vec<String> = registry::info(mechanism)?
+            .tests
+            .iter()
+            .map(|t| (*t).to_string())
+            .collect();
+        let (law, kind) = registry::law(mechanism, &params)?;
+        let kind = kind.ok_or_else(|| {
+            AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
+        })?;
+        let inputs = law.protocol_inputs();
+        let feed = registry::feeder(mechanism, &params, &law)?;
+        let source = External {
+            mechanism: start()?,
+            inputs,
+            kind,
+            batch: self.batch,
+            feed,
+        };
+        let audit = registry::PointAudit {
+            tests: registry::law_tests(mechanism, &law, &tests),
+            law,
+            source: Box::new(source),
+        };
+        let suite = adhoc_suite(mechanism, params.clone(), 0, self.samples, tests);
+        let options = RunOptions {
+            samples: Some(self.samples),
+            seed: 0,
+            alpha: self.alpha,
+            progress,
+        };
+        let point = SuitePoint {
+            suite: 0,
+            params,
+            audit,
+            seed: 0,
+        };
+        let report = engine::execute(&[suite], vec![point], &options)?;
+        if let Some(dir) = dir {
+            dir.commit(&engine::report_files(&report)?)?;
+        }
+        Ok(report)
     }
+
+    /// The two lines `fl-audit external` prints for `report` of the mechanism `target`:
+    /// what was audited, and the verdict (PASS or FAIL with the worst test and the ε
+    /// bounds).
+    ///
+    /// # Errors
+    /// Only for an audit that [`ExternalAudit::run`] would have rejected.
+    pub fn summary(&self, target: &str, report: &Report) -> Result<[String; 2]> {
+        let params = cli_params(&self.mechanism, self.eps, &self.law)?;
+        let samples = self.samples;
+        let header = format!(
+            "fl-audit external: {} at {} against `{target}`: {} inputs x {samples} samples, alpha = {} over {} tests and {} epsilon bounds",
+            self.mechanism,
+            params_label(&params),
+            report.suites.first().map_or(0, |s| s.samples_drawn) / samples.max(1),
+            self.alpha,
+            report.results.len(),
+            report.epsilon.len()
+        );
+        let eps_line = report
+            .epsilon
+            .iter()
+            .map(|e| {
+                let scope = scope_of(e).map_or_else(String::new, |s| format!("{s} "));
+                format!(
+                    "{scope}eps_lb = {:.4} (claimed {}, realised {}, confidence {})",
+                    e.lower_bound,
+                    fmt_eps(e.claimed),
+                    fmt_eps(e.realised),
+                    fmt_confidence(e.confidence)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let verdict = if report.passed() {
+            let min_p = report
+                .results
+                .iter()
+                .map(|r| r.adjusted_p_value)
+                .fold(1.0, f64::min);
+            format!(
+                "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {eps_line}",
+                fmt_p(min_p)
+            )
+        } else {
+            let mut failing: Vec<_> = report.results.iter().filter(|r| !r.passed).collect();
+            failing.sort_by(|a, b| a.adjusted_p_value.total_cmp(&b.adjusted_p_value));
+            if let Some(worst) = failing.first() {
+                let mut about = worst.params.clone();
+                for k in params.keys() {
+                    about.remove(k);
+                }
+                format!(
+                    "FAIL: {} [{}] adjusted p = {} ({} failing tests); {eps_line}",
+                    worst.test,
+                    params_label(&about),
+                    fmt_p(worst.adjusted_p_value),
+                    failing.len()
+                )
+            } else {
+                format!("FAIL: certified epsilon violation; {eps_line}")
+            }
+        };
+        Ok([header, verdict])
+    }
+}
+
+/// `fl-audit external`: `audit` with the mechanism run as the child `command`, each
+/// response awaited at most `timeout` seconds.
+fn cmd_external(audit: &ExternalAudit, timeout: f64, command: &[String]) -> Result<u8> {
     if !(timeout.is_finite() && timeout > 0.0 && timeout <= 86_400.0) {
         return Err(AuditError::usage(format!(
             "--timeout must be between 0 and 86400 seconds, got {timeout}"
         )));
     }
-    let params = cli_params(mechanism, eps, law)?;
-    // Fail fast on an unwritable destination, before the child is started.
-    let dir = out.map(OutputDir::prepare).transpose()?;
-    let tests: Vec<String> = registry::info(mechanism)?
-        .tests
-        .iter()
-        .map(|t| (*t).to_string())
-        .collect();
-    let (law, kind) = registry::law(mechanism, &params)?;
-    let kind = kind.ok_or_else(|| {
-        AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
-    })?;
-    let inputs = law.protocol_inputs();
-    let feed = registry::feeder(mechanism, &params, &law)?;
-    let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
-    let source = External {
-        mechanism: child,
-        inputs,
-        kind,
-        batch,
-        feed,
-    };
-    let audit = registry::PointAudit {
-        tests: registry::law_tests(mechanism, &law, &tests),
-        law,
-        source: Box::new(source),
-    };
-    let suite = adhoc_suite(mechanism, params.clone(), 0, samples, tests);
-    let options = RunOptions {
-        samples: Some(samples),
-        seed: 0,
-        alpha,
-        progress: std::io::stderr().is_terminal(),
-    };
-    let point = SuitePoint {
-        suite: 0,
-        params: params.clone(),
-        audit,
-        seed: 0,
-    };
-    let report = engine::execute(&[suite], vec![point], &options)?;
-    if let Some(dir) = dir {
-        dir.commit(&engine::report_files(&report)?)?;
+    let report = audit.run(
+        || {
+            let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
+            Ok(Box::new(child) as Box<dyn Responder>)
+        },
+        std::io::stderr().is_terminal(),
+    )?;
+    for line in audit.summary(&command.join(" "), &report)? {
+        println!("{line}");
     }
-    println!(
-        "fl-audit external: {mechanism} at {} against `{}`: {} inputs x {samples} samples, alpha = {alpha} over {} tests and {} epsilon bounds",
-        params_label(&params),
-        command.join(" "),
-        report.suites.first().map_or(0, |s| s.samples_drawn) / samples.max(1),
-        report.results.len(),
-        report.epsilon.len()
-    );
-    let eps_line = report
-        .epsilon
-        .iter()
-        .map(|e| {
-            let scope = e
-                .params
-                .get("scope")
-                .and_then(serde_json::Value::as_str)
-                .map_or_else(String::new, |s| format!("{s} "));
-            format!(
-                "{scope}eps_lb = {:.4} (claimed {}, realised {}, confidence {})",
-                e.lower_bound,
-                fmt_eps(e.claimed),
-                fmt_eps(e.realised),
-                fmt_confidence(e.confidence)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    if report.passed() {
-        let min_p = report
-            .results
-            .iter()
-            .map(|r| r.adjusted_p_value)
-            .fold(1.0, f64::min);
-        println!(
-            "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {eps_line}",
-            fmt_p(min_p)
-        );
-        return Ok(EXIT_PASS);
-    }
-    let mut failing: Vec<_> = report.results.iter().filter(|r| !r.passed).collect();
-    failing.sort_by(|a, b| a.adjusted_p_value.total_cmp(&b.adjusted_p_value));
-    if let Some(worst) = failing.first() {
-        let mut about = worst.params.clone();
-        for k in params.keys() {
-            about.remove(k);
-        }
-        println!(
-            "FAIL: {} [{}] adjusted p = {} ({} failing tests); {eps_line}",
-            worst.test,
-            params_label(&about),
-            fmt_p(worst.adjusted_p_value),
-            failing.len()
-        );
+    Ok(if report.passed() {
+        EXIT_PASS
     } else {
-        println!("FAIL: certified epsilon violation; {eps_line}");
-    }
-    Ok(EXIT_FAIL)
+        EXIT_FAIL
+    })
 }

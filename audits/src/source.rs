@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::{
     analysis::BitStats,
     error::{AuditError, Result},
-    external::ExternalMechanism,
+    external::Responder,
     progress::Progress,
     protocol::{OutputKind, Outputs},
     suite::Params,
@@ -566,8 +566,8 @@ pub(crate) type FeedFactory = dyn Fn(usize) -> Box<dyn Feed> + Send;
 
 /// An external mechanism, asked in batches.
 pub(crate) struct External {
-    /// The running child.
-    pub mechanism: ExternalMechanism,
+    /// The running child, or an in-process callback.
+    pub mechanism: Box<dyn Responder>,
     /// The protocol input for each input number.
     pub inputs: Vec<Value>,
     /// The expected output form.
@@ -586,7 +586,7 @@ impl Source for External {
         while left > 0 {
             let b = self.batch.min(left);
             let size = usize::try_from(b).unwrap_or(usize::MAX);
-            let outputs = self.mechanism.request(&x, size, self.kind)?;
+            let outputs = self.mechanism.respond(&x, size, self.kind)?;
             feed.feed(&outputs)?;
             progress.add(b);
             left -= b;
