@@ -16,14 +16,24 @@ requests answered by a Python function in this process::
         mechanism="rr-binary", epsilon=1.0, samples=200_000, out="audit-report")
     assert result.passed, result.summary
 
-The function is called as ``mechanism_fn(input, n)`` with the protocol's input (an int for
-the RR and LabelDP mechanisms, a list of floats for EmbeddingDP and Laplace) and must return
-``n`` outputs (a list or numpy array: class indices, rows of 0/1 bits, rows of floats).
-:func:`serve` runs the same function as a child for the command line, so one mechanism can
-be audited both ways.
+The function is called as ``mechanism_fn(input, n)`` with the protocol's input and must
+return ``n`` outputs (a list or numpy array), in the forms of docs/AUDIT_PROTOCOL.md: an int
+for the RR, LabelDP, GRR and rr-with-prior mechanisms (output: class indices), a list of
+floats for EmbeddingDP and Laplace (rows of 0/1 bits, rows of floats), the utility vector
+for the exponential mechanism (candidate indices), a value for OUE (rows of K bits) and OLH
+(``[seed, bucket]`` pairs, or ``{"bucket": b, "hashes": [...]}`` with ``olh_hash="reported"``),
+a top-k set or ``{"update": u}`` for SignDS selection (rows of indices) and
+``{"update": u, "r_est": r, "phase": p}`` for the whole SignDS client (``{"sign": ±1,
+"magrr_bit": 0|1, "indices": [...]}``). The mechanism's parameters are keyword arguments
+named as ``fl-audit external``'s options (``classes``, ``dim``, ``utilities``, ``prior``,
+``eps_rr``, ...; ``suite`` reads them from a suite file). Every audit also tests the serial
+independence of each input's outputs in the order returned, so the function must draw
+fresh randomness on every call. :func:`serve` runs the same function as a child for the
+command line, so one mechanism can be audited both ways.
 """
 
 import json
+import operator
 import sys
 from typing import List, NamedTuple, Optional
 
@@ -31,7 +41,7 @@ import numpy as np
 
 from fl_privacy import _native
 
-__all__ = ["MECHANISMS", "AuditResult", "audit", "serve"]
+__all__ = ["LAW_OPTIONS", "MECHANISMS", "AuditResult", "audit", "serve"]
 
 #: The mechanisms the external protocol (and so :func:`audit`) supports.
 MECHANISMS = tuple(_native.EXTERNAL_MECHANISMS)
@@ -46,7 +56,8 @@ class AuditResult(NamedTuple):
     summary: str
     #: report.json as a dict (schema: audits/report.schema.json).
     report: dict
-    #: Where report.json, report.md and the plot were written (None if not written).
+    #: Where report.json, report.md, report.html and the plot were written (None if not
+    #: written).
     report_dir: Optional[str]
 
     @property
@@ -60,9 +71,19 @@ class AuditResult(NamedTuple):
         return self.report["epsilon"]
 
 
+def _plain(value):
+    """numpy scalars and arrays inside outputs (e.g. in dicts) as JSON values."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError("not a JSON value: %r" % (value,))
+
+
 def _response_line(outputs):
-    array = np.asarray(outputs)
-    return json.dumps({"outputs": array.tolist()})
+    array = np.asarray(outputs) if not isinstance(outputs, list) else None
+    plain = outputs if array is None else array.tolist()
+    return json.dumps({"outputs": plain}, separators=(",", ":"), default=_plain)
 
 
 class _Answer:
@@ -82,38 +103,77 @@ class _Answer:
         return _response_line(outputs)
 
 
-def audit(mechanism_fn, mechanism, epsilon, *, classes=None, dim=None, samples=1_000_000,
-          alpha=1e-3, batch=10_000, out=None):
-    """Audit ``mechanism_fn`` against fl-ldp's law of ``mechanism`` at ``epsilon``.
+#: The mechanism parameters :func:`audit` takes, as ``fl-audit external``'s options
+#: (``top_k`` is ``--top-k``...).
+LAW_OPTIONS = ("classes", "dim", "utilities", "sensitivity", "form", "prior", "top_k",
+               "output_dim", "eps_rr", "top_k_fraction", "olh_hash", "buckets",
+               "selection_input", "suite")
+
+_INTEGER_OPTIONS = {"classes", "dim", "top_k", "output_dim", "buckets"}
+_FLOAT_OPTIONS = {"sensitivity", "eps_rr", "top_k_fraction"}
+_VECTOR_OPTIONS = {"utilities", "prior"}
+
+
+def _law_options(options):
+    unknown = set(options) - set(LAW_OPTIONS)
+    if unknown:
+        raise TypeError("unknown mechanism parameters: %s (allowed: %s)"
+                        % (sorted(unknown), ", ".join(LAW_OPTIONS)))
+    law = {}
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name in _INTEGER_OPTIONS:
+            value = operator.index(value)
+        elif name in _FLOAT_OPTIONS:
+            value = float(value)
+        elif name in _VECTOR_OPTIONS:
+            value = [float(v) for v in np.asarray(value, dtype=float).reshape(-1)]
+        else:
+            value = str(value)
+        law[name] = value
+    return law
+
+
+def audit(mechanism_fn, mechanism, epsilon, *, samples=1_000_000, alpha=1e-3, batch=10_000,
+          out=None, **law):
+    """Audit ``mechanism_fn`` against fl-audit's law of ``mechanism`` at ``epsilon``.
 
     Args:
       mechanism_fn: ``f(input, n)`` returning ``n`` outputs for the protocol input.
       mechanism: one of :data:`MECHANISMS` (``fl-audit external --mechanism``).
       epsilon: the claimed ε (``--eps``).
-      classes: number of classes (label-dp-onehot; ``--classes``).
-      dim: dimension (embedding-dp, laplace; ``--dim``).
       samples: samples per input (``--samples``, default 10^6 as the command line).
       alpha: family-wise significance level (``--alpha``).
       batch: outputs per call of ``mechanism_fn`` (``--batch``).
-      out: a directory to write report.json, report.md and the plot into (atomically).
+      out: a directory to write report.json, report.md, report.html and the plot into
+        (atomically; ``--out``).
+      **law: the mechanism's parameters, named as in :data:`LAW_OPTIONS`: ``classes``
+        (``--classes``: rr-kary, label-dp-onehot, frequency-*), ``dim`` (embedding-dp,
+        laplace, signds-selection, signds-client), ``utilities``, ``sensitivity`` and
+        ``form`` (exponential), ``prior`` (rr-with-prior), ``top_k``, ``output_dim`` and
+        ``selection_input`` (signds-selection), ``eps_rr``, ``top_k_fraction`` and
+        ``output_dim`` (signds-client), ``olh_hash`` and ``buckets`` (frequency-olh),
+        ``suite`` (a suite file with one grid point; the others override it).
 
     Returns:
       :class:`AuditResult`. A failed audit is a result (``passed`` False), not an exception.
 
     Raises:
-      ValueError: for a usage error (unknown mechanism, missing classes/dim, bad ε or α).
-      RuntimeError: when the mechanism misbehaves (wrong count or form of outputs, NaN);
-        an exception raised by ``mechanism_fn`` propagates, chained to the audit's error.
+      TypeError: for a parameter :func:`audit` does not know.
+      ValueError: for a usage error (unknown mechanism, missing or invalid parameter, bad ε
+        or α).
+      RuntimeError: when the mechanism misbehaves (wrong count or form of outputs, NaN) or
+        ``out`` cannot be written; an exception raised by ``mechanism_fn`` propagates,
+        chained to the audit's error.
     """
+    options = _law_options(law)
     answer = _Answer(mechanism_fn)
     target = getattr(mechanism_fn, "__qualname__", repr(mechanism_fn))
     try:
         passed, header, verdict, report = _native.audit_external(
-            answer, str(mechanism), float(epsilon),
-            None if classes is None else int(classes),
-            None if dim is None else int(dim),
-            int(samples), float(alpha), int(batch),
-            None if out is None else str(out), target,
+            answer, str(mechanism), float(epsilon), int(samples), float(alpha), int(batch),
+            None if out is None else str(out), target, **options,
         )
     except RuntimeError as exc:
         if answer.error is not None:

@@ -19,24 +19,42 @@ fn err(e: AuditError) -> PyErr {
 }
 
 /// Audits the mechanism answered by `answer` (a Python function from a request line to a
-/// response line) exactly as `fl-audit external` audits a child process; writes
-/// report.json, report.md, report.html and the plot into `out` when given. Returns
-/// (passed, header line, verdict line, report.json text).
+/// response line) exactly as `fl-audit external` audits a child process, with the
+/// mechanism's parameters as `fl-audit external`'s options (`--classes`, `--dim`,
+/// `--utilities`, ..., `--suite`); writes report.json, report.md, report.html and the plot
+/// into `out` when given. Returns (passed, header line, verdict line, report.json text).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // The command line's options, one by one.
-#[pyo3(signature = (answer, mechanism, eps, classes, dim, samples, alpha, batch, out, target))]
+#[pyo3(signature = (
+    answer, mechanism, eps, samples, alpha, batch, out, target, *,
+    classes=None, dim=None, utilities=None, sensitivity=None, form=None, prior=None,
+    top_k=None, output_dim=None, eps_rr=None, top_k_fraction=None, olh_hash=None,
+    buckets=None, selection_input=None, suite=None
+))]
 pub(crate) fn audit_external(
     py: Python<'_>,
     answer: Py<PyAny>,
     mechanism: String,
     eps: f64,
-    classes: Option<u64>,
-    dim: Option<u64>,
     samples: u64,
     alpha: f64,
     batch: u64,
     out: Option<PathBuf>,
     target: String,
+    classes: Option<u64>,
+    dim: Option<u64>,
+    utilities: Option<Vec<f64>>,
+    sensitivity: Option<f64>,
+    form: Option<String>,
+    prior: Option<Vec<f64>>,
+    top_k: Option<u64>,
+    output_dim: Option<u64>,
+    eps_rr: Option<f64>,
+    top_k_fraction: Option<f64>,
+    olh_hash: Option<String>,
+    buckets: Option<u64>,
+    selection_input: Option<String>,
+    suite: Option<PathBuf>,
 ) -> PyResult<(bool, String, String, String)> {
     let audit = ExternalAudit {
         mechanism,
@@ -44,7 +62,18 @@ pub(crate) fn audit_external(
         law: LawArgs {
             classes,
             dim,
-            ..LawArgs::default()
+            utilities,
+            sensitivity,
+            form,
+            prior,
+            top_k,
+            output_dim,
+            eps_rr,
+            top_k_fraction,
+            olh_hash,
+            buckets,
+            selection_input,
+            suite,
         },
         samples,
         alpha,

@@ -15,10 +15,12 @@ import sys
 import numpy as np
 import pytest
 
-from fl_privacy import audit, ldp
+from fl_privacy import audit, ldp, signds
 
 SAMPLES = 200_000  # per input: fl-audit's quick size, detects a 1.3·ε sampler easily
 CLASSES, DIM = 4, 3
+UTILITIES = [3.0, 1.0, 0.0, 3.0, 2.0]
+SIGNDS = {"dim": 40, "top_k_fraction": 0.1, "output_dim": 2, "eps_rr": 1.0}
 
 
 def adapters(seed):
@@ -50,13 +52,36 @@ def adapters(seed):
         m = ldp.Laplace(eps, DIM)
         return lambda x, n: m.privatize(np.tile(np.asarray(x), (n, 1)), rng=rng).output
 
+    def exponential(eps):
+        # The protocol's input is the utility vector (the claimed one or its neighbour).
+        m = ldp.ExponentialMechanism(eps, 1.0)
+        return lambda u, n: m.sample(np.asarray(u), n, rng=rng).output
+
+    def signds_client(eps):
+        # The whole client: the input is {"update", "r_est", "phase"}, one report per draw.
+        client = signds.Client(SIGNDS["dim"], top_k_fraction=SIGNDS["top_k_fraction"],
+                               epsilon=eps, output_dimension=SIGNDS["output_dim"],
+                               magrr_epsilon=SIGNDS["eps_rr"])
+
+        def reports(x, n):
+            update = np.asarray(x["update"], dtype=np.float32)
+            broadcast = signds.Broadcast(x["r_est"], x["phase"])
+            encoded = (client.encode(update, broadcast, rng=rng) for _ in range(n))
+            return [{"sign": r.sign, "magrr_bit": int(r.magrr_bit), "indices": r.indices}
+                    for r in encoded]
+
+        return reports
+
     return {
         "rr-binary": (rr_binary, {}),
         "label-dp-binary": (label_binary, {}),
         "label-dp-onehot": (label_one_hot, {"classes": CLASSES}),
-        "label-dp-onehot (k-ary RR)": (kary, {"classes": CLASSES}),
+        "rr-kary": (kary, {"classes": CLASSES}),
+        "frequency-grr (k-ary RR)": (kary, {"classes": CLASSES}),
         "embedding-dp": (embedding, {"dim": DIM}),
         "laplace": (laplace, {"dim": DIM}),
+        "exponential": (exponential, {"utilities": UTILITIES}),
+        "signds-client": (signds_client, SIGNDS),
     }
 
 
@@ -78,8 +103,35 @@ def test_ldp_mechanisms_pass_their_audit_and_a_13_eps_sampler_fails(name):
     assert bad.summary.splitlines()[1].startswith("FAIL")
 
 
+def test_a_mechanism_that_reuses_randomness_fails_serial_independence():
+    """Correct marginals, correlated calls: k-ary RR whose every output repeats the previous
+    one with probability 5 % keeps the law of each output but fails the audit's serial
+    independence test; the same sampler without repeats passes."""
+
+    def repeating(repeat):
+        m, rng = ldp.KaryRandomizedResponse(1.0, CLASSES), ldp.SeededRng(11)
+        coins = np.random.default_rng(11)
+
+        def draw(x, n):
+            out = np.array(m.randomize(np.full(n, x), rng=rng).output)
+            for i in np.flatnonzero(coins.random(n) < repeat):
+                if i > 0:
+                    out[i] = out[i - 1]
+            return out
+
+        return draw
+
+    good = audit.audit(repeating(0.0), "rr-kary", 1.0, classes=CLASSES, samples=SAMPLES)
+    assert good.passed, good.summary
+    bad = audit.audit(repeating(0.05), "rr-kary", 1.0, classes=CLASSES, samples=SAMPLES)
+    assert not bad.passed, bad.summary
+    failing = {row["test"] for row in bad.tests if not row["passed"]}
+    assert failing == {"serial-independence"}, bad.summary
+
+
 def test_exponential_mechanism_law():
-    """Not (yet) in the external protocol: checked here directly. 10^6 draws per path
+    """The select/probabilities paths, checked here directly (sample is audited above
+    through the protocol). 10^6 draws per path
     (sample, and select over rows); a two-sided z-test per candidate (every n·p ≥ 4·10^4,
     normal approximation), Bonferroni over 2 × 5 cells at α = 10^-3: |z| < 4.42."""
     utilities = np.array([3.0, 1.0, 0.0, 3.0, 2.0])
@@ -106,6 +158,8 @@ def test_audit_writes_the_report_and_returns_its_rows(tmp_path):
     result = audit.audit(make(0.5), "rr-binary", 0.5, samples=50_000, out=tmp_path / "report")
     files = sorted(p.name for p in (tmp_path / "report").iterdir())
     assert files == ["report.html", "report.json", "report.md", "rr-binary.svg"]
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "<svg" in html and 'src="http' not in html and 'href="http' not in html
     on_disk = json.loads((tmp_path / "report" / "report.json").read_text())
     assert on_disk["results"] == result.report["results"] == result.tests
     assert result.report_dir == str(tmp_path / "report") and len(result.epsilon) == 1
@@ -118,6 +172,12 @@ def test_audit_errors():
         audit.audit(ok, "rr-ternary", 1.0)
     with pytest.raises(ValueError, match="--dim"):
         audit.audit(ok, "laplace", 1.0)
+    with pytest.raises(ValueError, match="--utilities"):
+        audit.audit(ok, "exponential", 1.0)
+    with pytest.raises(ValueError, match="--prior"):
+        audit.audit(ok, "rr-with-prior", 1.0)
+    with pytest.raises(TypeError, match="unknown mechanism parameters"):
+        audit.audit(ok, "rr-binary", 1.0, clases=3)
     with pytest.raises(ValueError, match="eps"):
         audit.audit(ok, "rr-binary", float("nan"))
     with pytest.raises(ValueError, match="alpha"):
@@ -139,7 +199,10 @@ def test_audit_errors():
         audit.audit(raising, "rr-binary", 1.0, samples=100)
     assert isinstance(info.value.__cause__, RuntimeError)
     assert set(audit.MECHANISMS) >= {"rr-binary", "label-dp-binary", "label-dp-onehot",
-                                     "embedding-dp", "laplace"}
+                                     "embedding-dp", "laplace", "rr-kary", "exponential",
+                                     "rr-with-prior", "frequency-grr", "frequency-oue",
+                                     "frequency-olh", "signds-selection", "signds-magrr",
+                                     "signds-client"}
 
 
 def _fl_audit_binary():
