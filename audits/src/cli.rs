@@ -3,9 +3,9 @@
 //! ```text
 //! fl-audit run [--suite NAME|all] [--samples N] [--seed S] [--alpha A] [--out DIR]
 //! fl-audit list
-//! fl-audit epsilon --mechanism NAME --eps E [--classes K] [--samples N] [--seed S]
-//! fl-audit plan --mechanism NAME --eps E --detect DELTA [--alpha A] [--power P]
-//! fl-audit external --mechanism NAME --eps E [--classes K] [--dim D] [--samples N]
+//! fl-audit epsilon --mechanism NAME --eps E [mechanism options] [--samples N] [--seed S]
+//! fl-audit plan --mechanism NAME --eps E --detect DELTA [mechanism options] [--alpha A] [--power P]
+//! fl-audit external --mechanism NAME --eps E [mechanism options] [--samples N]
 //!                   [--alpha A] -- COMMAND [ARGS...]
 //! ```
 //!
@@ -14,15 +14,15 @@
 
 use std::{io::IsTerminal, path::PathBuf, process::ExitCode, time::Duration};
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
 use crate::{
     engine::{self, DEFAULT_ALPHA, DEFAULT_SEED, RunOptions, SuitePoint},
     error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result},
-    external::ExternalMechanism,
+    external::{ExternalMechanism, Responder},
     registry,
-    report::{OutputDir, Report, fmt_eps, fmt_p},
+    report::{EpsilonRow, OutputDir, Report, fmt_confidence, fmt_count, fmt_eps, fmt_p},
     source::External,
     suite::{self, Params, Samples, Suite, params_label},
 };
@@ -43,6 +43,62 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// A mechanism's parameters on the command line (each names a suite `params` key; see
+/// `fl-audit list` for which mechanism takes which).
+#[derive(Debug, Clone, Default, PartialEq, Args)]
+pub struct LawArgs {
+    /// Number of classes or values (rr-kary, label-dp-onehot, frequency-*).
+    #[arg(long, value_name = "K")]
+    pub classes: Option<u64>,
+    /// Dimension (embedding-dp, laplace, signds-selection, signds-client).
+    #[arg(long, value_name = "D")]
+    pub dim: Option<u64>,
+    /// Utilities of the candidates, comma-separated (exponential).
+    #[arg(
+        long,
+        value_name = "U1,U2,...",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    pub utilities: Option<Vec<f64>>,
+    /// Utility sensitivity Δu (exponential; default 1).
+    #[arg(long, value_name = "DELTA")]
+    pub sensitivity: Option<f64>,
+    /// `standard` (P ∝ exp(ε·u/(2Δ)), the default) or `monotone` (exp(ε·u/Δ)) (exponential).
+    #[arg(long, value_name = "FORM")]
+    pub form: Option<String>,
+    /// The public prior over the classes, comma-separated (rr-with-prior).
+    #[arg(long, value_name = "P1,P2,...", value_delimiter = ',')]
+    pub prior: Option<Vec<f64>>,
+    /// K, the size of the top-k set (signds-selection).
+    #[arg(long, value_name = "K")]
+    pub top_k: Option<u64>,
+    /// h, the indices selected (signds-selection; signds-client: 0 or absent = fl-signds' search).
+    #[arg(long, value_name = "H")]
+    pub output_dim: Option<u64>,
+    /// MagRR's ε (signds-client).
+    #[arg(long, value_name = "E")]
+    pub eps_rr: Option<f64>,
+    /// The top-k fraction k in (0, 0.25] (signds-client).
+    #[arg(long, value_name = "F")]
+    pub top_k_fraction: Option<f64>,
+    /// `fl-ldp` ([seed, bucket] under fl-ldp's hash family, the default) or `reported`
+    /// (each report carries every value's hash) (frequency-olh).
+    #[arg(long, value_name = "FAMILY")]
+    pub olh_hash: Option<String>,
+    /// g, the buckets of an OLH with reported hashes (default: fl-ldp's g for ε).
+    #[arg(long, value_name = "G")]
+    pub buckets: Option<u64>,
+    /// `top-k` (send the top-k set, the default) or `update` (send an update vector whose
+    /// K largest values are the set) (signds-selection).
+    #[arg(long, value_name = "FORM")]
+    pub selection_input: Option<String>,
+    /// Read the mechanism's parameters from a suite file (one grid point); the options
+    /// above override them.
+    #[arg(long, value_name = "FILE")]
+    pub suite: Option<PathBuf>,
 }
 
 /// The subcommands.
@@ -76,9 +132,9 @@ pub enum Command {
         /// The claimed ε.
         #[arg(long, value_name = "E")]
         eps: f64,
-        /// Number of classes (rr-kary, label-dp-onehot).
-        #[arg(long, value_name = "K")]
-        classes: Option<u64>,
+        /// The mechanism's parameters.
+        #[command(flatten)]
+        law: LawArgs,
         /// Samples per input.
         #[arg(long, value_name = "N", default_value_t = DEFAULT_EPSILON_SAMPLES,
               value_parser = clap::value_parser!(u64).range(1..))]
@@ -104,27 +160,21 @@ pub enum Command {
         /// Power (probability of detecting the error).
         #[arg(long, value_name = "P", default_value_t = 0.99)]
         power: f64,
-        /// Number of classes (rr-kary, label-dp-onehot).
-        #[arg(long, value_name = "K")]
-        classes: Option<u64>,
-        /// Dimension (embedding-dp).
-        #[arg(long, value_name = "D")]
-        dim: Option<u64>,
+        /// The mechanism's parameters.
+        #[command(flatten)]
+        law: LawArgs,
     },
     /// Audit an implementation in any language over newline-delimited JSON.
     External {
-        /// Mechanism: rr-binary, label-dp-binary, label-dp-onehot, embedding-dp, laplace.
+        /// Mechanism: any of `fl-audit list` but the estimators.
         #[arg(long, value_name = "NAME")]
         mechanism: String,
         /// The claimed ε.
         #[arg(long, value_name = "E")]
         eps: f64,
-        /// Number of classes (label-dp-onehot).
-        #[arg(long, value_name = "K")]
-        classes: Option<u64>,
-        /// Dimension (embedding-dp, laplace).
-        #[arg(long, value_name = "D")]
-        dim: Option<u64>,
+        /// The mechanism's parameters.
+        #[command(flatten)]
+        law: LawArgs,
         /// Samples per input.
         #[arg(long, value_name = "N", default_value_t = DEFAULT_EXTERNAL_SAMPLES,
               value_parser = clap::value_parser!(u64).range(1..))]
@@ -139,19 +189,32 @@ pub enum Command {
         /// Seconds to wait for each response (extension of the specified interface).
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS)]
         timeout: f64,
+        /// Also write report.md, report.json, report.html and the plot to this directory.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
         /// The command that runs the mechanism, after `--`.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
 }
 
-/// External mechanisms the protocol defines.
+/// External mechanisms the protocol defines: every mechanism family but the estimators
+/// (which audit the project's own de-biasing code, not a randomizer).
 pub const EXTERNAL_MECHANISMS: &[&str] = &[
     "rr-binary",
+    "rr-kary",
     "label-dp-binary",
     "label-dp-onehot",
     "embedding-dp",
+    "exponential",
+    "rr-with-prior",
     "laplace",
+    "signds-selection",
+    "signds-magrr",
+    "signds-client",
+    "frequency-grr",
+    "frequency-oue",
+    "frequency-olh",
 ];
 
 /// Parses `std::env::args` and runs the command; the process exit status.
@@ -191,31 +254,40 @@ pub fn execute(command: Command) -> Result<u8> {
         Command::Epsilon {
             mechanism,
             eps,
-            classes,
+            law,
             samples,
             seed,
-        } => cmd_epsilon(&mechanism, eps, classes, samples, seed),
+        } => cmd_epsilon(&mechanism, eps, &law, samples, seed),
         Command::Plan {
             mechanism,
             eps,
             detect,
             alpha,
             power,
-            classes,
-            dim,
-        } => cmd_plan(&mechanism, eps, detect, alpha, power, classes, dim),
+            law,
+        } => cmd_plan(&mechanism, eps, detect, alpha, power, &law),
         Command::External {
             mechanism,
             eps,
-            classes,
-            dim,
+            law,
             samples,
             alpha,
             batch,
             timeout,
+            out,
             command,
         } => cmd_external(
-            &mechanism, eps, classes, dim, samples, alpha, batch, timeout, &command,
+            &ExternalAudit {
+                mechanism,
+                eps,
+                law,
+                samples,
+                alpha,
+                batch,
+                out,
+            },
+            timeout,
+            &command,
         ),
     }
 }
@@ -282,7 +354,7 @@ fn cmd_run(which: &str, samples: Option<u64>, seed: u64, alpha: f64, out: PathBu
         report.results.len(),
         report.epsilon.len(),
         alpha,
-        report.samples(),
+        fmt_count(report.samples()),
         seed,
         out.display()
     );
@@ -327,8 +399,9 @@ fn cmd_list() -> Result<u8> {
     Ok(EXIT_PASS)
 }
 
-/// The parameters of a mechanism from command-line options.
-fn cli_params(mechanism: &str, eps: f64, classes: Option<u64>, dim: Option<u64>) -> Result<Params> {
+/// The parameters of a mechanism from command-line options: a suite file's (if given),
+/// overridden by the options, checked against the mechanism's law.
+fn cli_params(mechanism: &str, eps: f64, law: &LawArgs) -> Result<Params> {
     let info = registry::info(mechanism)?;
     if !eps.is_finite() || eps < 0.0 {
         return Err(AuditError::usage(format!(
@@ -336,19 +409,78 @@ fn cli_params(mechanism: &str, eps: f64, classes: Option<u64>, dim: Option<u64>)
         )));
     }
     let mut p = Params::new();
+    if let Some(path) = &law.suite {
+        let s = Suite::load(path)?;
+        if s.mechanism != mechanism {
+            return Err(AuditError::usage(format!(
+                "suite file {} is for mechanism `{}`, not `{mechanism}`",
+                path.display(),
+                s.mechanism
+            )));
+        }
+        let mut points = s.points();
+        if points.len() != 1 {
+            return Err(AuditError::usage(format!(
+                "suite file {} has {} grid points; an external audit runs one (remove its grid)",
+                path.display(),
+                points.len()
+            )));
+        }
+        p = points.remove(0);
+    }
     p.insert("eps".into(), json!(eps));
-    let wants = |k: &str| info.params.split(", ").any(|x| x == k);
-    if wants("k") || wants("classes") {
-        let k = classes.ok_or_else(|| {
-            AuditError::usage(format!("mechanism `{mechanism}` needs --classes K"))
-        })?;
-        p.insert(if wants("k") { "k" } else { "classes" }.into(), json!(k));
+    let wants = |k: &str| {
+        info.params
+            .split(", ")
+            .any(|x| x.trim_end_matches('?') == k)
+    };
+    let mut set = |key: &str, value: serde_json::Value| {
+        p.insert(key.into(), value);
+    };
+    if let Some(k) = law.classes {
+        if wants("k") {
+            set("k", json!(k));
+        } else if wants("classes") {
+            set("classes", json!(k));
+        }
     }
-    if wants("dim") {
-        let d =
-            dim.ok_or_else(|| AuditError::usage(format!("mechanism `{mechanism}` needs --dim D")))?;
-        p.insert("dim".into(), json!(d));
+    for (key, value) in [
+        ("dim", law.dim.map(|v| json!(v))),
+        ("utilities", law.utilities.as_ref().map(|v| json!(v))),
+        ("sensitivity", law.sensitivity.map(|v| json!(v))),
+        ("form", law.form.as_ref().map(|v| json!(v))),
+        ("prior", law.prior.as_ref().map(|v| json!(v))),
+        ("top_k", law.top_k.map(|v| json!(v))),
+        ("output_dim", law.output_dim.map(|v| json!(v))),
+        ("eps_rr", law.eps_rr.map(|v| json!(v))),
+        ("top_k_fraction", law.top_k_fraction.map(|v| json!(v))),
+        ("olh_hash", law.olh_hash.as_ref().map(|v| json!(v))),
+        ("buckets", law.buckets.map(|v| json!(v))),
+        (
+            "selection_input",
+            law.selection_input.as_ref().map(|v| json!(v)),
+        ),
+    ] {
+        if let Some(v) = value {
+            set(key, v);
+        }
     }
+    // The law names a missing parameter; say which option supplies it.
+    registry::law(mechanism, &p).map_err(|e| match e {
+        AuditError::Usage(m) if m.starts_with("missing parameter `") => {
+            let name = m
+                .trim_start_matches("missing parameter `")
+                .split('`')
+                .next()
+                .unwrap_or_default();
+            let option = match name {
+                "k" | "classes" => "classes".to_string(),
+                other => other.replace('_', "-"),
+            };
+            AuditError::usage(format!("mechanism `{mechanism}` needs --{option} ({m})"))
+        }
+        other => other,
+    })?;
     Ok(p)
 }
 
@@ -372,20 +504,19 @@ fn adhoc_suite(
     }
 }
 
-fn cmd_epsilon(
-    mechanism: &str,
-    eps: f64,
-    classes: Option<u64>,
-    samples: u64,
-    seed: u64,
-) -> Result<u8> {
+/// What an ε statement is about (`output`, `vector`, `MagRR bit`...), if it says.
+fn scope_of(e: &EpsilonRow) -> Option<&str> {
+    e.params.get("scope").and_then(serde_json::Value::as_str)
+}
+
+fn cmd_epsilon(mechanism: &str, eps: f64, law: &LawArgs, samples: u64, seed: u64) -> Result<u8> {
     let info = registry::info(mechanism)?;
     if !info.tests.contains(&"epsilon") {
         return Err(AuditError::usage(format!(
             "mechanism `{mechanism}` has no epsilon lower bound"
         )));
     }
-    let params = cli_params(mechanism, eps, classes, None)?;
+    let params = cli_params(mechanism, eps, law)?;
     let suite = adhoc_suite(mechanism, params, seed, samples, vec!["epsilon".into()]);
     let report = engine::run(
         &[suite],
@@ -396,16 +527,14 @@ fn cmd_epsilon(
     )?;
     let mut violated = false;
     for e in &report.epsilon {
-        let scope = e
-            .params
-            .get("scope")
-            .map_or_else(String::new, |s| format!(" ({s})"));
+        let scope = scope_of(e).map_or_else(String::new, |s| format!(" ({s})"));
         println!(
-            "{mechanism}{scope}: claimed epsilon = {}, realised at the audited inputs = {}, certified lower bound = {:.6} at confidence {} ({samples} samples per input)",
+            "{mechanism}{scope}: claimed epsilon = {}, realised at the audited inputs = {}, certified lower bound = {:.6} at confidence {} ({} samples per input)",
             fmt_eps(e.claimed),
             fmt_eps(e.realised),
             e.lower_bound,
-            e.confidence
+            fmt_confidence(e.confidence),
+            fmt_count(samples)
         );
         if let Some(event) = &e.event {
             println!(
@@ -430,8 +559,7 @@ fn cmd_plan(
     detect: f64,
     alpha: f64,
     power: f64,
-    classes: Option<u64>,
-    dim: Option<u64>,
+    law: &LawArgs,
 ) -> Result<u8> {
     check_alpha(alpha)?;
     if !(detect > 0.0 && detect < 1.0) {
@@ -444,7 +572,7 @@ fn cmd_plan(
             "--power must be strictly between 0 and 1, got {power}"
         )));
     }
-    let params = cli_params(mechanism, eps, classes, dim)?;
+    let params = cli_params(mechanism, eps, law)?;
     let tests: Vec<String> = registry::info(mechanism)?
         .tests
         .iter()
@@ -479,121 +607,192 @@ fn cmd_plan(
     Ok(EXIT_PASS)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn cmd_external(
-    mechanism: &str,
-    eps: f64,
-    classes: Option<u64>,
-    dim: Option<u64>,
-    samples: u64,
-    alpha: f64,
-    batch: u64,
-    timeout: f64,
-    command: &[String],
-) -> Result<u8> {
-    check_alpha(alpha)?;
-    if !EXTERNAL_MECHANISMS.contains(&mechanism) {
-        return Err(AuditError::usage(format!(
-            "external audits support {}; got `{mechanism}`",
-            EXTERNAL_MECHANISMS.join(", ")
-        )));
+/// One audit of a mechanism over the external protocol, as `fl-audit external` runs it:
+/// the mechanism's claimed law at `eps` with its parameters (`law`: the same options, or
+/// suite file, as `plan` and `epsilon`), the inputs that law chooses, `samples` outputs per
+/// input asked `batch` at a time, the built-in suites' tests (serial independence included)
+/// and ε statements, α split over them, and the report files written to `out`. The
+/// answers come from any [`Responder`]: a child process (the command line) or an in-process
+/// callback (the Python package's `fl_privacy.audit`), so both run this one code path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalAudit {
+    /// The mechanism (one of [`EXTERNAL_MECHANISMS`]).
+    pub mechanism: String,
+    /// The claimed ε.
+    pub eps: f64,
+    /// The mechanism's parameters (classes, dim, utilities, prior, ... or a suite file).
+    pub law: LawArgs,
+    /// Samples per input.
+    pub samples: u64,
+    /// Family-wise significance level.
+    pub alpha: f64,
+    /// Outputs per request.
+    pub batch: u64,
+    /// Where to write report.md, report.json, report.html and the plot (atomically), if
+    /// anywhere.
+    pub out: Option<PathBuf>,
+}
+
+impl ExternalAudit {
+    /// Validates the audit and prepares `out`, then starts the mechanism with `start` and
+    /// audits it (nothing is started when the audit is invalid or `out` unwritable); the
+    /// report is written to `out` whatever the verdict.
+    ///
+    /// # Errors
+    /// [`AuditError::Usage`] for an unknown mechanism, a missing or invalid parameter, an
+    /// invalid ε, α, sample or batch size; [`AuditError::Io`] for an unwritable `out`;
+    /// whatever `start` returns; the responder's [`AuditError::External`] failures.
+    pub fn run(
+        &self,
+        start: impl FnOnce() -> Result<Box<dyn Responder>>,
+        progress: bool,
+    ) -> Result<Report> {
+        check_alpha(self.alpha)?;
+        let mechanism = self.mechanism.as_str();
+        if !EXTERNAL_MECHANISMS.contains(&mechanism) {
+            return Err(AuditError::usage(format!(
+                "external audits support {}; got `{mechanism}`",
+                EXTERNAL_MECHANISMS.join(", ")
+            )));
+        }
+        if self.samples == 0 || self.batch == 0 {
+            return Err(AuditError::usage(
+                "samples and batch must be at least 1".to_string(),
+            ));
+        }
+        let params = cli_params(mechanism, self.eps, &self.law)?;
+        // Fail fast on an unwritable destination, before the mechanism is started.
+        let dir = self.out.as_deref().map(OutputDir::prepare).transpose()?;
+        let tests: Vec<String> = registry::info(mechanism)?
+            .tests
+            .iter()
+            .map(|t| (*t).to_string())
+            .collect();
+        let (law, kind) = registry::law(mechanism, &params)?;
+        let kind = kind.ok_or_else(|| {
+            AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
+        })?;
+        let inputs = law.protocol_inputs();
+        let feed = registry::feeder(mechanism, &params, &law)?;
+        let source = External {
+            mechanism: start()?,
+            inputs,
+            kind,
+            batch: self.batch,
+            feed,
+        };
+        let audit = registry::PointAudit {
+            tests: registry::law_tests(mechanism, &law, &tests),
+            law,
+            source: Box::new(source),
+        };
+        let suite = adhoc_suite(mechanism, params.clone(), 0, self.samples, tests);
+        let options = RunOptions {
+            samples: Some(self.samples),
+            seed: 0,
+            alpha: self.alpha,
+            progress,
+        };
+        let point = SuitePoint {
+            suite: 0,
+            params,
+            audit,
+            seed: 0,
+        };
+        let report = engine::execute(&[suite], vec![point], &options)?;
+        if let Some(dir) = dir {
+            dir.commit(&engine::report_files(&report)?)?;
+        }
+        Ok(report)
     }
+
+    /// The two lines `fl-audit external` prints for `report` of the mechanism `target`:
+    /// what was audited, and the verdict (PASS or FAIL with the worst test and the ε
+    /// bounds).
+    ///
+    /// # Errors
+    /// Only for an audit that [`ExternalAudit::run`] would have rejected.
+    pub fn summary(&self, target: &str, report: &Report) -> Result<[String; 2]> {
+        let params = cli_params(&self.mechanism, self.eps, &self.law)?;
+        let samples = self.samples;
+        let header = format!(
+            "fl-audit external: {} at {} against `{target}`: {} inputs x {samples} samples, alpha = {} over {} tests and {} epsilon bounds",
+            self.mechanism,
+            params_label(&params),
+            report.suites.first().map_or(0, |s| s.samples_drawn) / samples.max(1),
+            self.alpha,
+            report.results.len(),
+            report.epsilon.len()
+        );
+        let eps_line = report
+            .epsilon
+            .iter()
+            .map(|e| {
+                let scope = scope_of(e).map_or_else(String::new, |s| format!("{s} "));
+                format!(
+                    "{scope}eps_lb = {:.4} (claimed {}, realised {}, confidence {})",
+                    e.lower_bound,
+                    fmt_eps(e.claimed),
+                    fmt_eps(e.realised),
+                    fmt_confidence(e.confidence)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let verdict = if report.passed() {
+            let min_p = report
+                .results
+                .iter()
+                .map(|r| r.adjusted_p_value)
+                .fold(1.0, f64::min);
+            format!(
+                "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {eps_line}",
+                fmt_p(min_p)
+            )
+        } else {
+            let mut failing: Vec<_> = report.results.iter().filter(|r| !r.passed).collect();
+            failing.sort_by(|a, b| a.adjusted_p_value.total_cmp(&b.adjusted_p_value));
+            if let Some(worst) = failing.first() {
+                let mut about = worst.params.clone();
+                for k in params.keys() {
+                    about.remove(k);
+                }
+                format!(
+                    "FAIL: {} [{}] adjusted p = {} ({} failing tests); {eps_line}",
+                    worst.test,
+                    params_label(&about),
+                    fmt_p(worst.adjusted_p_value),
+                    failing.len()
+                )
+            } else {
+                format!("FAIL: certified epsilon violation; {eps_line}")
+            }
+        };
+        Ok([header, verdict])
+    }
+}
+
+/// `fl-audit external`: `audit` with the mechanism run as the child `command`, each
+/// response awaited at most `timeout` seconds.
+fn cmd_external(audit: &ExternalAudit, timeout: f64, command: &[String]) -> Result<u8> {
     if !(timeout.is_finite() && timeout > 0.0 && timeout <= 86_400.0) {
         return Err(AuditError::usage(format!(
             "--timeout must be between 0 and 86400 seconds, got {timeout}"
         )));
     }
-    let params = cli_params(mechanism, eps, classes, dim)?;
-    let tests: Vec<String> = registry::info(mechanism)?
-        .tests
-        .iter()
-        .map(|t| (*t).to_string())
-        .collect();
-    let (law, kind) = registry::law(mechanism, &params)?;
-    let kind = kind.ok_or_else(|| {
-        AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
-    })?;
-    let inputs = law.protocol_inputs();
-    let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
-    let source = External {
-        mechanism: child,
-        inputs,
-        kind,
-        batch,
-    };
-    let audit = registry::PointAudit {
-        law,
-        tests: crate::analysis::TestSet(tests.clone()),
-        source: Box::new(source),
-    };
-    let suite = adhoc_suite(mechanism, params.clone(), 0, samples, tests);
-    let options = RunOptions {
-        samples: Some(samples),
-        seed: 0,
-        alpha,
-        progress: std::io::stderr().is_terminal(),
-    };
-    let point = SuitePoint {
-        suite: 0,
-        params: params.clone(),
-        audit,
-        seed: 0,
-    };
-    let report = engine::execute(&[suite], vec![point], &options)?;
-    println!(
-        "fl-audit external: {mechanism} at {} against `{}`: {} inputs x {samples} samples, alpha = {alpha} over {} tests and {} epsilon bounds",
-        params_label(&params),
-        command.join(" "),
-        report.suites.first().map_or(0, |s| s.samples_drawn) / samples.max(1),
-        report.results.len(),
-        report.epsilon.len()
-    );
-    let eps_line = report
-        .epsilon
-        .iter()
-        .map(|e| {
-            let scope = e
-                .params
-                .get("scope")
-                .map_or_else(String::new, |s| format!("{s} "));
-            format!(
-                "{scope}eps_lb = {:.4} (claimed {}, realised {}, confidence {})",
-                e.lower_bound,
-                fmt_eps(e.claimed),
-                fmt_eps(e.realised),
-                e.confidence
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
-    if report.passed() {
-        let min_p = report
-            .results
-            .iter()
-            .map(|r| r.adjusted_p_value)
-            .fold(1.0, f64::min);
-        println!(
-            "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {eps_line}",
-            fmt_p(min_p)
-        );
-        return Ok(EXIT_PASS);
+    let report = audit.run(
+        || {
+            let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
+            Ok(Box::new(child) as Box<dyn Responder>)
+        },
+        std::io::stderr().is_terminal(),
+    )?;
+    for line in audit.summary(&command.join(" "), &report)? {
+        println!("{line}");
     }
-    let mut failing: Vec<_> = report.results.iter().filter(|r| !r.passed).collect();
-    failing.sort_by(|a, b| a.adjusted_p_value.total_cmp(&b.adjusted_p_value));
-    if let Some(worst) = failing.first() {
-        let mut about = worst.params.clone();
-        for k in params.keys() {
-            about.remove(k);
-        }
-        println!(
-            "FAIL: {} [{}] adjusted p = {} ({} failing tests); {eps_line}",
-            worst.test,
-            params_label(&about),
-            fmt_p(worst.adjusted_p_value),
-            failing.len()
-        );
+    Ok(if report.passed() {
+        EXIT_PASS
     } else {
-        println!("FAIL: certified epsilon violation; {eps_line}");
-    }
-    Ok(EXIT_FAIL)
+        EXIT_FAIL
+    })
 }

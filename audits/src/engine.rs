@@ -259,6 +259,7 @@ pub(crate) fn execute(
                 ),
             },
             panels: Vec::new(),
+            notes: Vec::new(),
             seconds: 0.0,
         })
         .collect();
@@ -290,6 +291,11 @@ pub(crate) fn execute(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let label = crate::suite::params_label(&grid);
+        for note in r.notes {
+            if !s.notes.contains(&note) {
+                s.notes.push(note);
+            }
+        }
         for mut panel in r.panels {
             if !label.is_empty() {
                 panel.title = format!("{label}: {}", panel.title);
@@ -371,7 +377,8 @@ pub(crate) fn execute(
     })
 }
 
-/// The files of a report directory: `report.json`, `report.md` and one SVG per suite.
+/// The files of a report directory: `report.json`, `report.md`, `report.html` (with the
+/// plots inline) and one SVG per suite.
 ///
 /// # Errors
 /// Serialisation failure (not expected).
@@ -383,15 +390,28 @@ pub fn report_files(report: &Report) -> Result<Vec<(String, Vec<u8>)>> {
         .collect();
     let json = serde_json::to_string_pretty(&report.to_json())
         .map_err(|e| AuditError::Mechanism(format!("cannot serialise the report: {e}")))?;
+    // The plots' threshold lines are at Holm's first step: the tests' share of α over
+    // the number of tests.
+    let alpha_each = report.alpha_tests / report.results.len().max(1) as f64;
+    let svgs: Vec<(String, String)> = report
+        .suites
+        .iter()
+        .zip(&svg_names)
+        .map(|(s, name)| (name.clone(), crate::report::render_svg(s, alpha_each)))
+        .collect();
     let mut files = vec![
         ("report.json".to_string(), json.into_bytes()),
         (
             "report.md".to_string(),
             crate::report::render_markdown(report, &svg_names).into_bytes(),
         ),
+        (
+            "report.html".to_string(),
+            crate::report::render_html(report, &svgs).into_bytes(),
+        ),
     ];
-    for (s, name) in report.suites.iter().zip(svg_names) {
-        files.push((name, crate::report::render_svg(s).into_bytes()));
+    for (name, svg) in svgs {
+        files.push((name, svg.into_bytes()));
     }
     Ok(files)
 }

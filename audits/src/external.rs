@@ -1,5 +1,8 @@
 //! Talking to an external mechanism: a child process that answers newline-delimited JSON
-//! requests on stdin/stdout (see [`crate::protocol`] and `docs/AUDIT_PROTOCOL.md`).
+//! requests on stdin/stdout (see [`crate::protocol`] and `docs/AUDIT_PROTOCOL.md`), or an
+//! in-process function that answers the same request lines ([`CallbackMechanism`], used by
+//! the Python package's `fl_privacy.audit`). Both are [`Responder`]s: the audit cannot tell
+//! them apart, so they get the same inputs, tests, ε statements and report.
 //!
 //! Robustness: the child's stdout is read by a dedicated thread, and every response is
 //! awaited with a timeout, so a child that hangs, exits, floods or garbles its output ends
@@ -19,6 +22,60 @@ use crate::{
     error::{AuditError, Result},
     protocol::{MAX_LINE_BYTES, OutputKind, Outputs, parse_response, request_line},
 };
+
+/// A mechanism under audit, answering the external protocol's requests.
+pub trait Responder: Send {
+    /// `n` outputs of `kind` for the protocol input `input`, validated.
+    ///
+    /// # Errors
+    /// [`AuditError::External`] when the mechanism fails or answers with anything but `n`
+    /// valid outputs.
+    fn respond(&mut self, input: &Value, n: usize, kind: OutputKind) -> Result<Outputs>;
+}
+
+impl Responder for ExternalMechanism {
+    fn respond(&mut self, input: &Value, n: usize, kind: OutputKind) -> Result<Outputs> {
+        self.request(input, n, kind)
+    }
+}
+
+/// An in-process mechanism: a function from one request line (`{"input": X, "n": N}`) to
+/// one response line (`{"outputs": [...]}`), or to a one-line failure. Its answers go
+/// through the same parser as a child's ([`parse_response`]).
+pub struct CallbackMechanism<F> {
+    answer: F,
+    requests: u64,
+}
+
+impl<F> core::fmt::Debug for CallbackMechanism<F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CallbackMechanism")
+            .field("requests", &self.requests)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: FnMut(&str) -> core::result::Result<String, String> + Send> CallbackMechanism<F> {
+    /// A mechanism answered by `answer`.
+    pub fn new(answer: F) -> Self {
+        Self {
+            answer,
+            requests: 0,
+        }
+    }
+}
+
+impl<F: FnMut(&str) -> core::result::Result<String, String> + Send> Responder
+    for CallbackMechanism<F>
+{
+    fn respond(&mut self, input: &Value, n: usize, kind: OutputKind) -> Result<Outputs> {
+        self.requests += 1;
+        let number = self.requests;
+        let fail = |e: String| AuditError::External(format!("request #{number}: {e}"));
+        let line = (self.answer)(&request_line(input, n)).map_err(fail)?;
+        parse_response(&line, n, kind).map_err(fail)
+    }
+}
 
 #[derive(Debug)]
 enum Line {
@@ -218,6 +275,26 @@ mod tests {
             assert_eq!(o, Outputs::Classes(vec![1, 0]));
         }
         m.finish();
+    }
+
+    #[test]
+    fn callbacks_answer_like_children() {
+        let mut m = CallbackMechanism::new(|line: &str| {
+            assert_eq!(line, r#"{"input":1,"n":2}"#);
+            Ok(r#"{"outputs":[1,0]}"#.to_string())
+        });
+        let o = m.respond(&Value::from(1), 2, OutputKind::Class(2)).unwrap();
+        assert_eq!(o, Outputs::Classes(vec![1, 0]));
+        let mut wrong = CallbackMechanism::new(|_: &str| Ok(r#"{"outputs":[2]}"#.to_string()));
+        let err = wrong
+            .respond(&Value::from(1), 1, OutputKind::Class(2))
+            .unwrap_err();
+        assert!(err.to_string().contains("request #1: output #0"), "{err}");
+        let mut failing = CallbackMechanism::new(|_: &str| Err("boom".to_string()));
+        let err = failing
+            .respond(&Value::from(1), 1, OutputKind::Class(2))
+            .unwrap_err();
+        assert!(err.to_string().contains("request #1: boom"), "{err}");
     }
 
     #[test]

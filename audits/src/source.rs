@@ -1,22 +1,23 @@
 //! Where samples come from: the project's own mechanisms (drawn in parallel, reproducibly)
 //! or an external process.
 
-use rand::{SeedableRng, rngs::ChaCha20Rng};
+use rand::{Rng, SeedableRng, rngs::ChaCha20Rng};
 use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::{
     analysis::BitStats,
-    error::Result,
-    external::ExternalMechanism,
+    error::{AuditError, Result},
+    external::Responder,
     progress::Progress,
     protocol::{OutputKind, Outputs},
+    suite::Params,
 };
 
-/// Samples drawn for one input.
+/// The data drawn for one input, in the layout of its law.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Draws {
-    /// A histogram of a finite output.
+pub(crate) enum Data {
+    /// A histogram of a finite output (or a law-specific layout of counts).
     Counts(Vec<u64>),
     /// Statistics of bit vectors.
     Bits(BitStats),
@@ -24,10 +25,30 @@ pub(crate) enum Draws {
     Reals(Vec<Vec<f64>>),
 }
 
+/// Samples drawn for one input: the data the law's tests read and the serial statistics
+/// (pairs of consecutive outputs).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Draws {
+    /// The law's data.
+    pub data: Data,
+    /// Non-overlapping pairs of consecutive outputs, per stream.
+    pub serial: SerialPairs,
+}
+
 impl Draws {
+    /// Data without serial statistics (a layout whose outputs are not one stream, e.g. an
+    /// estimator's population).
+    pub(crate) fn without_serial(data: Data) -> Self {
+        Self {
+            data,
+            serial: SerialPairs::new(0, 1),
+        }
+    }
+
     fn merge(&mut self, other: Self) {
-        match (self, other) {
-            (Self::Counts(a), Self::Counts(b)) => {
+        self.serial.merge(&other.serial);
+        match (&mut self.data, other.data) {
+            (Data::Counts(a), Data::Counts(b)) => {
                 if a.len() < b.len() {
                     a.resize(b.len(), 0);
                 }
@@ -35,8 +56,8 @@ impl Draws {
                     *x += y;
                 }
             }
-            (Self::Bits(a), Self::Bits(b)) => a.merge(&b),
-            (Self::Reals(a), Self::Reals(b)) => {
+            (Data::Bits(a), Data::Bits(b)) => a.merge(&b),
+            (Data::Reals(a), Data::Reals(b)) => {
                 if a.len() < b.len() {
                     a.resize(b.len(), Vec::new());
                 }
@@ -47,6 +68,362 @@ impl Draws {
             // Kinds never mix: a source returns one kind.
             _ => {}
         }
+    }
+}
+
+/// The most symbols a serial-independence stream distinguishes (larger output spaces are
+/// grouped into this many symbols).
+pub(crate) const SERIAL_ALPHABET: usize = 16;
+
+/// Serial statistics of an output stream: the outputs are mapped to symbols in
+/// `0..alphabet`, and consecutive outputs are cut into non-overlapping pairs
+/// (Y₁, Y₂), (Y₃, Y₄), … whose joint counts are kept. If the outputs are independent and
+/// identically distributed, the pairs are independent draws of two independent symbols,
+/// which fl-stats' `chi_square_independence` tests without knowing the law. A vector
+/// output has one stream per coordinate.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SerialPairs {
+    alphabet: usize,
+    /// streams × alphabet × alphabet counts, indexed (stream, first, second).
+    table: Vec<u64>,
+    /// Per stream: the first symbol of an incomplete pair, or [`NO_SYMBOL`].
+    pending: Vec<usize>,
+}
+
+const NO_SYMBOL: usize = usize::MAX;
+
+impl SerialPairs {
+    /// Empty statistics for `streams` streams of symbols in `0..alphabet`.
+    pub(crate) fn new(streams: usize, alphabet: usize) -> Self {
+        let alphabet = alphabet.max(1);
+        Self {
+            alphabet,
+            table: vec![0; streams * alphabet * alphabet],
+            pending: vec![NO_SYMBOL; streams],
+        }
+    }
+
+    /// The next output's symbol on `stream` (clamped into the alphabet).
+    #[inline]
+    pub(crate) fn push(&mut self, stream: usize, symbol: usize) {
+        let a = self.alphabet;
+        let symbol = symbol.min(a - 1);
+        if let Some(p) = self.pending.get_mut(stream) {
+            if *p == NO_SYMBOL {
+                *p = symbol;
+            } else {
+                if let Some(c) = self.table.get_mut((stream * a + *p) * a + symbol) {
+                    *c += 1;
+                }
+                *p = NO_SYMBOL;
+            }
+        }
+    }
+
+    /// Streams kept.
+    pub(crate) fn streams(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Symbols per stream.
+    pub(crate) fn alphabet(&self) -> usize {
+        self.alphabet
+    }
+
+    /// The alphabet × alphabet pair table of `stream` (row: first output of the pair).
+    pub(crate) fn table(&self, stream: usize) -> &[u64] {
+        let size = self.alphabet * self.alphabet;
+        self.table
+            .get(stream * size..(stream + 1) * size)
+            .unwrap_or(&[])
+    }
+
+    /// Adds another batch's pairs (its incomplete pair, if any, is dropped: pairs never
+    /// straddle two independently seeded chunks).
+    fn merge(&mut self, other: &Self) {
+        if self.table.len() == other.table.len() && self.alphabet == other.alphabet {
+            for (a, b) in self.table.iter_mut().zip(&other.table) {
+                *a += b;
+            }
+        } else if self.table.is_empty() {
+            *self = other.clone();
+        }
+    }
+}
+
+/// The serial symbol of class `index` of `classes`: the class itself up to
+/// [`SERIAL_ALPHABET`] classes, else one of [`SERIAL_ALPHABET`] groups of consecutive
+/// classes.
+#[must_use]
+pub(crate) fn class_symbol(index: usize, classes: usize) -> usize {
+    if classes <= SERIAL_ALPHABET {
+        index
+    } else {
+        ((index as u128 * SERIAL_ALPHABET as u128) / classes.max(1) as u128) as usize
+    }
+}
+
+/// Collects one output at a time into [`Draws`].
+pub(crate) trait Accumulate<O>: Send {
+    /// Adds the next output (outputs arrive in the order they were drawn).
+    fn add(&mut self, output: &O);
+    /// The draws so far.
+    fn finish(self) -> Draws;
+}
+
+/// Collects validated protocol outputs (an external mechanism's answers) into [`Draws`].
+pub(crate) trait Feed: Send {
+    /// Adds a batch of outputs, in the order the mechanism returned them.
+    ///
+    /// # Errors
+    /// Outputs of the wrong kind for this law.
+    fn feed(&mut self, outputs: &Outputs) -> Result<()>;
+    /// The draws so far.
+    fn finish_boxed(self: Box<Self>) -> Draws;
+}
+
+fn wrong_outputs() -> AuditError {
+    AuditError::Mechanism("the external outputs do not have the law's kind".into())
+}
+
+/// A histogram of class indices and their serial pairs.
+#[derive(Debug, Clone)]
+pub(crate) struct ClassAccumulator {
+    counts: Vec<u64>,
+    serial: SerialPairs,
+}
+
+impl ClassAccumulator {
+    /// For outputs in `0..classes`.
+    pub(crate) fn new(classes: usize) -> Self {
+        Self {
+            counts: vec![0; classes],
+            serial: SerialPairs::new(1, classes.min(SERIAL_ALPHABET)),
+        }
+    }
+}
+
+impl Accumulate<usize> for ClassAccumulator {
+    #[inline]
+    fn add(&mut self, &o: &usize) {
+        if let Some(c) = self.counts.get_mut(o) {
+            *c += 1;
+        }
+        self.serial.push(0, class_symbol(o, self.counts.len()));
+    }
+
+    fn finish(self) -> Draws {
+        Draws {
+            data: Data::Counts(self.counts),
+            serial: self.serial,
+        }
+    }
+}
+
+impl Feed for ClassAccumulator {
+    fn feed(&mut self, outputs: &Outputs) -> Result<()> {
+        let Outputs::Classes(v) = outputs else {
+            return Err(wrong_outputs());
+        };
+        for o in v {
+            self.add(o);
+        }
+        Ok(())
+    }
+
+    fn finish_boxed(self: Box<Self>) -> Draws {
+        self.finish()
+    }
+}
+
+/// An accumulator of fixed-width vector outputs (one row of `Item`s per output), which
+/// is thereby both an [`Accumulate`] of `Vec<Item>` and a [`Feed`] of flattened rows.
+pub(crate) trait Rows: Send + Sized {
+    /// One coordinate's value.
+    type Item: Copy;
+    /// Coordinates per output.
+    fn width(&self) -> usize;
+    /// Adds one output.
+    fn add_row(&mut self, row: &[Self::Item]);
+    /// The flattened rows of a batch of external outputs, if they have this kind.
+    fn rows(outputs: &Outputs) -> Option<&[Self::Item]>;
+    /// The draws so far.
+    fn into_draws(self) -> Draws;
+}
+
+impl<R: Rows> Accumulate<Vec<R::Item>> for R {
+    #[inline]
+    fn add(&mut self, row: &Vec<R::Item>) {
+        self.add_row(row);
+    }
+
+    fn finish(self) -> Draws {
+        self.into_draws()
+    }
+}
+
+impl<R: Rows> Feed for R {
+    fn feed(&mut self, outputs: &Outputs) -> Result<()> {
+        let rows = R::rows(outputs).ok_or_else(wrong_outputs)?;
+        for row in rows.chunks_exact(self.width().max(1)) {
+            self.add_row(row);
+        }
+        Ok(())
+    }
+
+    fn finish_boxed(self: Box<Self>) -> Draws {
+        self.into_draws()
+    }
+}
+
+/// Statistics of bit vectors, with one serial stream per coordinate.
+#[derive(Debug, Clone)]
+pub(crate) struct BitAccumulator {
+    stats: BitStats,
+    serial: SerialPairs,
+}
+
+impl BitAccumulator {
+    /// For vectors of `dim` bits.
+    pub(crate) fn new(dim: usize) -> Self {
+        Self {
+            stats: BitStats::new(dim),
+            serial: SerialPairs::new(dim, 2),
+        }
+    }
+}
+
+impl Rows for BitAccumulator {
+    type Item = bool;
+
+    fn width(&self) -> usize {
+        self.stats.ones.len()
+    }
+
+    fn add_row(&mut self, bits: &[bool]) {
+        self.stats.add(bits);
+        for (j, &b) in bits.iter().enumerate() {
+            self.serial.push(j, usize::from(b));
+        }
+    }
+
+    fn rows(outputs: &Outputs) -> Option<&[bool]> {
+        match outputs {
+            Outputs::Bits(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn into_draws(self) -> Draws {
+        Draws {
+            data: Data::Bits(self.stats),
+            serial: self.serial,
+        }
+    }
+}
+
+/// Bins of a real coordinate for its serial stream: the octiles of a Laplace law of scale
+/// `scale` centred at `centre` (any fixed partition gives a valid test; near-equal bins
+/// give it power).
+#[must_use]
+pub(crate) fn laplace_octile_edges(centre: f64, scale: f64) -> Vec<f64> {
+    [0.125f64, 0.25, 0.375]
+        .iter()
+        .map(|&q| centre + scale * (2.0 * q).ln())
+        .chain(std::iter::once(centre))
+        .chain(
+            [0.375f64, 0.25, 0.125]
+                .iter()
+                .map(|&q| centre - scale * (2.0 * q).ln()),
+        )
+        .collect()
+}
+
+/// Real vectors by coordinate, with one serial stream per coordinate (the value's bin).
+#[derive(Debug, Clone)]
+pub(crate) struct RealAccumulator {
+    cols: Vec<Vec<f64>>,
+    edges: Vec<Vec<f64>>,
+    serial: SerialPairs,
+}
+
+impl RealAccumulator {
+    /// For vectors of `edges.len()` coordinates, coordinate j binned by `edges[j]`
+    /// (increasing).
+    pub(crate) fn new(edges: Vec<Vec<f64>>) -> Self {
+        let alphabet = edges.iter().map(|e| e.len() + 1).max().unwrap_or(1);
+        Self {
+            cols: vec![Vec::new(); edges.len()],
+            serial: SerialPairs::new(edges.len(), alphabet),
+            edges,
+        }
+    }
+}
+
+impl Rows for RealAccumulator {
+    type Item = f64;
+
+    fn width(&self) -> usize {
+        self.cols.len()
+    }
+
+    fn add_row(&mut self, y: &[f64]) {
+        for (j, ((col, edges), &v)) in self.cols.iter_mut().zip(&self.edges).zip(y).enumerate() {
+            col.push(v);
+            self.serial.push(j, edges.partition_point(|&e| e < v));
+        }
+    }
+
+    fn rows(outputs: &Outputs) -> Option<&[f64]> {
+        match outputs {
+            Outputs::Reals(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn into_draws(self) -> Draws {
+        Draws {
+            data: Data::Reals(self.cols),
+            serial: self.serial,
+        }
+    }
+}
+
+/// Deliberate implementation defects a suite's `sampler` may ask for, to check that the
+/// audit notices them (negative controls): `"repeat": r` returns the previous output
+/// again with probability r instead of drawing a new one (randomness reused across
+/// calls: every marginal law is unchanged, successive outputs are correlated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Defects {
+    /// P(repeat the previous output) as a threshold on a uniform 64-bit word.
+    pub repeat: Option<u64>,
+}
+
+/// A probability as a threshold on a uniform 64-bit word (P(word < threshold) = p up to
+/// 2⁻⁶⁴).
+#[must_use]
+pub(crate) fn word_threshold(p: f64) -> u64 {
+    (p.clamp(0.0, 1.0) * 18_446_744_073_709_551_616.0) as u64
+}
+
+impl Defects {
+    /// The defects named in sampler parameters (`repeat`: a probability in [0, 1)).
+    ///
+    /// # Errors
+    /// A `repeat` that is not a number in [0, 1).
+    pub(crate) fn from_params(params: &Params) -> Result<Self> {
+        let repeat = match params.get("repeat") {
+            None => None,
+            Some(v) => match v.as_f64() {
+                Some(p) if (0.0..1.0).contains(&p) => Some(word_threshold(p)),
+                _ => {
+                    return Err(AuditError::usage(format!(
+                        "sampler parameter `repeat` must be a probability in [0, 1), got {v}"
+                    )));
+                }
+            },
+        };
+        Ok(Self { repeat })
     }
 }
 
@@ -81,12 +458,65 @@ pub(crate) struct Internal {
 }
 
 impl Internal {
+    /// A sampler that draws a chunk of `n` outputs for an input at once.
     pub(crate) fn new(
         draw: impl Fn(usize, u64, &mut ChaCha20Rng) -> Result<Draws> + Send + Sync + 'static,
     ) -> Self {
         Self {
             draw: Box::new(draw),
         }
+    }
+
+    /// A sampler built from one output at a time: `prepare(input)` returns a drawer of
+    /// single outputs (set up once per chunk), `accumulator(input)` collects them in
+    /// order, and `defects` can make the drawer deliberately faulty.
+    pub(crate) fn per_output<O, D, A>(
+        prepare: impl Fn(usize) -> Result<D> + Send + Sync + 'static,
+        accumulator: impl Fn(usize) -> A + Send + Sync + 'static,
+        defects: Defects,
+    ) -> Self
+    where
+        O: Clone,
+        D: FnMut(&mut ChaCha20Rng) -> Result<O>,
+        A: Accumulate<O>,
+    {
+        Self::try_per_output(prepare, move |i| Ok(accumulator(i)), defects)
+    }
+
+    /// [`Internal::per_output`] with an accumulator that may fail to build.
+    pub(crate) fn try_per_output<O, D, A>(
+        prepare: impl Fn(usize) -> Result<D> + Send + Sync + 'static,
+        accumulator: impl Fn(usize) -> Result<A> + Send + Sync + 'static,
+        defects: Defects,
+    ) -> Self
+    where
+        O: Clone,
+        D: FnMut(&mut ChaCha20Rng) -> Result<O>,
+        A: Accumulate<O>,
+    {
+        Self::new(move |i, n, rng| {
+            let mut draw = prepare(i)?;
+            let mut acc = accumulator(i)?;
+            match defects.repeat {
+                None => {
+                    for _ in 0..n {
+                        acc.add(&draw(rng)?);
+                    }
+                }
+                Some(threshold) => {
+                    let mut previous: Option<O> = None;
+                    for _ in 0..n {
+                        let o = match previous.take() {
+                            Some(p) if rng.next_u64() < threshold => p,
+                            _ => draw(rng)?,
+                        };
+                        acc.add(&o);
+                        previous = Some(o);
+                    }
+                }
+            }
+            Ok(acc.finish())
+        })
     }
 }
 
@@ -118,59 +548,50 @@ impl Source for Internal {
     }
 }
 
+/// The collector for an input number the law does not have: every batch is an error.
+pub(crate) struct NoInput;
+
+impl Feed for NoInput {
+    fn feed(&mut self, _: &Outputs) -> Result<()> {
+        Err(AuditError::Mechanism("outputs for an unknown input".into()))
+    }
+
+    fn finish_boxed(self: Box<Self>) -> Draws {
+        Draws::without_serial(Data::Counts(Vec::new()))
+    }
+}
+
+/// Builds, for input number i, the collector of its outputs.
+pub(crate) type FeedFactory = dyn Fn(usize) -> Box<dyn Feed> + Send;
+
 /// An external mechanism, asked in batches.
 pub(crate) struct External {
-    /// The running child.
-    pub mechanism: ExternalMechanism,
+    /// The running child, or an in-process callback.
+    pub mechanism: Box<dyn Responder>,
     /// The protocol input for each input number.
     pub inputs: Vec<Value>,
     /// The expected output form.
     pub kind: OutputKind,
     /// Outputs per request.
     pub batch: u64,
+    /// The collector of each input's outputs (the same layout as the built-in sampler's).
+    pub feed: Box<FeedFactory>,
 }
 
 impl Source for External {
     fn draw(&mut self, input: usize, n: u64, _seed: u64, progress: &Progress) -> Result<Draws> {
         let x = self.inputs.get(input).cloned().unwrap_or(Value::Null);
-        let mut draws = match self.kind {
-            OutputKind::Class(k) => Draws::Counts(vec![0; k]),
-            OutputKind::Bits(d) => Draws::Bits(BitStats::new(d)),
-            OutputKind::Reals(d) => Draws::Reals(vec![Vec::new(); d]),
-        };
+        let mut feed = (self.feed)(input);
         let mut left = n;
         while left > 0 {
             let b = self.batch.min(left);
             let size = usize::try_from(b).unwrap_or(usize::MAX);
-            let outputs = self.mechanism.request(&x, size, self.kind)?;
-            match (&mut draws, outputs) {
-                (Draws::Counts(c), Outputs::Classes(v)) => {
-                    for o in v {
-                        if let Some(slot) = c.get_mut(o) {
-                            *slot += 1;
-                        }
-                    }
-                }
-                (Draws::Bits(s), Outputs::Bits(v)) => {
-                    let d = s.ones.len().max(1);
-                    for row in v.chunks_exact(d) {
-                        s.add(row);
-                    }
-                }
-                (Draws::Reals(cols), Outputs::Reals(v)) => {
-                    let d = cols.len().max(1);
-                    for row in v.chunks_exact(d) {
-                        for (col, &x) in cols.iter_mut().zip(row) {
-                            col.push(x);
-                        }
-                    }
-                }
-                _ => {}
-            }
+            let outputs = self.mechanism.respond(&x, size, self.kind)?;
+            feed.feed(&outputs)?;
             progress.add(b);
             left -= b;
         }
-        Ok(draws)
+        Ok(feed.finish_boxed())
     }
 }
 
@@ -181,22 +602,68 @@ mod tests {
 
     #[test]
     fn internal_draws_are_reproducible_and_chunked() {
-        let mut s = Internal::new(|_, n, rng| {
-            let mut c = vec![0u64; 2];
-            for _ in 0..n {
-                c[(rng.next_u64() & 1) as usize] += 1;
-            }
-            Ok(Draws::Counts(c))
-        });
+        let mut s = Internal::per_output(
+            |_| Ok(|rng: &mut ChaCha20Rng| Ok((rng.next_u64() & 1) as usize)),
+            |_| ClassAccumulator::new(2),
+            Defects::default(),
+        );
         let p = Progress::default();
         let a = s.draw(0, 3 * CHUNK + 5, 9, &p).unwrap();
         let b = s.draw(0, 3 * CHUNK + 5, 9, &p).unwrap();
         let c = s.draw(0, 3 * CHUNK + 5, 10, &p).unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
-        let Draws::Counts(v) = a else { panic!() };
+        let Data::Counts(v) = &a.data else { panic!() };
         assert_eq!(v.iter().sum::<u64>(), 3 * CHUNK + 5);
+        // Pairs are formed inside each chunk: ⌊n/2⌋ per chunk.
+        let pairs: u64 = a.serial.table(0).iter().sum();
+        assert_eq!(pairs, 3 * (CHUNK / 2) + 2);
         assert_eq!(p.done(), 3 * (3 * CHUNK + 5));
+    }
+
+    #[test]
+    fn serial_pairs_cut_the_stream_into_non_overlapping_pairs() {
+        let mut s = SerialPairs::new(2, 3);
+        for (stream, symbol) in [(0, 0), (1, 2), (0, 1), (0, 2), (1, 1), (0, 2), (0, 9)] {
+            s.push(stream, symbol);
+        }
+        // Stream 0: 0 1 2 2 9→2: pairs (0,1), (2,2), 2 pending. Stream 1: (2,1).
+        assert_eq!(s.table(0), &[0, 1, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(s.table(1), &[0, 0, 0, 0, 0, 0, 0, 1, 0]);
+        let mut t = SerialPairs::new(2, 3);
+        t.merge(&s);
+        t.merge(&s);
+        assert_eq!(t.table(0)[1], 2);
+        assert_eq!(class_symbol(5, 10), 5);
+        assert_eq!(class_symbol(99, 100), 15);
+        assert_eq!(class_symbol(0, 100), 0);
+    }
+
+    #[test]
+    fn the_repeat_defect_repeats_outputs() {
+        let counter = |repeat: f64| {
+            let mut s = Internal::per_output(
+                |_| {
+                    let mut next = 0usize;
+                    Ok(move |_: &mut ChaCha20Rng| {
+                        next = (next + 1) % 4;
+                        Ok(next)
+                    })
+                },
+                |_| ClassAccumulator::new(4),
+                Defects {
+                    repeat: Some(word_threshold(repeat)),
+                },
+            );
+            s.draw(0, 10_000, 1, &Progress::default()).unwrap()
+        };
+        // A cycling drawer never repeats; with the defect about half the pairs are equal.
+        let diagonal = |d: &Draws| (0..4).map(|a| d.serial.table(0)[5 * a]).sum::<u64>();
+        assert_eq!(diagonal(&counter(0.0)), 0);
+        let half = diagonal(&counter(0.5));
+        assert!((2000..3000).contains(&half), "{half}");
+        let p = Params::from([("repeat".to_string(), serde_json::json!(1.5))]);
+        assert!(Defects::from_params(&p).is_err());
     }
 
     #[test]

@@ -98,6 +98,14 @@ fn run_writes_a_schema_valid_reproducible_report() {
         assert!(svg.starts_with("<svg") && svg.contains("</svg>"));
         assert!(md.contains(&format!("({name}.svg)")));
     }
+    // Numbers for people: the versions line names rustc once, counts have separators.
+    assert!(!md.contains("rustc rustc"), "{md}");
+    assert!(md.contains("rustc 1."));
+    assert!(md.contains(&format!(
+        "samples drawn = {}",
+        with_commas(report["samples"].as_u64().unwrap())
+    )));
+    check_html(&out_a, &report);
     // A different seed gives different samples.
     let out_c = d.join("c");
     let o = run(&[
@@ -114,6 +122,83 @@ fn run_writes_a_schema_valid_reproducible_report() {
     assert_eq!(code(&o), 0);
     assert_ne!(std::fs::read(out_c.join("report.json")).unwrap(), a);
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+fn with_commas(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// report.html parses as XML (XHTML), is self-contained (no external `src` or `href`, no
+/// script), holds one inline SVG plot per suite and one section per suite, and shows the
+/// run's verdict and every failing test.
+fn check_html(dir: &Path, report: &serde_json::Value) {
+    let text = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let doc = roxmltree::Document::parse_with_options(
+        &text,
+        roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let html = doc.root_element();
+    assert_eq!(html.tag_name().name(), "html");
+    let svg_ns = "http://www.w3.org/2000/svg";
+    let suites = report["suites"].as_array().unwrap();
+    let svgs = doc
+        .descendants()
+        .filter(|n| n.has_tag_name((svg_ns, "svg")))
+        .count();
+    assert_eq!(svgs, suites.len(), "one inline plot per suite");
+    for n in doc.descendants() {
+        assert!(!n.has_tag_name("script") && !n.has_tag_name("link") && !n.has_tag_name("img"));
+        for a in n.attributes() {
+            assert!(
+                !matches!(a.name(), "src" | "href"),
+                "external reference {}={}",
+                a.name(),
+                a.value()
+            );
+        }
+    }
+    for s in suites {
+        let id = format!("suite-{}", s["name"].as_str().unwrap());
+        assert!(
+            doc.descendants()
+                .any(|n| n.attribute("id") == Some(id.as_str())),
+            "{id}"
+        );
+    }
+    let title = doc
+        .descendants()
+        .find(|n| n.has_tag_name("h1"))
+        .and_then(|n| n.text())
+        .unwrap_or_default();
+    let passed = report["passed"].as_bool().unwrap();
+    assert!(
+        title.ends_with(if passed { "PASS" } else { "FAIL" }),
+        "{title}"
+    );
+    let strong: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("strong"))
+        .filter_map(|n| n.text())
+        .collect();
+    let failing = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["passed"].as_bool().unwrap())
+        .count();
+    assert!(strong.iter().filter(|s| **s == "FAIL").count() >= failing);
 }
 
 #[test]
@@ -139,6 +224,11 @@ fn a_failing_run_exits_1_and_still_writes_its_report() {
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["passed"], false);
+    // The failing report's HTML shows the verdict and the failures, and its plot draws the
+    // failing cells in red (beyond the threshold).
+    check_html(&out, &report);
+    let svg = std::fs::read_to_string(out.join("bad.svg")).unwrap();
+    assert!(svg.contains("class=\"bad\""), "{svg}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -194,7 +284,7 @@ fn usage_errors_exit_2_with_one_line_and_no_report() {
             vec![
                 "external",
                 "--mechanism",
-                "rr-kary",
+                "estimator-grr",
                 "--eps",
                 "1",
                 "--",
@@ -222,7 +312,15 @@ fn usage_errors_exit_2_with_one_line_and_no_report() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-fn external(mechanism: &str, extra: &[&str], script: &str, samples: &str) -> Output {
+/// `fl-audit external` at ε = 1 with the audit's options `audit` against an example
+/// script given `script_args`.
+fn external(
+    mechanism: &str,
+    audit: &[&str],
+    script: &str,
+    script_args: &[&str],
+    samples: &str,
+) -> Output {
     let mut args = vec![
         "external",
         "--mechanism",
@@ -232,39 +330,111 @@ fn external(mechanism: &str, extra: &[&str], script: &str, samples: &str) -> Out
         "--samples",
         samples,
     ];
-    args.extend_from_slice(extra);
+    args.extend_from_slice(audit);
     args.extend_from_slice(&["--", "python3"]);
     let path = example(script);
     args.push(&path);
     args.extend_from_slice(&["--mechanism", mechanism, "--eps", "1", "--seed", "11"]);
-    let classes: Vec<&str> = extra
-        .windows(2)
-        .filter(|w| w[0] == "--classes")
-        .flat_map(|w| ["--classes", w[1]])
-        .collect();
-    args.extend_from_slice(&classes);
+    args.extend_from_slice(script_args);
     run(&args)
 }
 
+/// Every mechanism family: (mechanism, audit options, script options, samples per input).
+fn families() -> Vec<(
+    &'static str,
+    Vec<&'static str>,
+    Vec<&'static str>,
+    &'static str,
+)> {
+    // Most families take the same options in the audit and in the script.
+    let same = |m, o: &[&'static str], n| (m, o.to_vec(), o.to_vec(), n);
+    let client = [
+        "--top-k-fraction",
+        "0.1",
+        "--output-dim",
+        "2",
+        "--eps-rr",
+        "1",
+    ];
+    let selection = ["--dim", "8", "--top-k", "2", "--output-dim", "2"];
+    vec![
+        same("rr-binary", &[], "100000"),
+        same("label-dp-binary", &[], "100000"),
+        same("rr-kary", &["--classes", "3"], "50000"),
+        same("label-dp-onehot", &["--classes", "4"], "50000"),
+        ("embedding-dp", vec!["--dim", "3"], vec![], "30000"),
+        ("laplace", vec!["--dim", "3"], vec![], "20000"),
+        (
+            "exponential",
+            vec!["--utilities", "3,1,0,3,2"],
+            vec![],
+            "40000",
+        ),
+        same("rr-with-prior", &["--prior", "0.6,0.3,0.05,0.05"], "40000"),
+        same("frequency-grr", &["--classes", "4"], "40000"),
+        same("frequency-oue", &["--classes", "4"], "30000"),
+        same("frequency-olh", &["--classes", "4"], "40000"),
+        same(
+            "frequency-olh",
+            &["--classes", "4", "--olh-hash", "reported"],
+            "40000",
+        ),
+        same("signds-selection", &selection, "30000"),
+        (
+            "signds-selection",
+            [&selection[..], &["--selection-input", "update"]].concat(),
+            selection.to_vec(),
+            "30000",
+        ),
+        same("signds-magrr", &[], "50000"),
+        (
+            "signds-client",
+            [&["--dim", "40"][..], &client[..]].concat(),
+            client.to_vec(),
+            "20000",
+        ),
+    ]
+}
+
 #[test]
-fn external_examples_pass_and_fail() {
-    for (mechanism, extra, samples) in [
-        ("rr-binary", vec![], "100000"),
-        ("label-dp-binary", vec![], "100000"),
-        ("label-dp-onehot", vec!["--classes", "4"], "50000"),
-        ("embedding-dp", vec!["--dim", "3"], "30000"),
-        ("laplace", vec!["--dim", "3"], "20000"),
-    ] {
-        let good = external(mechanism, &extra, "mechanism_correct.py", samples);
+fn external_examples_pass_and_fail_for_every_family() {
+    for (mechanism, audit, script, samples) in families() {
+        let good = external(mechanism, &audit, "mechanism_correct.py", &script, samples);
         assert_eq!(
             code(&good),
             0,
-            "{mechanism}: {}{}",
+            "{mechanism} {audit:?}: {}{}",
             stdout(&good),
             stderr(&good)
         );
         assert!(stdout(&good).contains("PASS"), "{}", stdout(&good));
-        let bad = external(mechanism, &extra, "mechanism_wrong.py", samples);
+        let bad = external(mechanism, &audit, "mechanism_wrong.py", &script, samples);
+        assert_eq!(
+            code(&bad),
+            1,
+            "{mechanism} {audit:?}: {}{}",
+            stdout(&bad),
+            stderr(&bad)
+        );
+        let out = stdout(&bad);
+        assert!(out.contains("FAIL") && out.contains("eps_lb"), "{out}");
+    }
+}
+
+/// Serial independence through the protocol: the correct example told to return its
+/// previous output again 5 % of the time fails on `serial-independence`.
+#[test]
+fn external_audits_reject_reused_randomness() {
+    for (mechanism, audit, script, samples) in [
+        ("rr-binary", vec![], vec!["--repeat", "0.05"], "100000"),
+        (
+            "embedding-dp",
+            vec!["--dim", "3"],
+            vec!["--repeat", "0.05"],
+            "60000",
+        ),
+    ] {
+        let bad = external(mechanism, &audit, "mechanism_correct.py", &script, samples);
         assert_eq!(
             code(&bad),
             1,
@@ -272,9 +442,65 @@ fn external_examples_pass_and_fail() {
             stdout(&bad),
             stderr(&bad)
         );
-        let out = stdout(&bad);
-        assert!(out.contains("FAIL") && out.contains("eps_lb"), "{out}");
+        assert!(
+            stdout(&bad).contains("FAIL: serial-independence"),
+            "{}",
+            stdout(&bad)
+        );
     }
+}
+
+/// Parameters from a suite file (one grid point), overridden by options.
+#[test]
+fn external_reads_parameters_from_a_suite_file() {
+    let d = scratch("external-suite");
+    let file = d.join("exp.json");
+    std::fs::write(
+        &file,
+        r#"{"name": "exp", "mechanism": "exponential", "seed": 1, "tests": ["cells"],
+            "params": {"utilities": [3, 1, 0, 3, 2], "sensitivity": 1}}"#,
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let good = external(
+        "exponential",
+        &["--suite", &file],
+        "mechanism_correct.py",
+        &[],
+        "20000",
+    );
+    assert_eq!(code(&good), 0, "{}{}", stdout(&good), stderr(&good));
+    // The wrong mechanism type for the file is a usage error.
+    let o = run(&[
+        "external",
+        "--mechanism",
+        "rr-binary",
+        "--eps",
+        "1",
+        "--suite",
+        &file,
+        "--",
+        "true",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("is for mechanism `exponential`"),
+        "{}",
+        stderr(&o)
+    );
+    // A missing parameter names its option.
+    let o = run(&[
+        "external",
+        "--mechanism",
+        "exponential",
+        "--eps",
+        "1",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("needs --utilities"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]

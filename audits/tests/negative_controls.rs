@@ -190,3 +190,181 @@ fn exponential_factor_two_bug_is_a_certified_violation_at_planned_sizes() {
         );
     }
 }
+
+/// Laplace on a coarse lattice (spacing 2^0 = 1, a handful of lattice steps of noise): the
+/// KS tests use the lattice law's left limit, so the correct sampler passes (the
+/// continuous formula, F(y) in D⁻, overstates D by up to an atom's mass, ≈ 0.1 here, and
+/// rejected it: fl-stats' `ks_with_atoms_is_conservative_on_a_coarse_lattice`), while a
+/// sampler at 1.3·ε is rejected.
+#[test]
+fn a_coarse_lattice_passes_the_ks_tests_and_its_miscalibration_fails() {
+    let suite = |sampler: &str| {
+        Suite::parse(
+            "t",
+            &format!(
+                r#"{{"name": "coarse", "mechanism": "laplace", "seed": 3, "samples": 500000,
+                "params": {{"eps": 1, "dim": 3, "granularity_exponent": 0}},
+                "tests": ["ks"]{sampler}}}"#
+            ),
+        )
+        .unwrap()
+    };
+    let good = engine::run(&[suite("")], &options(500_000)).unwrap();
+    assert!(good.passed(), "{:?}", good.results);
+    assert!(good.results.iter().all(|r| r.test == "ks-lattice-law"));
+    let bad = engine::run(&[suite(r#", "sampler": {"eps": 1.3}"#)], &options(500_000)).unwrap();
+    assert!(!bad.passed());
+}
+
+/// The suite reduced to its first grid point, with `overrides` for the sampler only.
+fn defective(s: &Suite, overrides: serde_json::Value) -> Suite {
+    let mut v = variant(s, 1.0);
+    let mut sampler = v.sampler.take().unwrap_or_default();
+    if let serde_json::Value::Object(o) = overrides {
+        sampler.extend(o);
+    }
+    v.sampler = Some(sampler);
+    v
+}
+
+/// Serial independence: a sampler that returns its previous output again 5 % of the time
+/// (randomness reused across calls: every marginal law is exact, successive outputs are
+/// correlated) is rejected by every built-in suite that tests serial independence — and
+/// only by the serial tests — at 200 000 samples per input, fewer than any planned size.
+#[test]
+fn every_serial_suite_rejects_a_sampler_that_repeats_its_previous_output() {
+    for s in suite::builtin().unwrap() {
+        if !s.tests.iter().any(|t| t == "serial") {
+            continue;
+        }
+        let bad =
+            engine::run(&[defective(&s, json!({"repeat": 0.05}))], &options(200_000)).unwrap();
+        let failing: Vec<_> = bad.results.iter().filter(|r| !r.passed).collect();
+        assert!(
+            !failing.is_empty(),
+            "{}: a 5 % repeat must be rejected",
+            s.name
+        );
+        assert!(
+            failing.iter().any(|r| r.test == "serial-independence"),
+            "{}: {:?}",
+            s.name,
+            failing.iter().map(|r| &r.test).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// The same defect at the planned sizes of the default suites (binary RR at ε = 3, whose
+/// flip probability 0.047 makes repeats hardest to see among the RR suites, and
+/// EmbeddingDP at ε = 5): rejected; the correct samplers pass.
+#[test]
+fn planned_sizes_reject_a_five_percent_repeat() {
+    for (name, eps) in [("rr-binary", 3), ("embedding-dp", 5)] {
+        let s = suite::builtin()
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap();
+        let at = |sampler: Option<serde_json::Value>| {
+            let mut v = s.clone();
+            v.grid.clear();
+            v.params.insert("eps".into(), json!(eps));
+            v.sampler = sampler.map(|o| o.as_object().unwrap().clone().into_iter().collect());
+            let r = engine::run(
+                &[v],
+                &RunOptions {
+                    seed: 21,
+                    ..RunOptions::default()
+                },
+            )
+            .unwrap();
+            assert!(r.suites[0].samples_per_input[0] > 200_000);
+            r
+        };
+        assert!(at(None).passed(), "{name}: the correct sampler must pass");
+        let bad = at(Some(json!({"repeat": 0.05})));
+        assert!(
+            bad.results
+                .iter()
+                .any(|r| !r.passed && r.test == "serial-independence"),
+            "{name}: a 5 % repeat must be rejected at the planned size"
+        );
+    }
+}
+
+/// The joint law of adjacent EmbeddingDP coordinates: coordinate 1 reuses coordinate 0's
+/// coin 5 % of the time when their input bits are equal (each coordinate keeps its law).
+/// The audit's inputs show every adjacent pair with input bits 00, 01, 10 and 11, so the
+/// pair-independence test of pair (0, 1) under an input with equal bits rejects it; the
+/// report says which combinations each pair saw.
+#[test]
+fn embedding_dp_rejects_a_coin_shared_when_bits_are_equal() {
+    let s = suite::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == "embedding-dp")
+        .unwrap();
+    let good = engine::run(&[variant(&s, 1.0)], &options(200_000)).unwrap();
+    assert!(good.passed());
+    let note = &good.suites[0].notes;
+    assert!(
+        note.iter()
+            .any(|n| n.contains("3 of 3 pairs see all four") && n.contains("(0,1): 00 01 10 11")),
+        "{note:?}"
+    );
+    let bad = engine::run(
+        &[defective(&s, json!({"copy_coin": 0.05}))],
+        &options(200_000),
+    )
+    .unwrap();
+    let failing: Vec<_> = bad.results.iter().filter(|r| !r.passed).collect();
+    assert!(!failing.is_empty(), "a shared coin must be rejected");
+    for r in &failing {
+        assert_eq!(r.test, "pair-independence", "{r:?}");
+        assert_eq!(r.params["coordinates"], json!([0, 1]));
+        let bits = r.params["input_bits"].as_str().unwrap();
+        assert!(bits == "00" || bits == "11", "{bits}");
+    }
+}
+
+/// OLH audited through reported hashes (each report carries every value's hash, so any
+/// pairwise independent family can be audited): fl-ldp's OLH passes; at 1.3·ε (the same
+/// g = 5 buckets, a larger keep probability) it is rejected.
+#[test]
+fn olh_with_reported_hashes_passes_and_its_miscalibration_fails() {
+    let suite = |sampler: &str| {
+        Suite::parse(
+            "t",
+            &format!(
+                r#"{{"name": "olh-hashed", "mechanism": "frequency-olh", "seed": 4,
+                "params": {{"eps": 1, "k": 6, "olh_hash": "reported"}}, "samples": 200000,
+                "tests": ["support", "law", "epsilon", "serial"]{sampler}}}"#
+            ),
+        )
+        .unwrap()
+    };
+    let good = engine::run(&[suite("")], &options(200_000)).unwrap();
+    assert!(
+        good.passed(),
+        "{:?}",
+        good.results
+            .iter()
+            .filter(|r| !r.passed)
+            .collect::<Vec<_>>()
+    );
+    for test in [
+        "support-binomial",
+        "hash-uniformity",
+        "bucket-chi-square",
+        "serial-independence",
+    ] {
+        assert!(good.results.iter().any(|r| r.test == test), "{test}");
+    }
+    let e = &good.epsilon[0];
+    assert!(
+        e.lower_bound > 0.9 * e.claimed && e.lower_bound <= e.claimed,
+        "{e:?}"
+    );
+    let bad = engine::run(&[suite(r#", "sampler": {"eps": 1.3}"#)], &options(200_000)).unwrap();
+    assert!(!bad.passed());
+}

@@ -8,8 +8,8 @@ use fl_stats::{
     Alternative, ChiSquareOptions, Confidence, Divergence, HypothesisTest, SparseCells,
     benjamini_hochberg, binomial, binomial_test, chi_square_gof_samples, chi_square_gof_with,
     chi_square_sf, clopper_pearson, holm, kolmogorov_limit_sf, kolmogorov_smirnov_cdf,
-    kolmogorov_smirnov_sf, ks_one_sample, ks_two_sample, normal_cdf, normal_sf, smirnov_sf,
-    subset_inclusion_test, z_test,
+    kolmogorov_smirnov_sf, ks_one_sample, ks_one_sample_with_atoms, ks_two_sample, normal_cdf,
+    normal_sf, smirnov_sf, subset_inclusion_test, z_test,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -132,6 +132,12 @@ fuzz_target!(|data: &[u8]| {
                 1 => v,
                 _ => v.clamp(0.0, 1.0),
             });
+            if let Ok(t) = r {
+                check(&t);
+            }
+            // A lattice law with atoms at the integers: F(x) = σ(⌊x⌋), F(x⁻) = σ(⌈x⌉ − 1).
+            let sigma = |v: f64| 1.0 / (1.0 + (-v).exp());
+            let r = ks_one_sample_with_atoms(&x, |v| sigma(v.floor()), |v| sigma(v.ceil() - 1.0));
             if let Ok(t) = r {
                 check(&t);
             }

@@ -95,6 +95,14 @@ impl EstimatorAudit {
                     labels: self.values.clone(),
                     expected: truth.iter().map(|&t| t as f64 / scale).collect(),
                     observed: estimates.iter().map(|&(v, _)| v / scale).collect(),
+                    samples: n,
+                    // The estimator's exact standard deviation, as a fraction of n.
+                    standard_errors: Some(
+                        estimates
+                            .iter()
+                            .map(|&(_, var)| var.sqrt() / scale)
+                            .collect(),
+                    ),
                 },
             });
         }

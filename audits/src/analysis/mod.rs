@@ -5,11 +5,13 @@ use serde_json::{Value, json};
 
 pub(crate) mod epsilon;
 pub(crate) mod estimator;
+pub(crate) mod olh;
 pub(crate) mod signds;
 
 use crate::{
     error::Result,
     report::{Panel, PanelData},
+    source::SerialPairs,
     suite::Params,
 };
 
@@ -104,6 +106,8 @@ pub(crate) struct PointResult {
     pub panels: Vec<Panel>,
     /// Outputs drawn.
     pub drawn: u64,
+    /// Sentences for the report about what the tests covered (one per kind of test).
+    pub notes: Vec<String>,
 }
 
 /// Which tests a suite asked for.
@@ -164,14 +168,17 @@ pub(crate) fn chi_square(
     })
 }
 
-/// One-sample Kolmogorov–Smirnov test of `samples` against `cdf`.
+/// One-sample Kolmogorov–Smirnov test of `samples` against the law with CDF `cdf` and
+/// left limit `cdf_left` (P(Y < y)): exact at the atoms of a lattice law, conservative
+/// for a coarse one (fl-stats' `ks_one_sample_with_atoms`).
 pub(crate) fn ks(
     test: &str,
     about: Params,
     samples: &[f64],
     cdf: impl Fn(f64) -> f64,
+    cdf_left: impl Fn(f64) -> f64,
 ) -> Result<Outcome> {
-    let t = fl_stats::ks_one_sample(samples, cdf)?;
+    let t = fl_stats::ks_one_sample_with_atoms(samples, cdf, cdf_left)?;
     Ok(Outcome {
         test: test.into(),
         about,
@@ -179,6 +186,47 @@ pub(crate) fn ks(
         statistic: t.statistic,
         p_value: t.p_value,
     })
+}
+
+/// Serial independence of one input's output stream(s): per stream, fl-stats' chi-square
+/// test of independence on the non-overlapping pairs of consecutive outputs (the first of
+/// each pair against the second). A stream of a vector output is named by its coordinate.
+pub(crate) fn serial_outcomes(label: &str, serial: &SerialPairs) -> Result<Vec<Outcome>> {
+    let a = serial.alphabet();
+    let mut out = Vec::with_capacity(serial.streams());
+    for s in 0..serial.streams() {
+        let table = serial.table(s);
+        let t = fl_stats::chi_square_independence(table, a, a)?;
+        let about = if serial.streams() == 1 {
+            about(&[("input", json!(label))])
+        } else {
+            about(&[("input", json!(label)), ("coordinate", json!(s))])
+        };
+        out.push(Outcome {
+            test: "serial-independence".into(),
+            about,
+            samples: t.samples,
+            statistic: t.statistic,
+            p_value: t.p_value,
+        });
+    }
+    Ok(out)
+}
+
+/// The report's sentence on what the serial tests compare.
+pub(crate) fn serial_note(serial: &SerialPairs) -> String {
+    let per = if serial.streams() == 1 {
+        "the output".to_string()
+    } else {
+        format!("each of the {} coordinates", serial.streams())
+    };
+    format!(
+        "serial-independence: for every input, {per} as a stream of at most {} symbols; \
+         consecutive outputs cut into non-overlapping pairs (1st, 2nd), (3rd, 4th), …, and \
+         the first of each pair tested against the second (chi-square test of independence; \
+         a mechanism that reuses randomness across calls fails it)",
+        serial.alphabet()
+    )
 }
 
 /// The error when a sampler's output does not have the law's shape (a suite's `sampler`
@@ -350,6 +398,8 @@ impl FiniteLaw {
                             .iter()
                             .map(|&k| k as f64 / n.max(1) as f64)
                             .collect(),
+                        samples: n,
+                        standard_errors: None,
                     },
                 });
             } else {
@@ -359,6 +409,8 @@ impl FiniteLaw {
                         labels: self.outputs.clone(),
                         expected: law.clone(),
                         observed: c.iter().map(|&k| k as f64 / n.max(1) as f64).collect(),
+                        samples: n,
+                        standard_errors: None,
                     },
                 });
             }
@@ -402,6 +454,9 @@ pub(crate) struct BitLaw {
     pub dim: usize,
     /// Per input: label, the input as JSON, P(bit j = 1 | input) for each j.
     pub inputs: Vec<(String, Value, Vec<f64>)>,
+    /// Per input, its own bit per coordinate (EmbeddingDP: the sign; OUE: the one-hot
+    /// value), named in the adjacent-pair independence tests and their coverage note.
+    pub input_bits: Vec<Vec<bool>>,
     /// Claimed ε per coordinate and for the whole vector (when D ≤ [`FULL_VECTOR_MAX_DIM`]).
     pub epsilon: Option<(f64, f64)>,
 }
@@ -473,6 +528,41 @@ impl BitStats {
 }
 
 impl BitLaw {
+    /// The input bits of coordinates (j, j + 1) under input number `input`: "00", "01",
+    /// "10" or "11".
+    fn pair_bits(&self, input: usize, j: usize) -> Option<String> {
+        let bits = self.input_bits.get(input)?;
+        let (a, b) = (bits.get(j)?, bits.get(j + 1)?);
+        Some(format!("{}{}", u8::from(*a), u8::from(*b)))
+    }
+
+    /// Which input-bit combinations of each adjacent pair the independence tests saw,
+    /// over all inputs: a dependence that shows only for some combinations (e.g. equal
+    /// bits) is only tested where they occur.
+    pub(crate) fn coverage_note(&self) -> Option<String> {
+        if self.input_bits.is_empty() || self.dim < 2 {
+            return None;
+        }
+        let mut per_pair = Vec::new();
+        let mut complete = 0;
+        for j in 0..self.dim - 1 {
+            let mut seen: Vec<String> = (0..self.inputs.len())
+                .filter_map(|i| self.pair_bits(i, j))
+                .collect();
+            seen.sort();
+            seen.dedup();
+            complete += usize::from(seen.len() == 4);
+            per_pair.push(format!("({j},{}): {}", j + 1, seen.join(" ")));
+        }
+        Some(format!(
+            "pair-independence input-bit combinations per adjacent pair, over the {} inputs \
+             ({complete} of {} pairs see all four): {}",
+            self.inputs.len(),
+            self.dim - 1,
+            per_pair.join("; ")
+        ))
+    }
+
     /// Tests this law produces (an estimate used for planning).
     pub(crate) fn test_count(&self, tests: &TestSet) -> usize {
         let mut per_input = 0;
@@ -506,7 +596,7 @@ impl BitLaw {
     /// Runs the requested tests.
     pub(crate) fn analyze(&self, stats: &[BitStats], tests: &TestSet) -> Result<PointResult> {
         let mut r = PointResult::default();
-        for ((label, _, p), s) in self.inputs.iter().zip(stats) {
+        for (input_number, ((label, _, p), s)) in self.inputs.iter().zip(stats).enumerate() {
             r.drawn += s.n;
             if tests.has("coordinates") {
                 for (j, (&k, &pj)) in s.ones.iter().zip(p).enumerate() {
@@ -519,7 +609,11 @@ impl BitLaw {
                 for (j, joint) in s.pairs.iter().enumerate() {
                     let (a, b) = (p[j], p[j + 1]);
                     let law = [(1.0 - a) * (1.0 - b), (1.0 - a) * b, a * (1.0 - b), a * b];
-                    let ab = about(&[("input", json!(label)), ("coordinates", json!([j, j + 1]))]);
+                    let mut ab =
+                        about(&[("input", json!(label)), ("coordinates", json!([j, j + 1]))]);
+                    if let Some(bits) = self.pair_bits(input_number, j) {
+                        ab.insert("input_bits".into(), json!(bits));
+                    }
                     r.outcomes
                         .push(chi_square("pair-independence", ab, joint, &law)?);
                 }
@@ -534,8 +628,15 @@ impl BitLaw {
                         .iter()
                         .map(|&k| k as f64 / s.n.max(1) as f64)
                         .collect(),
+                    samples: s.n,
+                    standard_errors: None,
                 },
             });
+        }
+        if tests.has("independence")
+            && let Some(note) = self.coverage_note()
+        {
+            r.notes.push(note);
         }
         if tests.has("epsilon")
             && let (Some((per_coordinate, whole)), [first, second, ..], [x, y, ..]) =
@@ -597,6 +698,8 @@ pub(crate) struct RealLaw {
     pub inputs: Vec<(String, Value, Vec<f64>)>,
     /// Each coordinate's CDF (from the mechanism crate).
     pub cdf: Box<CdfFn>,
+    /// Each coordinate's left limit P(Y < y) (below the CDF at the law's atoms).
+    pub cdf_left: Box<CdfFn>,
     /// The noise scale b (tail thresholds are 3b and 6b from the centre).
     pub scale: f64,
     /// Claimed ε for the first two inputs (the box event of the module docs).
@@ -667,8 +770,13 @@ impl RealLaw {
                 r.drawn += n;
                 if tests.has("ks") {
                     let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
-                    r.outcomes
-                        .push(ks("ks-lattice-law", a, col, |y| (self.cdf)(i, j, y))?);
+                    r.outcomes.push(ks(
+                        "ks-lattice-law",
+                        a,
+                        col,
+                        |y| (self.cdf)(i, j, y),
+                        |y| (self.cdf_left)(i, j, y),
+                    )?);
                 }
                 if tests.has("tails") {
                     let c = centre.get(j).copied().unwrap_or(0.0);
@@ -778,6 +886,7 @@ pub(crate) fn cdf_panel(title: String, samples: &[f64], cdf: impl Fn(f64) -> f64
             xs,
             expected,
             empirical,
+            samples: n as u64,
         },
     }
 }

@@ -161,6 +161,8 @@ impl SelectionAudit {
                     labels: (0..=h).map(|v| v.to_string()).collect(),
                     expected: self.nu.clone(),
                     observed: nu.iter().map(|&k| k as f64 / n.max(1) as f64).collect(),
+                    samples: n,
+                    standard_errors: None,
                 },
             });
         }
@@ -261,6 +263,8 @@ impl ClientAudit {
                         .chain(nu)
                         .map(|&k| k as f64 / n.max(1) as f64)
                         .collect(),
+                    samples: n,
+                    standard_errors: None,
                 },
             });
         }

@@ -4,18 +4,24 @@
 
 use fl_ldp::{
     BinaryRandomizedResponse, BitProduct, FiniteOutputs, FrequencyOracle, FrequencyProtocol,
-    Mechanism,
+    KaryRandomizedResponse, Mechanism,
 };
+use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
 use super::{Law, eps_param, finite_law, int_param};
 use crate::{
     analysis::{
-        BitLaw, BitStats, SupportLaw,
+        BitLaw, SupportLaw,
         estimator::{EstimatorAudit, apportion},
+        olh::OlhHashedAudit,
     },
     error::{AuditError, Result},
-    source::{Draws, Internal},
+    protocol::{OutputKind, Outputs},
+    source::{
+        Accumulate, BitAccumulator, ClassAccumulator, Data, Defects, Draws, Feed, FeedFactory,
+        Internal, SERIAL_ALPHABET, SerialPairs, class_symbol,
+    },
     suite::Params,
 };
 
@@ -60,9 +66,168 @@ pub(crate) fn internal_tests(mechanism: &str, tests: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// How an OLH audit reads reports: `olh_hash` = `"fl-ldp"` (the default: reports are
+/// (seed, bucket) under fl-ldp's hash family, audited against the exact law of every
+/// report) or `"reported"` (each report carries H(v) for every value: any pairwise
+/// independent hash family, g = `buckets`, default fl-ldp's g for ε).
+fn reported_hashes(params: &Params) -> Result<bool> {
+    match params.get("olh_hash").map(|v| v.as_str()) {
+        None | Some(Some("fl-ldp")) => Ok(false),
+        Some(Some("reported")) => Ok(true),
+        Some(_) => Err(AuditError::usage(format!(
+            "parameter `olh_hash` must be \"fl-ldp\" or \"reported\", got {}",
+            params
+                .get("olh_hash")
+                .map_or_else(String::new, ToString::to_string)
+        ))),
+    }
+}
+
+/// The hashed-report OLH audit at `params`: k, g and GRR_g's keep and other
+/// probabilities (fl-ldp's k-ary RR over the g buckets).
+fn hashed(params: &Params) -> Result<OlhHashedAudit> {
+    let eps = eps_param(params)?;
+    let k = int_param(params, "k", 2, 1 << 12)?;
+    let g = match params.get("buckets") {
+        None => match FrequencyOracle::new(eps, k, FrequencyProtocol::Olh)? {
+            FrequencyOracle::Olh(m) => usize::try_from(m.buckets()).map_err(|_| unsupported())?,
+            _ => return Err(unsupported()),
+        },
+        Some(_) => int_param(params, "buckets", 2, 1 << 20)?,
+    };
+    super::check_law_cells(k, 3 * k + 2 * g)?;
+    let grr = KaryRandomizedResponse::new(eps, g)?;
+    Ok(OlhHashedAudit {
+        values: k,
+        buckets: g,
+        keep: grr.keep_probability(),
+        other: grr.other_probability(),
+        inputs: (0..k).map(|v| (v.to_string(), json!(v))).collect(),
+        epsilon: Some(grr.privacy().epsilon),
+    })
+}
+
+/// Counts hashed OLH reports in [`OlhHashedAudit`]'s layout for a user holding `value`,
+/// with the bucket as the serial symbol.
+#[derive(Debug, Clone)]
+pub(crate) struct HashedAccumulator {
+    value: usize,
+    values: usize,
+    buckets: usize,
+    counts: Vec<u64>,
+    serial: SerialPairs,
+}
+
+impl HashedAccumulator {
+    fn new(value: usize, values: usize, buckets: usize) -> Self {
+        Self {
+            value,
+            values,
+            buckets,
+            counts: vec![0; 3 * values + 2 * buckets],
+            serial: SerialPairs::new(1, buckets.min(SERIAL_ALPHABET)),
+        }
+    }
+
+    /// Adds one report: its bucket and H(v) for every value v (all below g).
+    fn add_report(&mut self, bucket: u64, hashes: &[u64]) -> Result<()> {
+        let (k, g) = (self.values, self.buckets as u64);
+        if hashes.len() != k || bucket >= g || hashes.iter().any(|&h| h >= g) {
+            return Err(AuditError::Mechanism(format!(
+                "a hashed OLH report needs a bucket and {k} hashes, all below {g}"
+            )));
+        }
+        let own = hashes[self.value];
+        let g = self.buckets;
+        for (v, &h) in hashes.iter().enumerate() {
+            if h == bucket {
+                self.counts[v] += 1;
+            }
+            if v != self.value && h != own {
+                if bucket == own {
+                    self.counts[k + 2 * g + 2 * v] += 1;
+                } else if bucket == h {
+                    self.counts[k + 2 * g + 2 * v + 1] += 1;
+                }
+            }
+        }
+        self.counts[k + own as usize] += 1;
+        let offset = (bucket as usize + g - own as usize) % g;
+        self.counts[k + g + offset] += 1;
+        self.serial.push(0, class_symbol(bucket as usize, g));
+        Ok(())
+    }
+}
+
+impl Accumulate<(u64, Vec<u64>)> for HashedAccumulator {
+    fn add(&mut self, (bucket, hashes): &(u64, Vec<u64>)) {
+        // fl-ldp's reports are always well formed.
+        let _ = self.add_report(*bucket, hashes);
+    }
+
+    fn finish(self) -> Draws {
+        Draws {
+            data: Data::Counts(self.counts),
+            serial: self.serial,
+        }
+    }
+}
+
+impl Feed for HashedAccumulator {
+    fn feed(&mut self, outputs: &Outputs) -> Result<()> {
+        let Outputs::Hashed(reports) = outputs else {
+            return Err(AuditError::Mechanism(
+                "the external outputs are not hashed OLH reports".into(),
+            ));
+        };
+        for r in reports {
+            self.add_report(r.bucket, &r.hashes)?;
+        }
+        Ok(())
+    }
+
+    fn finish_boxed(self: Box<Self>) -> Draws {
+        self.finish()
+    }
+}
+
+/// The collectors of an external OLH's hashed reports.
+pub(crate) fn hashed_feeder(params: &Params) -> Result<Box<FeedFactory>> {
+    let a = hashed(params)?;
+    let (k, g) = (a.values, a.buckets);
+    Ok(Box::new(move |x| {
+        Box::new(HashedAccumulator::new(x, k, g)) as Box<dyn Feed>
+    }))
+}
+
+/// The protocol output of an OLH audit: `[seed, bucket]` under fl-ldp's hash family, or
+/// a hashed report.
+pub(crate) fn olh_output_kind(params: &Params) -> Result<OutputKind> {
+    if reported_hashes(params)? {
+        let a = hashed(params)?;
+        return Ok(OutputKind::OlhHashed {
+            values: a.values,
+            buckets: a.buckets as u64,
+        });
+    }
+    match oracle("frequency-olh", params)? {
+        FrequencyOracle::Olh(m) => Ok(OutputKind::OlhSeeded {
+            seeds: u64::try_from(m.seed_count()).map_err(|_| {
+                AuditError::usage("OLH's seeds do not fit in 64 bits: choose a smaller k")
+            })?,
+            buckets: m.buckets(),
+        }),
+        _ => Err(unsupported()),
+    }
+}
+
 /// A frequency oracle's law: GRR and OLH as finite laws over whole reports with their
-/// support structure; OUE as a product of bits (coordinate v = "supports v").
+/// support structure (OLH with `olh_hash` = `"reported"`: [`OlhHashedAudit`]); OUE as a
+/// product of bits (coordinate v = "supports v").
 pub(crate) fn oracle_law(mechanism: &str, params: &Params) -> Result<Law> {
+    if protocol(mechanism) == Some(FrequencyProtocol::Olh) && reported_hashes(params)? {
+        return Ok(Law::OlhHashed(hashed(params)?));
+    }
     let o = oracle(mechanism, params)?;
     let (p, q) = o.support_probabilities();
     let k = o.categories();
@@ -108,6 +273,10 @@ pub(crate) fn oracle_law(mechanism: &str, params: &Params) -> Result<Law> {
             Law::Bits(BitLaw {
                 dim: k,
                 inputs,
+                input_bits: values
+                    .iter()
+                    .map(|&v| (0..k).map(|j| j == v).collect())
+                    .collect(),
                 epsilon: Some((claim, claim)),
             })
         }
@@ -115,27 +284,59 @@ pub(crate) fn oracle_law(mechanism: &str, params: &Params) -> Result<Law> {
     })
 }
 
-/// A frequency oracle's sampler: GRR's batch path, OLH's reports indexed by fl-ldp's
-/// `output_index`, OUE's bit vectors.
-pub(crate) fn oracle_sampler(mechanism: &str, params: &Params) -> Result<Internal> {
+/// A frequency oracle's sampler: GRR's reports, OLH's reports indexed by fl-ldp's
+/// `output_index`, OUE's bit vectors — one report at a time, in order.
+pub(crate) fn oracle_sampler(
+    mechanism: &str,
+    params: &Params,
+    defects: Defects,
+) -> Result<Internal> {
     let o = oracle(mechanism, params)?;
+    let k = o.categories();
+    if let (FrequencyOracle::Olh(m), true) = (&o, reported_hashes(params)?) {
+        let (m, g) = (*m, hashed(params)?.buckets);
+        if g as u64 != m.buckets() {
+            return Err(AuditError::usage(format!(
+                "the built-in OLH sampler uses g = {} buckets, not {g}",
+                m.buckets()
+            )));
+        }
+        return Ok(Internal::per_output(
+            move |x| {
+                Ok(move |rng: &mut ChaCha20Rng| {
+                    let r = m.randomize(x, rng)?;
+                    let hashes = (0..k).map(|v| m.hash(r.seed, v).unwrap_or(0)).collect();
+                    Ok((r.bucket, hashes))
+                })
+            },
+            move |x| HashedAccumulator::new(x, k, g),
+            defects,
+        ));
+    }
     Ok(match o {
-        FrequencyOracle::Grr(m) => {
-            Internal::new(move |i, n, rng| Ok(Draws::Counts(m.sample_counts(&i, n, rng)?)))
-        }
+        FrequencyOracle::Grr(m) => Internal::per_output(
+            move |i| Ok(move |rng: &mut ChaCha20Rng| Ok(m.randomize(i, rng)?)),
+            move |_| ClassAccumulator::new(k),
+            defects,
+        ),
         FrequencyOracle::Olh(m) => {
-            Internal::new(move |i, n, rng| Ok(Draws::Counts(m.sample_counts(&i, n, rng)?)))
+            let outputs = m.output_count(&0)?;
+            Internal::per_output(
+                move |i| {
+                    Ok(move |rng: &mut ChaCha20Rng| {
+                        let report = m.randomize(i, rng)?;
+                        Ok(m.output_index(&report)?)
+                    })
+                },
+                move |_| ClassAccumulator::new(outputs),
+                defects,
+            )
         }
-        FrequencyOracle::Oue(m) => {
-            let k = o.categories();
-            Internal::new(move |i, n, rng| {
-                let mut s = BitStats::new(k);
-                for _ in 0..n {
-                    s.add(&m.randomize(i, rng)?);
-                }
-                Ok(Draws::Bits(s))
-            })
-        }
+        FrequencyOracle::Oue(m) => Internal::per_output(
+            move |i| Ok(move |rng: &mut ChaCha20Rng| Ok(m.randomize(i, rng)?)),
+            move |_| BitAccumulator::new(k),
+            defects,
+        ),
         _ => return Err(unsupported()),
     })
 }
@@ -214,7 +415,9 @@ pub(crate) fn estimator_sampler(mechanism: &str, params: &Params) -> Result<Inte
             let (zeros, true_ones) = (truth.first().copied(), truth.get(1).copied());
             let (zeros, true_ones) = (zeros.unwrap_or(0), true_ones.unwrap_or(0));
             let reported = ones(false, zeros, rng)? + ones(true, true_ones, rng)?;
-            Ok(Draws::Counts(vec![n, reported, true_ones]))
+            Ok(Draws::without_serial(Data::Counts(vec![
+                n, reported, true_ones,
+            ])))
         }));
     }
     let o = oracle(mechanism, params)?;
@@ -247,6 +450,6 @@ pub(crate) fn estimator_sampler(mechanism: &str, params: &Params) -> Result<Inte
         out.push(n);
         out.extend(support);
         out.extend(truth);
-        Ok(Draws::Counts(out))
+        Ok(Draws::without_serial(Data::Counts(out)))
     }))
 }

@@ -4,13 +4,18 @@
 
 use fl_ldp::{FiniteOutputs, Mechanism};
 use fl_signds::{Broadcast, Client, Params as SignParams, Phase, Profile, SelectionLaw, Sign};
+use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
 use super::{Law, eps_param, finite_law, int_param};
 use crate::{
     analysis::signds::{ClientAudit, SelectionAudit},
     error::{AuditError, Result},
-    source::{Draws, Internal},
+    protocol::{OutputKind, Outputs},
+    source::{
+        Accumulate, ClassAccumulator, Data, Defects, Draws, Feed, FeedFactory, Internal, NoInput,
+        SERIAL_ALPHABET, SerialPairs,
+    },
     suite::Params,
 };
 
@@ -74,40 +79,216 @@ pub(crate) fn selection_law(params: &Params) -> Result<Law> {
         output_dim: law.output_dimension(),
         threshold: law.threshold(),
         nu: law.probabilities().to_vec(),
-        inputs: inputs.into_iter().map(|(l, s)| (l, json!(s), s)).collect(),
+        inputs: inputs
+            .into_iter()
+            .map(|(l, s)| {
+                let request = selection_request(params, &s, law.dimension())?;
+                Ok((l, request, s))
+            })
+            .collect::<Result<_>>()?,
         sets,
         epsilon: Some(law.privacy().epsilon),
     }))
 }
 
-/// `signds-selection`'s sampler: [`SelectionLaw::sample`] on each top-k set, counted in the
-/// layout of [`SelectionAudit`].
-pub(crate) fn selection_sampler(params: &Params) -> Result<Internal> {
-    let (law, inputs) = selection(params)?;
-    let sets = inputs.first().is_some_and(|(_, s)| keeps_sets(&law, s));
-    Ok(Internal::new(move |i, n, rng| {
+/// What an external selection is sent for the top-k set `set`: the set itself (the
+/// default, `selection_input` = `"top-k"`), or (`"update"`) `{"update": u}` with an
+/// update of `dim` distinct values whose K largest are exactly the set's indices
+/// (u_j = 1 + j/d inside, −(1 + j/d) outside).
+fn selection_request(params: &Params, set: &[u32], dim: usize) -> Result<serde_json::Value> {
+    match params.get("selection_input").map(|v| v.as_str()) {
+        None | Some(Some("top-k")) => Ok(json!(set)),
+        Some(Some("update")) => {
+            let mut u: Vec<f64> = (0..dim).map(|j| -(1.0 + j as f64 / dim as f64)).collect();
+            for &j in set {
+                if let Some(x) = u.get_mut(j as usize) {
+                    *x = -*x;
+                }
+            }
+            Ok(json!({ "update": u }))
+        }
+        Some(_) => Err(AuditError::usage(format!(
+            "parameter `selection_input` must be \"top-k\" or \"update\", got {}",
+            params
+                .get("selection_input")
+                .map_or_else(String::new, ToString::to_string)
+        ))),
+    }
+}
+
+/// `signds-selection`'s protocol output: h distinct indices in 0..d.
+pub(crate) fn selection_output(params: &Params) -> Result<OutputKind> {
+    let (law, _) = selection(params)?;
+    Ok(OutputKind::IndexSet {
+        dim: law.dimension(),
+        size: law.output_dimension(),
+    })
+}
+
+/// `signds-client`'s protocol output: a report with h indices in 0..d.
+pub(crate) fn client_output(params: &Params) -> Result<OutputKind> {
+    let (c, d) = client(params)?;
+    Ok(OutputKind::ClientReport {
+        dim: d,
+        size: c.law().output_dimension(),
+    })
+}
+
+/// Counts one selection output after another in [`SelectionAudit`]'s layout (ν histogram,
+/// index hits, whole output sets when kept), with ν as the serial symbol.
+#[derive(Clone)]
+pub(crate) struct SelectionAccumulator {
+    law: SelectionLaw,
+    in_set: Vec<bool>,
+    keeps_sets: bool,
+    counts: Vec<u64>,
+    serial: SerialPairs,
+}
+
+impl SelectionAccumulator {
+    /// For the top-k set `set` under `law`.
+    pub(crate) fn new(law: &SelectionLaw, set: &[u32], keeps_sets: bool) -> Result<Self> {
         let (d, h) = (law.dimension(), law.output_dimension());
-        let set = inputs.get(i).map(|(_, s)| s.clone()).unwrap_or_default();
-        let set_cells = if sets { law.output_count(&set)? } else { 0 };
+        let set_cells = if keeps_sets {
+            law.output_count(&set.to_vec())?
+        } else {
+            0
+        };
         let mut in_set = vec![false; d];
-        for &j in &set {
+        for &j in set {
             if let Some(b) = in_set.get_mut(j as usize) {
                 *b = true;
             }
         }
-        let mut counts = vec![0u64; h + 1 + d + set_cells];
-        for _ in 0..n {
-            let out = law.sample(&set, rng)?;
-            let nu = out.iter().filter(|&&j| in_set[j as usize]).count();
-            counts[nu] += 1;
-            for &j in &out {
-                counts[h + 1 + j as usize] += 1;
-            }
-            if sets {
-                counts[h + 1 + d + law.output_index(&out)?] += 1;
-            }
+        Ok(Self {
+            law: law.clone(),
+            in_set,
+            keeps_sets,
+            counts: vec![0; h + 1 + d + set_cells],
+            serial: SerialPairs::new(1, (h + 1).min(SERIAL_ALPHABET)),
+        })
+    }
+
+    /// Adds one output set; an index outside 0..d, a repeated index or a set of the wrong
+    /// size is an error (a malformed output, not a sample of the law).
+    pub(crate) fn add_set(&mut self, out: &[u32]) -> Result<()> {
+        let (d, h) = (self.law.dimension(), self.law.output_dimension());
+        if out.len() != h {
+            return Err(AuditError::Mechanism(format!(
+                "a selection output has {} indices, the law draws {h}",
+                out.len()
+            )));
         }
-        Ok(Draws::Counts(counts))
+        let mut nu = 0;
+        for &j in out {
+            let j = j as usize;
+            if j >= d {
+                return Err(AuditError::Mechanism(format!(
+                    "a selection output holds index {j}, the dimension is {d}"
+                )));
+            }
+            nu += usize::from(self.in_set[j]);
+            self.counts[h + 1 + j] += 1;
+        }
+        self.counts[nu] += 1;
+        if self.keeps_sets {
+            // fl-signds draws sorted sets; an external mechanism may answer in any order.
+            let index = if out.windows(2).all(|w| w[0] < w[1]) {
+                self.law.output_index(&out.to_vec())?
+            } else {
+                let mut sorted = out.to_vec();
+                sorted.sort_unstable();
+                if sorted.windows(2).any(|w| w[0] == w[1]) {
+                    return Err(AuditError::Mechanism(
+                        "a selection output repeats an index".into(),
+                    ));
+                }
+                self.law.output_index(&sorted)?
+            };
+            self.counts[h + 1 + d + index] += 1;
+        }
+        self.serial.push(0, nu);
+        Ok(())
+    }
+}
+
+impl Accumulate<Vec<u32>> for SelectionAccumulator {
+    fn add(&mut self, out: &Vec<u32>) {
+        // The project's sampler only draws valid sets.
+        let _ = self.add_set(out);
+    }
+
+    fn finish(self) -> Draws {
+        Draws {
+            data: Data::Counts(self.counts),
+            serial: self.serial,
+        }
+    }
+}
+
+impl Feed for SelectionAccumulator {
+    fn feed(&mut self, outputs: &Outputs) -> Result<()> {
+        let Outputs::Sets(sets) = outputs else {
+            return Err(AuditError::Mechanism(
+                "the external outputs are not index sets".into(),
+            ));
+        };
+        for s in sets {
+            self.add_set(s)?;
+        }
+        Ok(())
+    }
+
+    fn finish_boxed(self: Box<Self>) -> Draws {
+        self.finish()
+    }
+}
+
+/// `signds-selection`'s sampler: [`SelectionLaw::sample`] on each top-k set, counted in the
+/// layout of [`SelectionAudit`].
+pub(crate) fn selection_sampler(params: &Params, defects: Defects) -> Result<Internal> {
+    let (law, inputs) = selection(params)?;
+    let sets = inputs.first().is_some_and(|(_, s)| keeps_sets(&law, s));
+    let law_acc = law.clone();
+    let inputs_acc = inputs.clone();
+    Ok(Internal::try_per_output(
+        move |i| {
+            let set = inputs.get(i).map(|(_, s)| s.clone()).unwrap_or_default();
+            let law = law.clone();
+            Ok(move |rng: &mut ChaCha20Rng| Ok(law.sample(&set, rng)?))
+        },
+        move |i| {
+            let set = inputs_acc
+                .get(i)
+                .map(|(_, s)| s.clone())
+                .unwrap_or_default();
+            SelectionAccumulator::new(&law_acc, &set, sets)
+        },
+        defects,
+    ))
+}
+
+/// The collectors of an external selection's outputs (the sampler's layout).
+pub(crate) fn selection_feeder(params: &Params) -> Result<Box<FeedFactory>> {
+    let (law, inputs) = selection(params)?;
+    let sets = inputs.first().is_some_and(|(_, s)| keeps_sets(&law, s));
+    let accumulators = inputs
+        .iter()
+        .map(|(_, set)| SelectionAccumulator::new(&law, set, sets))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Box::new(move |i| match accumulators.get(i) {
+        Some(a) => Box::new(a.clone()) as Box<dyn Feed>,
+        None => Box::new(NoInput),
+    }))
+}
+
+/// The collectors of an external client's reports (the sampler's layout).
+pub(crate) fn client_feeder(params: &Params) -> Result<Box<FeedFactory>> {
+    let (c, d) = client(params)?;
+    let sets = client_sets(&c, d)?;
+    let h = c.law().output_dimension();
+    Ok(Box::new(move |_| {
+        Box::new(ClientAccumulator::new(sets.clone(), h)) as Box<dyn Feed>
     }))
 }
 
@@ -156,19 +337,111 @@ fn broadcasts() -> [Broadcast; 2] {
 
 /// `signds-client`'s law: ν from the client's selection law, MagRR's keep probability.
 pub(crate) fn client_law(params: &Params) -> Result<Law> {
-    let (c, _) = client(params)?;
+    let (c, d) = client(params)?;
     Ok(Law::Client(ClientAudit {
         nu: c.law().probabilities().to_vec(),
         keep: c.magrr().keep_probability(),
-        inputs: vec![("0".into(), json!(0), false), ("1".into(), json!(1), true)],
+        inputs: [false, true]
+            .into_iter()
+            .map(|bit| {
+                let b = broadcasts()[usize::from(bit)];
+                let request = json!({
+                    "update": update(d),
+                    "r_est": b.r_est,
+                    "phase": "growth",
+                });
+                (u8::from(bit).to_string(), request, bit)
+            })
+            .collect(),
         magrr_epsilon: Some(c.magrr().privacy().epsilon),
     }))
 }
 
-/// `signds-client`'s sampler: [`Client::encode`] on the fixed update, counted in the
-/// layout of [`ClientAudit`].
-pub(crate) fn client_sampler(params: &Params) -> Result<Internal> {
-    let (c, d) = client(params)?;
+/// Counts one client report after another in [`ClientAudit`]'s layout (positive signs,
+/// reported MagRR ones, ν against the drawn sign's top-k set), with (sign, MagRR bit) as
+/// the serial symbol.
+pub(crate) struct ClientAccumulator {
+    /// Membership in the top-k set of the positive and of the negative sign.
+    sets: [Vec<bool>; 2],
+    counts: Vec<u64>,
+    serial: SerialPairs,
+}
+
+impl ClientAccumulator {
+    fn new(sets: [Vec<bool>; 2], h: usize) -> Self {
+        Self {
+            sets,
+            counts: vec![0; 3 + h],
+            serial: SerialPairs::new(1, 4),
+        }
+    }
+
+    /// Adds one report: its sign, its MagRR bit and its h indices.
+    pub(crate) fn add_report(&mut self, positive: bool, bit: bool, indices: &[u32]) -> Result<()> {
+        let h = self.counts.len() - 3;
+        if indices.len() != h {
+            return Err(AuditError::Mechanism(format!(
+                "a client report has {} indices, the client selects {h}",
+                indices.len()
+            )));
+        }
+        let set = &self.sets[usize::from(!positive)];
+        let mut nu = 0;
+        for &j in indices {
+            match set.get(j as usize) {
+                Some(&b) => nu += usize::from(b),
+                None => {
+                    return Err(AuditError::Mechanism(format!(
+                        "a client report holds index {j}, the dimension is {}",
+                        set.len()
+                    )));
+                }
+            }
+        }
+        self.counts[0] += u64::from(positive);
+        self.counts[1] += u64::from(bit);
+        self.counts[2 + nu] += 1;
+        self.serial
+            .push(0, 2 * usize::from(positive) + usize::from(bit));
+        Ok(())
+    }
+}
+
+impl Accumulate<(bool, bool, Vec<u32>)> for ClientAccumulator {
+    fn add(&mut self, (positive, bit, indices): &(bool, bool, Vec<u32>)) {
+        // The project's client only produces valid reports.
+        let _ = self.add_report(*positive, *bit, indices);
+    }
+
+    fn finish(self) -> Draws {
+        Draws {
+            data: Data::Counts(self.counts),
+            serial: self.serial,
+        }
+    }
+}
+
+impl Feed for ClientAccumulator {
+    fn feed(&mut self, outputs: &Outputs) -> Result<()> {
+        let Outputs::Reports(reports) = outputs else {
+            return Err(AuditError::Mechanism(
+                "the external outputs are not client reports".into(),
+            ));
+        };
+        for r in reports {
+            self.add_report(r.positive, r.magrr_bit, &r.indices)?;
+        }
+        Ok(())
+    }
+
+    fn finish_boxed(self: Box<Self>) -> Draws {
+        self.finish()
+    }
+}
+
+/// The top-k sets of the client audit's fixed update, for the positive and the negative
+/// sign, as membership vectors.
+fn client_sets(c: &Client, d: usize) -> Result<[Vec<bool>; 2]> {
     let u = update(d);
     let k = c.law().top_k();
     let top = |sign| -> Result<Vec<bool>> {
@@ -180,27 +453,32 @@ pub(crate) fn client_sampler(params: &Params) -> Result<Internal> {
         }
         Ok(in_set)
     };
-    let sets = [top(Sign::Positive)?, top(Sign::Negative)?];
+    Ok([top(Sign::Positive)?, top(Sign::Negative)?])
+}
+
+/// `signds-client`'s sampler: [`Client::encode`] on the fixed update, counted in the
+/// layout of [`ClientAudit`].
+pub(crate) fn client_sampler(params: &Params, defects: Defects) -> Result<Internal> {
+    let (c, d) = client(params)?;
+    let sets = client_sets(&c, d)?;
     let h = c.law().output_dimension();
-    Ok(Internal::new(move |i, n, rng| {
-        let b = broadcasts()[usize::from(i == 1)];
-        let mut counts = vec![0u64; 3 + h];
-        for _ in 0..n {
-            let out = c.encode(&u, &b, rng)?;
-            let positive = out.report.sign() == Sign::Positive;
-            counts[0] += u64::from(positive);
-            counts[1] += u64::from(out.report.magrr_bit());
-            let set = &sets[usize::from(!positive)];
-            let nu = out
-                .report
-                .indices()
-                .iter()
-                .filter(|&&j| set.get(j as usize).copied().unwrap_or(false))
-                .count();
-            counts[2 + nu] += 1;
-        }
-        Ok(Draws::Counts(counts))
-    }))
+    let u = update(d);
+    Ok(Internal::per_output(
+        move |i| {
+            let b = broadcasts()[usize::from(i == 1)];
+            let (c, u) = (c.clone(), u.clone());
+            Ok(move |rng: &mut ChaCha20Rng| {
+                let out = c.encode(&u, &b, rng)?;
+                Ok((
+                    out.report.sign() == Sign::Positive,
+                    out.report.magrr_bit(),
+                    out.report.indices().to_vec(),
+                ))
+            })
+        },
+        move |_| ClientAccumulator::new(sets.clone(), h),
+        defects,
+    ))
 }
 
 /// MagRR's randomizer as the client holds it (`Client::magrr`, fl-ldp's binary RR at
@@ -221,12 +499,14 @@ pub(crate) fn magrr_law(params: &Params) -> Result<Law> {
     )?))
 }
 
-/// `signds-magrr`'s sampler (fl-ldp's batch path of the client's randomizer).
-pub(crate) fn magrr_sampler(params: &Params) -> Result<Internal> {
+/// `signds-magrr`'s sampler (the client's randomizer, one bit at a time).
+pub(crate) fn magrr_sampler(params: &Params, defects: Defects) -> Result<Internal> {
     let m = magrr(params)?;
-    Ok(Internal::new(move |i, n, rng| {
-        Ok(Draws::Counts(m.sample_counts(&(i == 1), n, rng)?))
-    }))
+    Ok(Internal::per_output(
+        move |i| Ok(move |rng: &mut ChaCha20Rng| Ok(usize::from(m.randomize(i == 1, rng)))),
+        |_| ClassAccumulator::new(2),
+        defects,
+    ))
 }
 
 /// Tests of `signds-selection` that need the explicit law over output sets.

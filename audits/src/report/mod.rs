@@ -1,6 +1,10 @@
-//! The run report: one model, three renderings (`report.json` per the specification's
-//! schema, `report.md` for people, one SVG plot per suite), written atomically.
+//! The run report: one model, four renderings (`report.json` per the specification's
+//! schema with every number exact, `report.md` and the self-contained `report.html` for
+//! people with numbers formatted for reading, one SVG plot of deviations per suite),
+//! written atomically.
 
+mod document;
+mod html;
 mod markdown;
 mod svg;
 mod write;
@@ -11,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::suite::Params;
 
+pub use html::render_html;
 pub use markdown::render_markdown;
 pub use svg::render_svg;
 pub use write::{OutputDir, write_atomically};
@@ -113,7 +118,7 @@ impl EpsilonRow {
 /// The data of one plot panel: empirical against expected law.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PanelData {
-    /// A finite law: one bar per output.
+    /// A finite law: one bar per output, drawn as the residual in standard errors.
     Bars {
         /// Output labels.
         labels: Vec<String>,
@@ -121,8 +126,13 @@ pub enum PanelData {
         expected: Vec<f64>,
         /// Observed frequencies.
         observed: Vec<f64>,
+        /// The number of observations behind each frequency.
+        samples: u64,
+        /// Each cell's standard error, when it is not the binomial
+        /// √(expected·(1 − expected)/samples) (an estimator's exact deviation).
+        standard_errors: Option<Vec<f64>>,
     },
-    /// A CDF against the empirical CDF at the same abscissae.
+    /// A CDF against the empirical CDF at the same abscissae, drawn as their difference.
     Cdf {
         /// Abscissae (increasing).
         xs: Vec<f64>,
@@ -130,6 +140,8 @@ pub enum PanelData {
         expected: Vec<f64>,
         /// The empirical CDF at `xs`.
         empirical: Vec<f64>,
+        /// The sample size of the empirical CDF.
+        samples: u64,
     },
 }
 
@@ -166,6 +178,9 @@ pub struct SuiteSummary {
     pub sample_size: String,
     /// Plot panels.
     pub panels: Vec<Panel>,
+    /// What the tests covered, in sentences (e.g. the input-bit combinations of each
+    /// adjacent pair the independence tests saw), without repeats.
+    pub notes: Vec<String>,
     /// Wall-clock seconds spent (not part of the reproducible JSON).
     pub seconds: f64,
 }
@@ -312,6 +327,7 @@ impl Report {
                     "samples_per_input": s.samples_per_input,
                     "samples": s.samples_drawn,
                     "sampler_overrides": s.sampler_overrides,
+                    "notes": s.notes,
                 })
             })
             .collect();
@@ -343,6 +359,44 @@ pub fn fmt_eps(eps: f64) -> String {
     if s == "-0" { "0".into() } else { s.into() }
 }
 
+/// A count for people: thousands separated by commas (865,254,403).
+#[must_use]
+pub fn fmt_count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A test statistic for people: four significant digits (fixed up to 10⁶, then
+/// scientific), ∞ for an infinite one.
+#[must_use]
+pub fn fmt_stat(x: f64) -> String {
+    if !x.is_finite() {
+        return "∞".into();
+    }
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if (1e-3..1e6).contains(&a) {
+        let decimals = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+        format!("{x:.decimals$}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
+/// A confidence level for people: `1 − 6.67e-05` rather than 0.9999333333333333.
+#[must_use]
+pub fn fmt_confidence(c: f64) -> String {
+    format!("1 − {}", fmt_p(1.0 - c))
+}
+
 /// Formats a probability or p-value compactly.
 #[must_use]
 pub fn fmt_p(p: f64) -> String {
@@ -365,6 +419,32 @@ pub fn versions() -> BTreeMap<String, String> {
     m.insert("fl-ldp".into(), v.clone());
     m.insert("fl-signds".into(), v.clone());
     m.insert("fl-stats".into(), v);
-    m.insert("rustc".into(), crate::builtin::RUSTC_VERSION.into());
+    // `rustc --version` says "rustc 1.95.0 (…)": the key already names the tool.
+    let rustc = crate::builtin::RUSTC_VERSION;
+    m.insert(
+        "rustc".into(),
+        rustc.strip_prefix("rustc ").unwrap_or(rustc).into(),
+    );
     m
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn numbers_for_people() {
+        assert_eq!(fmt_count(0), "0");
+        assert_eq!(fmt_count(999), "999");
+        assert_eq!(fmt_count(1000), "1,000");
+        assert_eq!(fmt_count(865_254_403), "865,254,403");
+        assert_eq!(fmt_eps(0.499_999_999_999_999_5), "0.5");
+        assert_eq!(fmt_eps(f64::INFINITY), "∞");
+        assert_eq!(fmt_stat(12.345_678), "12.35");
+        assert_eq!(fmt_stat(0.012_345), "0.01235");
+        assert_eq!(fmt_stat(1_234_567.0), "1.235e6");
+        assert_eq!(fmt_confidence(1.0 - 1e-4), "1 − 1.00e-4");
+        let v = versions();
+        assert!(!v["rustc"].starts_with("rustc"), "{}", v["rustc"]);
+    }
 }

@@ -1,6 +1,11 @@
-//! One SVG per suite: small multiples of empirical (blue) against expected (black) law.
-//! Written directly as text: the plots are simple enough that a plotting crate would add
-//! weight without adding anything.
+//! One SVG per suite: small multiples that show **deviation**, not two curves on top of
+//! each other. A finite law's panel draws, per cell, the residual
+//! (observed − expected)/standard error with the test threshold ±z* drawn in red; a CDF
+//! panel draws the empirical minus the expected CDF with the simultaneous
+//! Kolmogorov–Smirnov band ±d* in red. z* and d* are at α_each, Holm's first-step level
+//! (the tests' share of α over the number of tests): a bar or curve beyond the red line is
+//! a failure at that level. Written directly as text: the plots are simple enough that a
+//! plotting crate would add weight without adding anything.
 
 use std::fmt::Write as _;
 
@@ -45,87 +50,204 @@ fn short(x: f64) -> String {
     }
 }
 
-fn bars(out: &mut String, x0: f64, y0: f64, labels: &[String], expected: &[f64], observed: &[f64]) {
-    let w = PANEL_W - MARGIN_L - MARGIN_R;
+/// The largest x in (lo, hi) with `tail(x) > target`, by bisection (`tail` decreasing).
+fn solve_tail(tail: impl Fn(f64) -> f64, target: f64, lo: f64, hi: f64) -> f64 {
+    let (mut lo, mut hi) = (lo, hi);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if tail(mid) > target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
+/// z* with P(|Z| ≥ z*) = `alpha_each`: the residual a single test rejects at that level.
+#[must_use]
+pub(crate) fn z_threshold(alpha_each: f64) -> f64 {
+    solve_tail(
+        |z| 2.0 * fl_stats::normal_sf(z).unwrap_or(0.0),
+        alpha_each,
+        0.0,
+        40.0,
+    )
+}
+
+/// d* with P(Dₙ ≥ d*) = `alpha_each`: the simultaneous band of an n-sample KS test.
+#[must_use]
+pub(crate) fn ks_threshold(n: u64, alpha_each: f64) -> f64 {
+    solve_tail(
+        |d| fl_stats::kolmogorov_smirnov_sf(n.max(1), d).unwrap_or(0.0),
+        alpha_each,
+        0.0,
+        1.0,
+    )
+}
+
+/// Draws a symmetric deviation axis: the frame, the zero line and the red threshold lines
+/// at ±`threshold`, for values within ±`range`; returns the y of a value.
+fn deviation_axes(
+    out: &mut String,
+    x0: f64,
+    y0: f64,
+    range: f64,
+    threshold: f64,
+) -> impl Fn(f64) -> f64 + use<> {
     let h = PANEL_H - MARGIN_T - MARGIN_B;
+    let mid = y0 + MARGIN_T + h / 2.0;
+    let py = move |v: f64| mid - (h / 2.0) * (v / range).clamp(-1.0, 1.0);
+    let (left, right) = (x0 + MARGIN_L, x0 + PANEL_W - MARGIN_R);
+    let _ = writeln!(
+        out,
+        r#"<line x1="{}" x2="{}" y1="{}" y2="{}" class="zero"/>"#,
+        f(left),
+        f(right),
+        f(mid),
+        f(mid)
+    );
+    for sign in [1.0, -1.0] {
+        let y = py(sign * threshold);
+        let _ = writeln!(
+            out,
+            r#"<line x1="{}" x2="{}" y1="{}" y2="{}" class="limit"/>"#,
+            f(left),
+            f(right),
+            f(y),
+            f(y)
+        );
+    }
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" class="axis" text-anchor="end">+{}</text><text x="{}" y="{}" class="axis" text-anchor="end">−{}</text>"#,
+        f(x0 + MARGIN_L - 4.0),
+        f(py(threshold) + 3.0),
+        short(threshold),
+        f(x0 + MARGIN_L - 4.0),
+        f(py(-threshold) + 3.0),
+        short(threshold)
+    );
+    py
+}
+
+/// The bars of a finite law: (observed − expected)/standard error per cell.
+fn bars(out: &mut String, x0: f64, y0: f64, data: &PanelData, z_star: f64) {
+    let PanelData::Bars {
+        labels,
+        expected,
+        observed,
+        samples,
+        standard_errors,
+    } = data
+    else {
+        return;
+    };
+    let w = PANEL_W - MARGIN_L - MARGIN_R;
+    let n = (*samples).max(1) as f64;
+    let cells = expected.len().min(observed.len());
+    let residual = |i: usize| {
+        let se = match standard_errors {
+            Some(se) => se.get(i).copied().unwrap_or(0.0),
+            None => (expected[i] * (1.0 - expected[i]) / n).sqrt(),
+        };
+        let d = observed[i] - expected[i];
+        if se > 0.0 {
+            d / se
+        } else if d == 0.0 {
+            0.0
+        } else {
+            // An output the law makes impossible (or certain) was (not) seen.
+            f64::INFINITY.copysign(d)
+        }
+    };
     // Show the most likely outputs when there are too many, keeping their order.
-    let mut idx: Vec<usize> = (0..expected.len().min(observed.len())).collect();
+    let mut idx: Vec<usize> = (0..cells).collect();
     if idx.len() > MAX_BARS {
         idx.sort_by(|&a, &b| expected[b].total_cmp(&expected[a]));
         idx.truncate(MAX_BARS);
         idx.sort_unstable();
     }
-    let top = idx
+    let largest = idx
         .iter()
-        .map(|&i| expected[i].max(observed[i]))
-        .fold(0.0f64, f64::max)
-        .max(1e-300);
-    let n = idx.len().max(1) as f64;
-    let slot = w / n;
-    let _ = writeln!(
-        out,
-        r#"<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>"#,
-        f(x0 + MARGIN_L - 4.0),
-        f(y0 + MARGIN_T + 8.0),
-        short(top)
-    );
+        .map(|&i| residual(i).abs())
+        .filter(|z| z.is_finite())
+        .fold(0.0f64, f64::max);
+    let range = largest.max(1.25 * z_star).max(1.0);
+    let py = deviation_axes(out, x0, y0, range, z_star);
+    let slot = w / idx.len().max(1) as f64;
     for (j, &i) in idx.iter().enumerate() {
+        let z = residual(i);
         let bx = x0 + MARGIN_L + j as f64 * slot;
-        let oh = h * observed[i] / top;
-        let eh = h * expected[i] / top;
-        let base = y0 + MARGIN_T + h;
+        let (top, bottom) = (py(z.max(0.0)), py(z.min(0.0)));
+        let class = if z.abs() > z_star { "bad" } else { "obs" };
         let _ = writeln!(
             out,
-            r#"<rect x="{}" y="{}" width="{}" height="{}" class="obs"><title>{}: observed {} expected {}</title></rect>"#,
+            r#"<rect x="{}" y="{}" width="{}" height="{}" class="{class}"><title>{}: observed {} expected {} residual {} SE</title></rect>"#,
             f(bx + slot * 0.15),
-            f(base - oh),
+            f(top),
             f((slot * 0.7).max(0.5)),
-            f(oh),
+            f((bottom - top).max(0.5)),
             esc(labels.get(i).map_or("", String::as_str)),
             short(observed[i]),
-            short(expected[i])
-        );
-        let _ = writeln!(
-            out,
-            r#"<line x1="{}" x2="{}" y1="{}" y2="{}" class="exp"/>"#,
-            f(bx),
-            f(bx + slot),
-            f(base - eh),
-            f(base - eh)
+            short(expected[i]),
+            if z.is_finite() {
+                format!("{z:.2}")
+            } else {
+                "∞".into()
+            }
         );
         if idx.len() <= 16 {
             let _ = writeln!(
                 out,
                 r#"<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>"#,
                 f(bx + slot / 2.0),
-                f(base + 12.0),
+                f(y0 + PANEL_H - MARGIN_B + 12.0),
                 esc(labels.get(i).map_or("", String::as_str))
             );
         }
     }
 }
 
-fn cdf(out: &mut String, x0: f64, y0: f64, xs: &[f64], expected: &[f64], empirical: &[f64]) {
+/// A CDF panel: empirical − expected CDF against x, with the band ±d*.
+fn cdf(out: &mut String, x0: f64, y0: f64, data: &PanelData, alpha_each: f64) {
+    let PanelData::Cdf {
+        xs,
+        expected,
+        empirical,
+        samples,
+    } = data
+    else {
+        return;
+    };
     let w = PANEL_W - MARGIN_L - MARGIN_R;
-    let h = PANEL_H - MARGIN_T - MARGIN_B;
+    let d_star = ks_threshold(*samples, alpha_each);
+    let diff: Vec<f64> = empirical.iter().zip(expected).map(|(e, x)| e - x).collect();
+    let largest = diff.iter().map(|d| d.abs()).fold(0.0f64, f64::max);
+    let range = largest.max(1.25 * d_star).max(1e-12);
+    let py = deviation_axes(out, x0, y0, range, d_star);
     let lo = xs.first().copied().unwrap_or(0.0);
     let hi = xs.last().copied().unwrap_or(1.0);
     let span = if hi > lo { hi - lo } else { 1.0 };
     let px = |x: f64| x0 + MARGIN_L + w * (x - lo) / span;
-    let py = |y: f64| y0 + MARGIN_T + h * (1.0 - y.clamp(0.0, 1.0));
-    for (ys, class) in [(expected, "expline"), (empirical, "obsline")] {
-        let pts: Vec<String> = xs
-            .iter()
-            .zip(ys)
-            .map(|(&x, &y)| format!("{},{}", f(px(x)), f(py(y))))
-            .collect();
-        let _ = writeln!(
-            out,
-            r#"<polyline points="{}" class="{class}"/>"#,
-            pts.join(" ")
-        );
-    }
-    let base = y0 + MARGIN_T + h;
+    let pts: Vec<String> = xs
+        .iter()
+        .zip(&diff)
+        .map(|(&x, &d)| format!("{},{}", f(px(x)), f(py(d))))
+        .collect();
+    let class = if largest > d_star {
+        "badline"
+    } else {
+        "obsline"
+    };
+    let _ = writeln!(
+        out,
+        r#"<polyline points="{}" class="{class}"><title>largest |empirical − expected| = {} (band {})</title></polyline>"#,
+        pts.join(" "),
+        short(largest),
+        short(d_star)
+    );
+    let base = y0 + PANEL_H - MARGIN_B;
     let _ = writeln!(
         out,
         r#"<text x="{}" y="{}" class="axis">{}</text><text x="{}" y="{}" class="axis" text-anchor="end">{}</text>"#,
@@ -136,15 +258,9 @@ fn cdf(out: &mut String, x0: f64, y0: f64, xs: &[f64], expected: &[f64], empiric
         f(base + 12.0),
         short(hi)
     );
-    let _ = writeln!(
-        out,
-        r#"<text x="{}" y="{}" class="axis" text-anchor="end">1</text>"#,
-        f(x0 + MARGIN_L - 4.0),
-        f(y0 + MARGIN_T + 8.0)
-    );
 }
 
-fn panel(out: &mut String, x0: f64, y0: f64, p: &Panel) {
+fn panel(out: &mut String, x0: f64, y0: f64, p: &Panel, alpha_each: f64) {
     let h = PANEL_H - MARGIN_T - MARGIN_B;
     // A title longer than the panel is cut with an ellipsis (the whole title is the
     // element's tooltip), so that neighbouring panels' titles do not overlap.
@@ -174,22 +290,15 @@ fn panel(out: &mut String, x0: f64, y0: f64, p: &Panel) {
         d = f(x0 + PANEL_W - MARGIN_R)
     );
     match &p.data {
-        PanelData::Bars {
-            labels,
-            expected,
-            observed,
-        } => bars(out, x0, y0, labels, expected, observed),
-        PanelData::Cdf {
-            xs,
-            expected,
-            empirical,
-        } => cdf(out, x0, y0, xs, expected, empirical),
+        PanelData::Bars { .. } => bars(out, x0, y0, &p.data, z_threshold(alpha_each)),
+        PanelData::Cdf { .. } => cdf(out, x0, y0, &p.data, alpha_each),
     }
 }
 
-/// Renders a suite's plot.
+/// Renders a suite's plot; `alpha_each` is the level of the threshold lines (Holm's first
+/// step: the tests' share of α over the number of tests).
 #[must_use]
-pub fn render_svg(suite: &SuiteSummary) -> String {
+pub fn render_svg(suite: &SuiteSummary, alpha_each: f64) -> String {
     let shown = suite.panels.len().min(MAX_PANELS);
     let rows = shown.div_ceil(COLUMNS).max(1);
     let width = PANEL_W * COLUMNS as f64;
@@ -204,19 +313,21 @@ pub fn render_svg(suite: &SuiteSummary) -> String {
     let _ = writeln!(
         out,
         "<style>.title{{font-size:11px}}.axis{{font-size:9px;fill:#444}}.obs{{fill:#4a7fd4}}\
-         .exp{{stroke:#000;stroke-width:1.5}}.frame{{stroke:#888;stroke-width:1}}\
-         .obsline{{fill:none;stroke:#4a7fd4;stroke-width:2}}.expline{{fill:none;stroke:#000;stroke-width:1;stroke-dasharray:4 2}}</style>"
+         .bad{{fill:#d62728}}.zero{{stroke:#000;stroke-width:1}}\
+         .limit{{stroke:#d62728;stroke-width:1;stroke-dasharray:4 2}}.frame{{stroke:#888;stroke-width:1}}\
+         .obsline{{fill:none;stroke:#4a7fd4;stroke-width:1.5}}.badline{{fill:none;stroke:#d62728;stroke-width:1.5}}</style>"
     );
     let _ = writeln!(
         out,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="8" y="20" font-size="14">{}: {} (blue: empirical, black: expected law)</text>"#,
+        r#"<rect width="100%" height="100%" fill="white"/><text x="8" y="20" font-size="13">{}: {} — bars: (observed − expected)/standard error; curves: empirical − expected CDF; red dashed: the level-{} threshold (Holm's first step)</text>"#,
         esc(&suite.name),
-        esc(&suite.mechanism)
+        esc(&suite.mechanism),
+        super::fmt_p(alpha_each)
     );
     for (i, p) in suite.panels.iter().take(shown).enumerate() {
         let x0 = (i % COLUMNS) as f64 * PANEL_W;
         let y0 = 30.0 + (i / COLUMNS) as f64 * PANEL_H;
-        panel(&mut out, x0, y0, p);
+        panel(&mut out, x0, y0, p, alpha_each);
     }
     if suite.panels.len() > shown {
         let _ = writeln!(
@@ -235,24 +346,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renders_both_kinds_and_escapes() {
+    fn thresholds_invert_the_tails() {
+        let z = z_threshold(0.05);
+        assert!((z - 1.959_963_984_540_054).abs() < 1e-9, "{z}");
+        let d = ks_threshold(1000, 1e-3);
+        let p = fl_stats::kolmogorov_smirnov_sf(1000, d).unwrap();
+        assert!((p - 1e-3).abs() < 1e-9, "{d} {p}");
+    }
+
+    #[test]
+    fn renders_deviations_and_marks_what_crosses_the_threshold() {
         let s = SuiteSummary {
             name: "a<b".into(),
             description: String::new(),
             mechanism: "m".into(),
             seed: 1,
             points: 1,
-            samples_per_input: vec![10],
-            samples_drawn: 10,
+            samples_per_input: vec![10_000],
+            samples_drawn: 10_000,
             sampler_overrides: None,
             sample_size: String::new(),
             panels: vec![
                 Panel {
                     title: "bars".into(),
                     data: PanelData::Bars {
-                        labels: vec!["0".into(), "1".into()],
-                        expected: vec![0.3, 0.7],
-                        observed: vec![0.31, 0.69],
+                        labels: vec!["0".into(), "1".into(), "2".into()],
+                        expected: vec![0.3, 0.5, 0.2],
+                        // Cell 0 is 0.05 off: 10.9 standard errors at n = 10 000.
+                        observed: vec![0.35, 0.45, 0.2],
+                        samples: 10_000,
+                        standard_errors: None,
                     },
                 },
                 Panel {
@@ -260,17 +383,22 @@ mod tests {
                     data: PanelData::Cdf {
                         xs: vec![-1.0, 0.0, 1.0],
                         expected: vec![0.1, 0.5, 0.9],
-                        empirical: vec![0.12, 0.5, 0.88],
+                        empirical: vec![0.1005, 0.5, 0.8995],
+                        samples: 10_000,
                     },
                 },
             ],
+            notes: Vec::new(),
             seconds: 0.0,
         };
-        let svg = render_svg(&s);
+        let svg = render_svg(&s, 1e-3);
         assert!(svg.starts_with("<svg"));
         assert!(svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("a&lt;b"));
-        assert!(svg.contains("<polyline"));
-        assert_eq!(svg.matches("class=\"obs\"").count(), 2);
+        // Cells 0 and 1 cross ±z*, cell 2 does not; the CDF stays inside its band.
+        assert_eq!(svg.matches("class=\"bad\"").count(), 2);
+        assert_eq!(svg.matches("class=\"obs\"").count(), 1);
+        assert_eq!(svg.matches("class=\"obsline\"").count(), 1);
+        assert_eq!(svg.matches("class=\"limit\"").count(), 4);
     }
 }

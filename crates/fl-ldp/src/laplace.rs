@@ -271,6 +271,21 @@ impl LatticeLaw {
         }
     }
 
+    /// P(output < y): the left limit F(y⁻) of [`LatticeLaw::cdf`], below it exactly at the
+    /// lattice points (the law's atoms) — what a Kolmogorov–Smirnov statistic for this
+    /// discrete law needs (`fl_stats::ks_one_sample_with_atoms`).
+    #[must_use]
+    pub fn cdf_left(&self, y: f64) -> f64 {
+        if y.is_nan() {
+            return f64::NAN;
+        }
+        // output = γ·i < y  ⇔  i < y/γ  ⇔  i ≤ ⌈y/γ⌉ − 1.
+        match self.floor_index(-y) {
+            Some(i) => self.noise.cdf(-i - 1 - i128::from(self.center)),
+            None => f64::NAN,
+        }
+    }
+
     /// P(output > y).
     #[must_use]
     pub fn sf(&self, y: f64) -> f64 {
@@ -662,6 +677,10 @@ impl CoordinateCdf for ProbabilityVectorLaplace {
     fn coordinate_cdf(&self, input: &[f64], coordinate: usize, y: f64) -> Result<f64> {
         Ok(self.coordinate_law(input, coordinate)?.cdf(y))
     }
+
+    fn coordinate_cdf_left(&self, input: &[f64], coordinate: usize, y: f64) -> Result<f64> {
+        Ok(self.coordinate_law(input, coordinate)?.cdf_left(y))
+    }
 }
 
 #[cfg(test)]
@@ -826,6 +845,17 @@ mod tests {
         assert_eq!(law.cdf(f64::NEG_INFINITY), 0.0);
         assert!(law.pmf_index(i128::from(law.center)) > 0.0);
         assert!((mech.coordinate_cdf(&x, 1, 0.7).unwrap() - law.cdf(0.7)).abs() < 1e-15);
+        // The left limit: below the CDF by the atom's mass at a lattice point, equal to
+        // it between lattice points.
+        let c = law.center as f64 * gamma;
+        let atom = law.pmf_index(i128::from(law.center));
+        assert!((law.cdf(c) - law.cdf_left(c) - atom).abs() < 1e-15);
+        assert_eq!(law.cdf_left(c + gamma / 2.0), law.cdf(c + gamma / 2.0));
+        assert_eq!(law.cdf_left(c + gamma), law.cdf(c));
+        assert!(law.cdf_left(f64::NAN).is_nan());
+        assert_eq!(law.cdf_left(f64::INFINITY), 1.0);
+        assert_eq!(law.cdf_left(f64::NEG_INFINITY), 0.0);
+        assert_eq!(mech.coordinate_cdf_left(&x, 1, c).unwrap(), law.cdf_left(c));
     }
 
     /// Threat D1 (Mironov): no output is possible under one input and impossible under a

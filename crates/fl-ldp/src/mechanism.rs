@@ -300,6 +300,16 @@ pub trait CoordinateCdf: Mechanism {
     /// # Errors
     /// When `input` is outside the domain or `coordinate` is out of range.
     fn coordinate_cdf(&self, input: &Self::Input, coordinate: usize, y: f64) -> Result<f64>;
+
+    /// P(output coordinate `coordinate` < `y` | input): the left limit of
+    /// [`CoordinateCdf::coordinate_cdf`], below it exactly at the law's atoms (every
+    /// lattice point of a lattice law). A Kolmogorov–Smirnov test of a law with atoms
+    /// needs it (`fl_stats::ks_one_sample_with_atoms`); with the CDF in its place the
+    /// statistic is overstated at every atom.
+    ///
+    /// # Errors
+    /// As [`CoordinateCdf::coordinate_cdf`].
+    fn coordinate_cdf_left(&self, input: &Self::Input, coordinate: usize, y: f64) -> Result<f64>;
 }
 
 /// The largest log-likelihood ratio ln(P(o | x) / P(o | x′)) over all outputs o and all

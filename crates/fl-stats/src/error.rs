@@ -92,6 +92,16 @@ pub enum Error {
         /// The value it returned.
         value: f64,
     },
+    /// A user-supplied left limit F(x⁻) = P(X < x) above the CDF F(x) = P(X ≤ x) at the
+    /// same point (a left limit can never exceed the CDF).
+    LeftLimitAboveCdf {
+        /// The argument.
+        x: f64,
+        /// The left limit returned.
+        left: f64,
+        /// The CDF value returned.
+        cdf: f64,
+    },
     /// A numeric parameter outside its domain.
     InvalidParameter {
         /// The parameter's name.
@@ -169,6 +179,11 @@ impl fmt::Display for Error {
             Self::InvalidCdfValue { x, value } => write!(
                 f,
                 "the CDF returned {value} at x = {x}: a CDF value must be a number in [0, 1]"
+            ),
+            Self::LeftLimitAboveCdf { x, left, cdf } => write!(
+                f,
+                "at x = {x} the left limit P(X < x) = {left} exceeds the CDF P(X <= x) = {cdf}: \
+                 a left limit must be at most the CDF"
             ),
             Self::InvalidParameter {
                 name,

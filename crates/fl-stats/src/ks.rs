@@ -1,5 +1,6 @@
-//! Kolmogorov–Smirnov tests: one sample against any continuous CDF, and two samples
-//! against each other.
+//! Kolmogorov–Smirnov tests: one sample against any fully specified law — continuous
+//! ([`ks_one_sample`]) or with atoms, discrete or mixed ([`ks_one_sample_with_atoms`]) —
+//! and two samples against each other.
 
 use crate::error::{Error, Result};
 use crate::kolmogorov::kolmogorov_smirnov_sf;
@@ -10,16 +11,19 @@ use crate::test::{HypothesisTest, clamp_probability};
 pub struct KsTest {
     /// D = max(D⁺, D⁻) = sup |Fₙ − F|.
     pub statistic: f64,
-    /// D⁺ = max (i/n − F(x₍ᵢ₎)).
+    /// D⁺ = sup (Fₙ(x) − F(x)) = max (i/n − F(x₍ᵢ₎)).
     pub d_plus: f64,
-    /// D⁻ = max (F(x₍ᵢ₎) − (i−1)/n).
+    /// D⁻ = sup (F(x) − Fₙ(x)) = max (F(x₍ᵢ₎⁻) − (i−1)/n), with the left limit
+    /// F(x⁻) = P(X < x) ([`ks_one_sample`] uses F(x₍ᵢ₎), equal for a continuous law).
     pub d_minus: f64,
-    /// P(Dₙ ≥ D) under H₀ ([`crate::kolmogorov_smirnov_sf`]).
+    /// P(Dₙ ≥ D) under H₀ for a continuous law ([`crate::kolmogorov_smirnov_sf`]); for a
+    /// law with atoms an upper bound on the exact p-value (the test is conservative).
     pub p_value: f64,
     /// n.
     pub samples: u64,
-    /// Number of samples whose CDF value equals the previous one in sorted order (ties:
-    /// > 0 breaks the continuity assumption, and the test is then conservative).
+    /// [`ks_one_sample`]: samples whose CDF value equals the previous one in sorted order
+    /// (> 0 breaks the continuity assumption: use [`ks_one_sample_with_atoms`]).
+    /// [`ks_one_sample_with_atoms`]: samples equal to the previous one in sorted order.
     pub ties: u64,
 }
 
@@ -28,11 +32,13 @@ impl HypothesisTest for KsTest {
         "kolmogorov-smirnov"
     }
     fn null_hypothesis(&self) -> &'static str {
-        "the observations are independent draws from the given continuous distribution"
+        "the observations are independent draws from the given distribution"
     }
     fn assumptions(&self) -> &'static str {
-        "independent observations; the hypothesised CDF is continuous and fully specified \
-         (not fitted to the same data); with ties or a discrete law the test is conservative"
+        "independent observations; the hypothesised law is fully specified (not fitted to \
+         the same data); ks_one_sample assumes a continuous CDF (at an atom it overstates \
+         D, which is anti-conservative); ks_one_sample_with_atoms uses the left limit and \
+         is exact for continuous laws and conservative for discrete or mixed ones"
     }
     fn statistic(&self) -> f64 {
         self.statistic
@@ -60,13 +66,42 @@ fn check_samples(what: &'static str, samples: &[f64]) -> Result<()> {
     Ok(())
 }
 
-/// Two-sided one-sample Kolmogorov–Smirnov test of `samples` against the continuous CDF
-/// `cdf` (any nondecreasing function from ℝ to `[0, 1]`; ±∞ samples are allowed if the CDF
-/// maps them to 0 or 1).
+/// A CDF value, checked to be in `[0, 1]`.
+fn cdf_value(x: f64, value: f64) -> Result<f64> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(Error::InvalidCdfValue { x, value })
+    }
+}
+
+/// The test from D⁺ and D⁻ (p-value from the continuous law of Dₙ).
+fn ks_result(n: usize, d_plus: f64, d_minus: f64, ties: u64) -> Result<KsTest> {
+    let statistic = d_plus.max(d_minus);
+    let p_value = kolmogorov_smirnov_sf(n as u64, statistic)?;
+    Ok(KsTest {
+        statistic,
+        d_plus,
+        d_minus,
+        p_value,
+        samples: n as u64,
+        ties,
+    })
+}
+
+/// Two-sided one-sample Kolmogorov–Smirnov test of `samples` against the **continuous**
+/// CDF `cdf` (any nondecreasing function from ℝ to `[0, 1]`; ±∞ samples are allowed if the
+/// CDF maps them to 0 or 1).
 ///
 /// H₀: the samples are independent draws from the law with CDF `cdf`. The statistic is
 /// computed from the sorted CDF values exactly as scipy's `kstest`; the p-value is the
 /// accurate two-sided tail [`crate::kolmogorov_smirnov_sf`] for every n.
+///
+/// For a law with atoms (a lattice, a discrete or a mixed law) use
+/// [`ks_one_sample_with_atoms`]: this function's D⁻ takes F(x₍ᵢ₎) where the definition
+/// needs the left limit F(x₍ᵢ₎⁻), which overstates D at every atom — Bernoulli(½) with the
+/// sample {0, 1} gives D = ½ here and 0 there — and makes the test reject correct samplers
+/// on a coarse lattice.
 ///
 /// # Errors
 /// [`Error::TooFewSamples`] for no samples, [`Error::NotFinite`] for a NaN sample,
@@ -75,11 +110,7 @@ pub fn ks_one_sample(samples: &[f64], cdf: impl Fn(f64) -> f64) -> Result<KsTest
     check_samples("KS one-sample data", samples)?;
     let mut keys = Vec::with_capacity(samples.len());
     for &x in samples {
-        let value = cdf(x);
-        if !(0.0..=1.0).contains(&value) {
-            return Err(Error::InvalidCdfValue { x, value });
-        }
-        keys.push(unit_sort_key(value));
+        keys.push(unit_sort_key(cdf_value(x, cdf(x))?));
     }
     keys.sort_unstable();
     let ties = keys.windows(2).filter(|w| w[0] == w[1]).count() as u64;
@@ -92,15 +123,76 @@ pub fn ks_one_sample(samples: &[f64], cdf: impl Fn(f64) -> f64) -> Result<KsTest
         d_plus = d_plus.max((i + 1) as f64 / nf - ui);
         d_minus = d_minus.max(ui - i as f64 / nf);
     }
-    let statistic = d_plus.max(d_minus);
-    let p_value = kolmogorov_smirnov_sf(n as u64, statistic)?;
-    Ok(KsTest {
-        statistic,
-        d_plus,
-        d_minus,
-        p_value,
-        samples: n as u64,
-        ties,
+    ks_result(n, d_plus, d_minus, ties)
+}
+
+/// Two-sided one-sample Kolmogorov–Smirnov test of `samples` against any fully specified
+/// law — continuous, discrete (a lattice) or mixed — given by its CDF `cdf(x)` = P(X ≤ x)
+/// and its left limit `left_limit(x)` = F(x⁻) = P(X < x) (equal to `cdf` where the law
+/// has no atom).
+///
+/// The statistic is sup |Fₙ − F| computed exactly: the samples are sorted, and at each
+/// distinct value x, reached by the samples of ranks a+1..=b (1-based),
+/// D⁺ = max (b/n − F(x)) and D⁻ = max (F(x⁻) − a/n). The law is evaluated once per
+/// distinct value. For a continuous law this is [`ks_one_sample`]'s statistic and p-value;
+/// for a law with atoms the p-value from the continuous law of Dₙ is an upper bound on the
+/// exact one (the discrete statistic is stochastically smaller: Noether 1963), so the test
+/// is **conservative** — the size is at most α. On a coarse lattice it can be much less
+/// powerful than a chi-square over the atoms; on a fine one (fl-ldp's Laplace lattice) it
+/// is essentially exact.
+///
+/// # Errors
+/// [`Error::TooFewSamples`] for no samples, [`Error::NotFinite`] for a NaN sample,
+/// [`Error::InvalidCdfValue`] when either function returns NaN or a value outside
+/// `[0, 1]`, [`Error::LeftLimitAboveCdf`] when `left_limit(x) > cdf(x)`.
+pub fn ks_one_sample_with_atoms(
+    samples: &[f64],
+    cdf: impl Fn(f64) -> f64,
+    left_limit: impl Fn(f64) -> f64,
+) -> Result<KsTest> {
+    check_samples("KS one-sample data", samples)?;
+    let mut keys: Vec<u64> = samples.iter().map(|&x| real_sort_key(x)).collect();
+    keys.sort_unstable();
+    let n = keys.len();
+    let nf = n as f64;
+    let mut d_plus = f64::NEG_INFINITY;
+    let mut d_minus = f64::NEG_INFINITY;
+    let mut a = 0usize;
+    while a < n {
+        let key = keys[a];
+        let b = a + keys[a..].partition_point(|&k| k == key);
+        let x = real_from_key(key);
+        let f = cdf_value(x, cdf(x))?;
+        let left = cdf_value(x, left_limit(x))?;
+        if left > f {
+            return Err(Error::LeftLimitAboveCdf { x, left, cdf: f });
+        }
+        d_plus = d_plus.max(b as f64 / nf - f);
+        d_minus = d_minus.max(left - a as f64 / nf);
+        a = b;
+    }
+    let distinct = keys.windows(2).filter(|w| w[0] != w[1]).count() as u64 + 1;
+    ks_result(n, d_plus, d_minus, n as u64 - distinct)
+}
+
+/// An order-preserving integer key of a non-NaN double: positive values (and +0.0) get
+/// the sign bit set, negative ones have every bit flipped; −0.0 is first turned into +0.0
+/// (the two are the same sample).
+fn real_sort_key(x: f64) -> u64 {
+    let bits = (x + 0.0).to_bits();
+    if bits >> 63 == 0 {
+        bits | (1 << 63)
+    } else {
+        !bits
+    }
+}
+
+/// The double of a [`real_sort_key`].
+fn real_from_key(key: u64) -> f64 {
+    f64::from_bits(if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
     })
 }
 
@@ -364,6 +456,98 @@ mod tests {
         assert!((t.d_minus - 0.1).abs() < 1e-15);
         assert_eq!(t.statistic, t.d_plus);
         assert_eq!(t.ties, 0);
+    }
+
+    #[test]
+    fn real_keys_order_doubles_like_the_values() {
+        let mut values = vec![
+            f64::INFINITY,
+            -0.0,
+            1.5,
+            -1e300,
+            5e-324,
+            -5e-324,
+            0.0,
+            f64::NEG_INFINITY,
+            -2.0,
+            f64::MAX,
+        ];
+        let mut keys: Vec<u64> = values.iter().map(|&v| real_sort_key(v)).collect();
+        keys.sort_unstable();
+        values.sort_by(f64::total_cmp);
+        let sorted: Vec<f64> = keys.iter().map(|&k| real_from_key(k)).collect();
+        for (a, b) in sorted.iter().zip(&values) {
+            assert!(a == b, "{a} vs {b}");
+        }
+        assert_eq!(real_sort_key(-0.0), real_sort_key(0.0));
+    }
+
+    /// The issue's example: Bernoulli(½) with the sample {0, 1} fits perfectly (D = 0);
+    /// the continuous formula, F(x) in D⁻, says D = ½.
+    #[test]
+    fn bernoulli_half_with_both_outcomes_has_d_zero() {
+        let cdf = |x: f64| {
+            if x < 0.0 {
+                0.0
+            } else if x < 1.0 {
+                0.5
+            } else {
+                1.0
+            }
+        };
+        let left = |x: f64| {
+            if x <= 0.0 {
+                0.0
+            } else if x <= 1.0 {
+                0.5
+            } else {
+                1.0
+            }
+        };
+        let t = ks_one_sample_with_atoms(&[1.0, 0.0], cdf, left).unwrap();
+        assert_eq!(t.statistic, 0.0);
+        assert_eq!(t.p_value, 1.0);
+        assert_eq!(t.ties, 0);
+        let old = ks_one_sample(&[1.0, 0.0], cdf).unwrap();
+        assert_eq!(old.statistic, 0.5);
+        // Ties: {0, 0, 1, 1, 1}: Fₙ(0) = 0.4 against 0.5, Fₙ(0⁻) = 0 against 0.
+        let t = ks_one_sample_with_atoms(&[0.0, 1.0, 0.0, 1.0, 1.0], cdf, left).unwrap();
+        assert!((t.d_minus - 0.1).abs() < 1e-15, "{t:?}");
+        assert!(t.d_plus <= 1e-15);
+        assert_eq!(t.ties, 3);
+    }
+
+    #[test]
+    fn with_atoms_equals_the_continuous_test_on_a_continuous_law() {
+        let x = [0.1, 0.4, 0.7, 0.2, 0.95];
+        let f = |v: f64| v.clamp(0.0, 1.0);
+        let a = ks_one_sample(&x, f).unwrap();
+        let b = ks_one_sample_with_atoms(&x, f, f).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn with_atoms_bad_input() {
+        let f = |v: f64| v.clamp(0.0, 1.0);
+        assert!(matches!(
+            ks_one_sample_with_atoms(&[], f, f),
+            Err(Error::TooFewSamples { .. })
+        ));
+        assert!(matches!(
+            ks_one_sample_with_atoms(&[0.5, f64::NAN], f, f),
+            Err(Error::NotFinite { index: 1, .. })
+        ));
+        assert!(matches!(
+            ks_one_sample_with_atoms(&[0.5], f, |_| 2.0),
+            Err(Error::InvalidCdfValue { .. })
+        ));
+        assert!(matches!(
+            ks_one_sample_with_atoms(&[0.5], f, |_| f64::NAN),
+            Err(Error::InvalidCdfValue { .. })
+        ));
+        let e = ks_one_sample_with_atoms(&[0.5], f, |_| 0.75).unwrap_err();
+        assert!(matches!(e, Error::LeftLimitAboveCdf { .. }));
+        assert!(e.to_string().contains("left limit"));
     }
 
     #[test]

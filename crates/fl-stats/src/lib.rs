@@ -5,6 +5,7 @@ pub mod chisquare;
 pub mod cluster;
 pub mod epsilon;
 pub mod error;
+pub mod independence;
 pub mod kolmogorov;
 pub mod ks;
 pub mod multiple;
@@ -28,10 +29,14 @@ pub use epsilon::{
     epsilon_lower_bound_samples, epsilon_lower_bound_thresholds,
 };
 pub use error::{Error, PROBABILITY_SUM_TOLERANCE, Result};
+pub use independence::{IndependenceTest, chi_square_independence};
 pub use kolmogorov::{
     kolmogorov_limit_sf, kolmogorov_smirnov_cdf, kolmogorov_smirnov_sf, smirnov_sf,
 };
-pub use ks::{KsTest, TwoSampleKsTest, TwoSampleMethod, ks_one_sample, ks_two_sample};
+pub use ks::{
+    KsTest, TwoSampleKsTest, TwoSampleMethod, ks_one_sample, ks_one_sample_with_atoms,
+    ks_two_sample,
+};
 pub use multiple::{Adjusted, Correction, benjamini_hochberg, holm};
 pub use normal::{ZTest, normal_cdf, normal_sf, z_test};
 pub use power::{SampleSizePlan, binomial_test_power, sample_size_for_proportion};

@@ -12,8 +12,8 @@
 
 use fl_stats::{
     Alpha, Alternative, Confidence, HypothesisTest, binomial_test, chi_square_gof,
-    epsilon_lower_bound, ks_one_sample, ks_two_sample, sample_size_for_proportion,
-    subset_inclusion_test, z_test,
+    chi_square_independence, epsilon_lower_bound, ks_one_sample, ks_one_sample_with_atoms,
+    ks_two_sample, sample_size_for_proportion, subset_inclusion_test, z_test,
 };
 use rand::rngs::ChaCha20Rng;
 use rand::{Rng, SeedableRng};
@@ -159,6 +159,69 @@ fn ks_one_sample_small_n_is_calibrated() {
 fn ks_one_sample_large_n_is_calibrated() {
     // n > 140: the Durbin / Pelz-Good / Miller regions of the p-value.
     ks_calibration(1000, 3);
+}
+
+/// The two-sided geometric (discrete Laplace) law on the integers with ratio r:
+/// P(k) = (1 − r)/(1 + r)·r^|k|, a coarse lattice (spacing 1, a few atoms carry most of
+/// the mass).
+struct TwoSidedGeometric {
+    r: f64,
+}
+
+impl TwoSidedGeometric {
+    fn sample(&self, rng: &mut ChaCha20Rng) -> f64 {
+        let ln_r = self.r.ln();
+        let g1 = (uniform(rng).ln() / ln_r).floor();
+        let g2 = (uniform(rng).ln() / ln_r).floor();
+        g1 - g2
+    }
+
+    /// F at an integer k.
+    fn at(&self, k: f64) -> f64 {
+        if k >= 0.0 {
+            1.0 - self.r.powf(k + 1.0) / (1.0 + self.r)
+        } else {
+            self.r.powf(-k) / (1.0 + self.r)
+        }
+    }
+
+    fn cdf(&self, x: f64) -> f64 {
+        self.at(x.floor())
+    }
+
+    fn left_limit(&self, x: f64) -> f64 {
+        self.at(x.ceil() - 1.0)
+    }
+}
+
+/// On a coarse lattice the continuous formula (F(x) in D⁻) rejects a correct sampler
+/// almost every time; the statistic with the left limit never exceeds α (it is
+/// conservative) and still rejects a law one scale step off (negative control).
+#[test]
+fn ks_with_atoms_is_conservative_on_a_coarse_lattice() {
+    let law = TwoSidedGeometric { r: (-0.5f64).exp() };
+    let alpha = Alpha::new(ALPHA).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(12);
+    let (mut old, mut new) = (0u64, 0u64);
+    let mut x = vec![0.0; 500];
+    for _ in 0..SIMULATIONS {
+        x.iter_mut().for_each(|v| *v = law.sample(&mut rng));
+        old += u64::from(ks_one_sample(&x, |y| law.cdf(y)).unwrap().rejects(alpha));
+        let t = ks_one_sample_with_atoms(&x, |y| law.cdf(y), |y| law.left_limit(y)).unwrap();
+        new += u64::from(t.rejects(alpha));
+    }
+    eprintln!("coarse lattice: F(x) in D- rejects {old}/{SIMULATIONS}, F(x-) rejects {new}");
+    assert!(
+        old > SIMULATIONS * 9 / 10,
+        "the continuous formula should reject the correct sampler: {old}"
+    );
+    assert_calibrated("KS with atoms on a coarse lattice", new, true);
+
+    // Negative control: samples with ratio e^(-1/2.5) against the law with e^(-1/2).
+    let wider = TwoSidedGeometric { r: (-0.4f64).exp() };
+    let y: Vec<f64> = (0..4000).map(|_| wider.sample(&mut rng)).collect();
+    let t = ks_one_sample_with_atoms(&y, |v| law.cdf(v), |v| law.left_limit(v)).unwrap();
+    assert!(t.p_value < 1e-6, "a wider law not rejected: {t:?}");
 }
 
 #[test]
@@ -376,4 +439,40 @@ fn subset_inclusion_test_is_calibrated_and_rejects_a_favoured_cell() {
         "favoured cell not rejected: p = {}",
         t.p_value
     );
+}
+
+/// Serial independence as fl-audit tests it: non-overlapping pairs of consecutive outputs
+/// of a 4-output law, cross-tabulated. Calibrated under independence; a sampler that
+/// repeats its previous output 5 % of the time is rejected (negative control).
+#[test]
+fn independence_test_is_calibrated_and_rejects_a_repeating_sampler() {
+    let probs = [0.6, 0.25, 0.1, 0.05];
+    let cum = cumulative(&probs);
+    let alpha = Alpha::new(ALPHA).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(13);
+    let table = |rng: &mut ChaCha20Rng, pairs: usize, repeat: u64| {
+        let mut t = [0u64; 16];
+        let mut previous = categorical(rng, &cum);
+        for _ in 0..pairs {
+            let mut pair = [0usize; 2];
+            for slot in &mut pair {
+                *slot = if coin(rng, repeat) {
+                    previous
+                } else {
+                    categorical(rng, &cum)
+                };
+                previous = *slot;
+            }
+            t[4 * pair[0] + pair[1]] += 1;
+        }
+        t
+    };
+    let mut rejections = 0;
+    for _ in 0..SIMULATIONS {
+        let t = chi_square_independence(&table(&mut rng, 400, 0), 4, 4).unwrap();
+        rejections += u64::from(t.rejects(alpha));
+    }
+    assert_calibrated("chi-square independence", rejections, false);
+    let t = chi_square_independence(&table(&mut rng, 200_000, threshold(0.05)), 4, 4).unwrap();
+    assert!(t.p_value < 1e-12, "a 5 % repeat not rejected: {t:?}");
 }

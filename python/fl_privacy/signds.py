@@ -1,0 +1,175 @@
+"""SignDS (MindSpore Federated's sign-based dimension selection), on fl-signds.
+
+A client turns its model update into a small report (the positions of a few important
+coordinates, a random sign, one randomized-response bit about the update's magnitude);
+the server aggregates the reports of a round into a step on the global weights and adapts
+its step size::
+
+    import numpy as np
+    from fl_privacy import signds
+
+    d = 1000
+    client = signds.Client(d, top_k_fraction=0.2, epsilon=10.0)
+    server = signds.Server(d, expected_clients=2, top_k_fraction=0.2, epsilon=10.0)
+    round_ = server.begin_round()
+    for update in np.random.default_rng(0).normal(size=(2, d)).astype(np.float32):
+        report = client.encode(update, server.broadcast())
+        round_.ingest(report.data, weight=100)
+    weights = np.zeros(d, dtype=np.float32)
+    summary = server.finish_round(round_, weights)      # weights updated in place
+
+Parameters are upstream's YAML keys (``sign_k`` = ``top_k_fraction``, ``sign_eps`` =
+``epsilon``, ``sign_thr_ratio`` = ``threshold_ratio``, ``sign_global_lr`` =
+``global_learning_rate``, ``sign_dim_out`` = ``output_dimension``), validated with
+upstream's domains; ``profile="mindspore"`` reproduces MindSpore's numbers.
+"""
+
+from typing import List, NamedTuple
+
+import numpy as np
+
+from fl_privacy import _native
+from fl_privacy.ldp import _rng
+
+__all__ = ["Broadcast", "Client", "ClientReport", "Round", "RoundSummary", "Server", "decode_report"]
+
+
+class Broadcast(NamedTuple):
+    """What the server sends each client before a round."""
+
+    r_est: float = 1e-5
+    phase: str = "growth"
+
+
+class ClientReport(NamedTuple):
+    """One client's report and the privacy it spent."""
+
+    #: The report's wire bytes (what is uploaded).
+    data: bytes
+    #: The selected dimensions, sorted.
+    indices: np.ndarray
+    #: The random sign, +1 or -1.
+    sign: int
+    #: The MagRR bit.
+    magrr_bit: bool
+    #: ε + ε_RR: the report is (ε + ε_RR)-LDP for any two updates.
+    epsilon: float
+    #: ε of the dimension selection.
+    selection_epsilon: float
+    #: ε_RR of the MagRR bit.
+    magrr_epsilon: float
+    #: Non-fatal conditions (e.g. k·d <= 50).
+    warnings: List[str]
+
+
+class RoundSummary(NamedTuple):
+    """What :meth:`Server.finish_round` did."""
+
+    accepted: int
+    total_weight: int
+    step: float
+    ones: int
+    zeros: int
+    transition: str
+    next: Broadcast
+
+
+def _params(kwargs):
+    allowed = {"top_k_fraction", "epsilon", "threshold_ratio", "global_learning_rate",
+               "output_dimension", "magrr_epsilon", "profile"}
+    unknown = set(kwargs) - allowed
+    if unknown:
+        raise TypeError("unknown SignDS parameters: %s (allowed: %s)" % (sorted(unknown), sorted(allowed)))
+    return (
+        kwargs.get("top_k_fraction"),
+        kwargs.get("epsilon"),
+        kwargs.get("threshold_ratio"),
+        kwargs.get("global_learning_rate"),
+        kwargs.get("output_dimension"),
+        kwargs.get("magrr_epsilon"),
+        kwargs.get("profile", "exact"),
+    )
+
+
+class Client:
+    """A SignDS client for updates of ``dimension`` coordinates (keyword parameters as the
+    module docs list; omitted ones keep upstream's defaults)."""
+
+    def __init__(self, dimension, **params):
+        self._native = _native.NativeSigndsClient(int(dimension), _params(params))
+
+    @property
+    def law(self):
+        """(d, K = top-k count, h = output dimension, ν_th = threshold)."""
+        return self._native.law()
+
+    def encode(self, update, broadcast=Broadcast(), rng=None):
+        """The report of one update (float32 array of the client's dimension)."""
+        array = np.ascontiguousarray(np.asarray(update, dtype=np.float32).reshape(-1))
+        if not isinstance(broadcast, Broadcast):
+            broadcast = Broadcast(*broadcast)
+        data, indices, sign, bit, eps, eps_rr, warnings = self._native.encode(
+            array, float(broadcast.r_est), broadcast.phase, _rng(rng)
+        )
+        return ClientReport(bytes(data), np.asarray(indices, dtype=np.int64), sign, bit,
+                            eps + eps_rr, eps, eps_rr, warnings)
+
+
+class Round:
+    """The validated reports of one round (from :meth:`Server.begin_round`)."""
+
+    def __init__(self, native):
+        self._native = native
+
+    def ingest(self, report, weight):
+        """Validate and add a report (its bytes, or a :class:`ClientReport`) with the
+        client's training-set size ``weight`` >= 1. A malformed report raises ValueError and
+        changes nothing."""
+        data = report.data if isinstance(report, ClientReport) else bytes(report)
+        self._native.ingest(data, int(weight))
+
+    @property
+    def accepted(self):
+        return self._native.accepted()
+
+    @property
+    def total_weight(self):
+        return self._native.total_weight()
+
+
+class Server:
+    """The SignDS server of a model of ``dimension`` weights, expecting
+    ``expected_clients`` reports per round (``step_rule`` "code" as upstream's code, or
+    "docs")."""
+
+    def __init__(self, dimension, expected_clients, step_rule="code", **params):
+        self._native = _native.NativeSigndsServer(
+            int(dimension), float(expected_clients), step_rule, _params(params)
+        )
+
+    def broadcast(self):
+        """What the next round's clients receive."""
+        return Broadcast(*self._native.broadcast())
+
+    @property
+    def step(self):
+        return self._native.step()
+
+    def begin_round(self):
+        return Round(self._native.begin_round())
+
+    def finish_round(self, round_, weights):
+        """Apply the round's aggregate to ``weights`` (a writable float32 array, updated in
+        place) and advance the step-size state machine."""
+        if not isinstance(weights, np.ndarray) or weights.dtype != np.float32 or weights.ndim != 1:
+            raise TypeError("weights must be a 1-D float32 numpy array (updated in place)")
+        accepted, total, step, ones, zeros, transition, r_est, phase = self._native.finish_round(
+            round_._native, weights
+        )
+        return RoundSummary(accepted, total, step, ones, zeros, transition, Broadcast(r_est, phase))
+
+
+def decode_report(data):
+    """(dimension, indices, sign, MagRR bit) of a report's bytes; ValueError if malformed."""
+    dimension, indices, sign, bit = _native.decode_signds_report(bytes(data))
+    return dimension, np.asarray(indices, dtype=np.int64), sign, bit

@@ -1,0 +1,268 @@
+"""The behaviour a phe user relies on, the batch calls, and every error case."""
+
+import math
+import pickle
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import phe
+from fl_privacy import paillier
+
+
+def test_constructors_and_attributes_are_phes(keypair, phe_keypair):
+    public_key, private_key = keypair
+    phe_public, phe_private = phe_keypair
+    for name in ["n", "g", "nsquare", "max_int"]:
+        assert getattr(public_key, name) == getattr(phe_public, name), name
+    for name in ["p", "q", "psquare", "qsquare", "p_inverse", "hp", "hq"]:
+        assert getattr(private_key, name) == getattr(phe_private, name), name
+    assert private_key.public_key is public_key
+    rebuilt = paillier.PaillierPrivateKey(
+        paillier.PaillierPublicKey(public_key.n), private_key.q, private_key.p
+    )
+    assert rebuilt == private_key and hash(rebuilt) == hash(private_key)
+    assert paillier.PaillierPublicKey(public_key.n) == public_key
+    assert hash(paillier.PaillierPublicKey(public_key.n)) == hash(public_key)
+    totient = (private_key.p - 1) * (private_key.q - 1)
+    assert paillier.PaillierPrivateKey.from_totient(public_key, totient) == private_key
+    x = public_key.encrypt(-12.5)
+    copy = paillier.EncryptedNumber(public_key, x.ciphertext(), exponent=x.exponent)
+    assert copy.public_key is public_key and copy.exponent == x.exponent
+    assert private_key.decrypt(copy) == -12.5
+    assert paillier.DEFAULT_KEYSIZE == phe.paillier.DEFAULT_KEYSIZE
+    assert (paillier.EncodedNumber.BASE, paillier.EncodedNumber.LOG2_BASE) == (16, 4.0)
+    assert repr(public_key).startswith("<PaillierPublicKey ")
+
+
+def test_arithmetic_a_phe_user_writes(keypair):
+    public_key, private_key = keypair
+    a, b = public_key.encrypt(3.5), public_key.encrypt(-2)
+    assert private_key.decrypt(a + b) == 1.5
+    assert private_key.decrypt(a + 1) == 4.5
+    assert private_key.decrypt(2 + a) == 5.5
+    assert private_key.decrypt(a - b) == 5.5
+    assert private_key.decrypt(10 - a) == 6.5
+    assert private_key.decrypt(a * 3) == 10.5
+    assert private_key.decrypt(-0.5 * a) == -1.75
+    assert private_key.decrypt(a / 2) == 1.75
+    assert private_key.decrypt(-b) == 2
+    assert private_key.decrypt(sum([a, b, a])) == 5.0
+    assert private_key.decrypt(public_key.encrypt(7) * 6) == 42
+    assert isinstance(private_key.decrypt(public_key.encrypt(7)), int)
+    assert isinstance(private_key.decrypt(public_key.encrypt(7.0)), float)
+    assert private_key.decrypt(public_key.encrypt(2**200)) == 2**200
+    enc = paillier.EncodedNumber.encode(public_key, 0.25)
+    assert private_key.decrypt(a + enc) == 3.75 and private_key.decrypt(a * enc) == 0.875
+    assert private_key.decrypt(public_key.encrypt(1.0 / 3.0, precision=1e-6)) == pytest.approx(
+        1 / 3, abs=1e-6
+    )
+    assert private_key.decrypt(public_key.encrypt(np.float32(0.5))) == 0.5
+    assert private_key.decrypt(public_key.encrypt(np.int64(-9))) == -9
+    assert private_key.decrypt_encoded(a).decode() == 3.5
+    keyring = paillier.PaillierPrivateKeyring([private_key])
+    assert keyring.decrypt(a) == 3.5 and len(keyring) == 1 and public_key in keyring
+
+
+def test_obfuscation_is_phes(keypair):
+    public_key, private_key = keypair
+    x = public_key.encrypt(1.0)
+    y = x * 5
+    raw = y.ciphertext(be_secure=False)
+    assert y.ciphertext(be_secure=False) == raw  # not obfuscated yet
+    secure = y.ciphertext()
+    assert secure != raw and y.ciphertext() == secure  # obfuscated once
+    assert private_key.decrypt(y) == 5.0
+    first = x.ciphertext()
+    assert x.ciphertext() == first  # encrypt() results are already obfuscated
+    # A pickle leaves the process: it carries an obfuscated ciphertext.
+    z = x + 1
+    raw = z.ciphertext(be_secure=False)
+    restored = pickle.loads(pickle.dumps(z))
+    assert restored.ciphertext(be_secure=False) != raw
+    assert private_key.decrypt(restored) == 2.0
+    batch = public_key.encrypt_many(np.arange(6.0).reshape(2, 3)) * 2
+    raw = batch.ciphertexts(be_secure=False)
+    copy = pickle.loads(pickle.dumps(batch))
+    assert copy.shape == (2, 3) and copy.ciphertexts(be_secure=False) != raw
+    assert np.array_equal(private_key.decrypt_many(copy), np.arange(6.0).reshape(2, 3) * 2)
+    keys = pickle.loads(pickle.dumps((public_key, private_key)))
+    assert keys == (public_key, private_key) and keys[1].decrypt(restored) == 2.0
+
+
+def test_errors_a_phe_user_relies_on(keypair, other_keypair):
+    public_key, private_key = keypair
+    other_public, other_private = other_keypair
+    x = public_key.encrypt(1.5)
+    with pytest.raises(ValueError, match="different key"):
+        other_private.decrypt(x)
+    with pytest.raises(ValueError, match="different public keys"):
+        x + other_public.encrypt(1)
+    with pytest.raises(NotImplementedError):
+        x * x
+    with pytest.raises(TypeError):
+        private_key.decrypt(1234)
+    with pytest.raises(TypeError, match="precision"):
+        public_key.encrypt("1.5")
+    with pytest.raises(TypeError):
+        x + "1"
+    with pytest.raises(TypeError):
+        paillier.PaillierPrivateKey(public_key, private_key.p, private_key.q).raw_decrypt(1.5)
+    with pytest.raises(ValueError, match="does not match"):
+        paillier.PaillierPrivateKey(public_key, private_key.p, private_key.p)
+    with pytest.raises(ValueError):
+        x.decrease_exponent_to(x.exponent + 1)
+    with pytest.raises(ValueError):
+        paillier.EncodedNumber.encode(public_key, 1.0).decrease_exponent_to(5)
+
+
+def test_validation_errors_are_exceptions_never_crashes(keypair):
+    public_key, private_key = keypair
+    n = public_key.n
+    for bad_n in [0, -n, n + 1, 2**2047 + 1, 3**1300, 2**9000 + 1, 15]:
+        with pytest.raises(ValueError):
+            paillier.PaillierPublicKey(bad_n)
+    with pytest.raises(TypeError):
+        paillier.PaillierPublicKey(float(2**100))
+    with pytest.raises(ValueError, match="bits"):
+        paillier.PaillierPublicKey(2**30000 + 1)
+    for bad_c in [0, n * n, n * n + 5, n, 2 * n, -1]:
+        with pytest.raises(ValueError):
+            paillier.EncryptedNumber(public_key, bad_c)
+    with pytest.raises(TypeError):
+        paillier.EncryptedNumber(public_key, "123")
+    with pytest.raises(TypeError):
+        paillier.EncryptedNumber(n, 123)
+    for bad in [math.nan, math.inf, -math.inf]:
+        with pytest.raises(ValueError, match="finite"):
+            public_key.encrypt(bad)
+    with pytest.raises(ValueError, match="precision"):
+        public_key.encrypt(1.0, precision=-1.0)
+    with pytest.raises(ValueError, match="range"):
+        public_key.encrypt(public_key.max_int + 1)
+    with pytest.raises(ValueError, match="exponent"):
+        paillier.EncryptedNumber(public_key, public_key.encrypt(1).ciphertext(), 10**6) + 1
+    with pytest.raises(ValueError):
+        public_key.raw_encrypt(n)
+    with pytest.raises(ValueError, match="nonce"):
+        public_key.raw_encrypt(5, r_value=n)
+    for size in [1024, 2047, 5000]:
+        with pytest.raises(ValueError, match="2048"):
+            paillier.generate_paillier_keypair(n_length=size)
+    with pytest.raises(ValueError):
+        paillier.PaillierPublicKey.from_jwk('{"kty": "DAJ"}')
+    with pytest.raises(ValueError):
+        paillier.PaillierPrivateKey.from_jwk("not json")
+    with pytest.raises(ValueError):
+        paillier.EncryptedNumber.from_json(public_key, '{"v": "-5", "e": 0}')
+
+
+def test_overflow_is_detected_as_phe_detects_it(keypair):
+    public_key, private_key = keypair
+    big = public_key.encrypt(public_key.max_int)
+    with pytest.raises(OverflowError):
+        private_key.decrypt(big + big)
+    tiny = paillier.EncodedNumber(public_key, 1, -300)
+    assert tiny.decode() == 0.0
+    with pytest.raises(OverflowError):
+        paillier.EncodedNumber(public_key, 2**1100, -1).decode()
+    with pytest.raises(ValueError, match="out of range|n"):
+        paillier.EncodedNumber(public_key, public_key.n, 0).decode()
+
+
+def test_batch_calls_match_the_scalar_api(keypair, rng):
+    public_key, private_key = keypair
+    values = np.array([rng.uniform(-50, 50) for _ in range(64)] + [0.0, 1e-12, -3e20])
+    arr = public_key.encrypt_many(values)
+    assert len(arr) == values.size and arr.shape == values.shape
+    assert np.array_equal(private_key.decrypt_many(arr), values)
+    # Element i of the batch is phe's EncryptedNumber: same exponent, decrypts alike.
+    for i in [0, 5, 65]:
+        assert arr[i].exponent == public_key.encrypt(float(values[i])).exponent
+        assert private_key.decrypt(arr[i]) == values[i]
+    scalars = np.array([rng.uniform(-3, 3) for _ in range(values.size)])
+    summed = arr + scalars
+    product = arr * scalars
+    for i in range(0, values.size, 7):
+        assert summed[i].ciphertext(False) == (arr[i] + float(scalars[i])).ciphertext(False)
+        assert product[i].ciphertext(False) == (arr[i] * float(scalars[i])).ciphertext(False)
+    assert np.allclose(private_key.decrypt_many(arr * 2 - arr), values, rtol=0, atol=1e-9)
+    assert private_key.decrypt(arr.sum()) == pytest.approx(float(np.sum(values)), rel=1e-12)
+    ints = np.arange(-6, 6, dtype=np.int64).reshape(3, 4)
+    encrypted_ints = public_key.encrypt_many(ints)
+    assert encrypted_ints.shape == (3, 4)
+    assert np.array_equal(private_key.decrypt_many(encrypted_ints * 3 + 1, dtype=np.int64),
+                          ints * 3 + 1)
+    assert private_key.decrypt(encrypted_ints[1, 2]) == ints[1, 2]
+    assert np.array_equal(private_key.decrypt_many(encrypted_ints[2]), ints[2])
+    # The key owner's CRT encryption: the same phe encodings, decrypting alike, and ordinary
+    # ciphertexts anyone can compute with.
+    owned = private_key.encrypt_many(values)
+    assert np.array_equal(owned.exponents, arr.exponents)
+    assert np.array_equal(private_key.decrypt_many(owned + arr), values * 2)
+    assert private_key.decrypt(owned[4] * 2) == values[4] * 2
+    assert owned.ciphertexts() != arr.ciphertexts()
+    from_numbers = paillier.EncryptedArray.from_numbers([public_key.encrypt(1.5), arr[3]])
+    assert np.array_equal(private_key.decrypt_many(from_numbers), [1.5, values[3]])
+    assert np.array_equal(private_key.decrypt_many([arr[0], arr[1]]), values[:2])
+    cts = arr.ciphertexts()
+    again = [paillier.EncryptedNumber(public_key, c, e) for c, e in zip(cts, arr.exponents)]
+    assert np.array_equal(private_key.decrypt_many(again), values)
+
+
+def test_batch_errors(keypair, other_keypair):
+    public_key, private_key = keypair
+    other_public, other_private = other_keypair
+    arr = public_key.encrypt_many([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="finite"):
+        public_key.encrypt_many([1.0, np.nan])
+    with pytest.raises(TypeError, match="dtype"):
+        public_key.encrypt_many(np.array(["a", "b"]))
+    with pytest.raises(ValueError):
+        arr + np.ones(4)
+    with pytest.raises(ValueError, match="different"):
+        arr + other_public.encrypt_many([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="different key"):
+        other_private.decrypt_many(arr)
+    with pytest.raises(ValueError, match="not an integer"):
+        private_key.decrypt_many(arr * 0.5, dtype=np.int64)
+    with pytest.raises(ValueError, match="dtype"):
+        private_key.decrypt_many(arr, dtype=np.float32)
+    with pytest.raises(NotImplementedError):
+        arr * arr
+    with pytest.raises(OverflowError):
+        public_key.encrypt_many(np.array([2**64 - 1], dtype=np.uint64))
+    with pytest.raises(IndexError):
+        arr[3]
+
+
+def test_batch_calls_release_the_gil(keypair):
+    """While encrypt_many runs, another Python thread keeps running; while a GIL-holding
+    C call of similar length runs (big-int pow), it does not (negative control)."""
+    public_key, _ = keypair
+    counter = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            counter[0] += 1
+
+    def rate(call):
+        """Spinner increments per second while `call` runs (at most one switch interval
+        of spinning can slip in before a GIL-holding call starts)."""
+        before, start = counter[0], time.perf_counter()
+        call()
+        return (counter[0] - before) / (time.perf_counter() - start)
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        released = rate(lambda: public_key.encrypt_many(np.arange(16, dtype=np.float64)))
+        nsquare = public_key.nsquare
+        held = rate(lambda: pow(3, (1 << 60000) + 1, nsquare))  # holds the GIL throughout
+    finally:
+        stop.set()
+        thread.join()
+    assert released > 4 * held, (released, held)
