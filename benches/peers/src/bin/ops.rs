@@ -43,6 +43,17 @@ fn pair(name: &str, n: usize, mut ours: impl FnMut(), mut theirs: impl FnMut()) 
     );
 }
 
+fn pair_named(name: &str, other: &str, n: usize, mut ours: impl FnMut(), mut theirs: impl FnMut()) {
+    ours(); theirs();
+    let (mut a, mut b, mut r) = (vec![], vec![], vec![]);
+    for _ in 0..n {
+        let t = Instant::now(); ours(); let x = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now(); theirs(); let y = t.elapsed().as_secs_f64() * 1e3;
+        a.push(x); b.push(y); r.push(x / y);
+    }
+    println!("{name:44} ours {:8.3} ms  {other} {:8.3} ms  ratio {:.3}", median(a), median(b), median(r));
+}
+
 fn solo(name: &str, n: usize, mut f: impl FnMut()) {
     f();
     let v: Vec<f64> = (0..n)
@@ -73,6 +84,8 @@ fn main() {
     let m = ek.encode_i64(123456789).unwrap();
     let km = KBig::from(123456789u64);
     let c = ek.encrypt(&m, &mut rng).unwrap();
+    let mut rng2 = rand::rngs::ChaCha20Rng::seed_from_u64(1);
+    let mut rng3 = rand::rngs::ChaCha20Rng::seed_from_u64(2);
     let kc = KBig::from_bytes(&c.to_biguint().to_bytes_be());
     pair(
         "encrypt (public key)",
@@ -133,6 +146,10 @@ fn main() {
             }
         },
     );
+    let ms: Vec<_> = (0..8).map(|i| ek.encode_i64(i).unwrap()).collect();
+    pair_named("encrypt_many 8 (x8 lanes)", "8 x encrypt", n / 2 + 1,
+        || { std::hint::black_box(ek.encrypt_many(&ms, &mut rng2).unwrap()); },
+        || { for m in &ms { std::hint::black_box(ek.encrypt(m, &mut rng3).unwrap()); } });
     solo("add", n * 10, || {
         std::hint::black_box(ek.add(&c, &c).unwrap());
     });
