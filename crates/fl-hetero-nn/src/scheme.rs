@@ -48,6 +48,16 @@ pub trait HomomorphicScheme: 'static {
     /// Decrypts to the centred signed plaintext.
     fn decrypt(dk: &Self::DecryptionKey, c: &Self::Ciphertext) -> Result<BigInt, SchemeError>;
 
+    /// [`HomomorphicScheme::decrypt`] of every ciphertext, one result each, in order. The
+    /// default decrypts one at a time; a scheme with a batch path (Paillier's multi-buffer
+    /// kernel) overrides it.
+    fn decrypt_many(
+        dk: &Self::DecryptionKey,
+        cs: &[Self::Ciphertext],
+    ) -> Vec<Result<BigInt, SchemeError>> {
+        cs.iter().map(|c| Self::decrypt(dk, c)).collect()
+    }
+
     /// Enc(a + b).
     fn add(
         ek: &Self::EncryptionKey,

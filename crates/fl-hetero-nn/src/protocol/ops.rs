@@ -143,10 +143,10 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
         what: &'static str,
     ) -> Result<Matrix<BigInt>, Error> {
         let (pr, pc) = self.cts.shape();
-        let v = par_map(pr * pc, |i| {
-            S::decrypt(dk, &self.cts.as_slice()[i])
-                .map_err(|_| Error::PeerMisbehaved(PeerMisbehaved::ValueOutOfRange { what }))
-        })?;
+        let v = S::decrypt_many(dk, self.cts.as_slice())
+            .into_iter()
+            .map(|r| r.map_err(|_| Error::PeerMisbehaved(PeerMisbehaved::ValueOutOfRange { what })))
+            .collect::<Result<Vec<_>, Error>>()?;
         let packed = Matrix::from_vec(pr, pc, v)?;
         self.layout
             .unpack(&packed, self.rows, self.cols, bound_bits, what)
