@@ -10,7 +10,7 @@
 //! one-row cases.
 
 use crate::arith::monty::window_digit;
-use crate::arith::{MontVal, Monty};
+use crate::arith::{Engine, MontVal, Monty};
 use crate::ciphertext::Ciphertext;
 use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
@@ -18,21 +18,32 @@ use crate::ops::{invert_public, map_slice};
 use num_bigint::{BigInt, Sign};
 use zeroize::Zeroize;
 
-/// Cost of reading one table entry in the constant-time scan ([`ct_lookup`]), as a
-/// fraction 1/`SCAN_ENTRIES_PER_MUL` of one Montgomery multiplication mod n² (measured for
-/// 2048-bit n on x86-64: a 64-limb masked OR against a 64-limb CIOS multiplication).
-const SCAN_ENTRIES_PER_MUL: u64 = 400;
+/// How many table entries the constant-time scan ([`Monty::ct_lookup`]) reads in the time
+/// of one Montgomery multiplication mod n², per kernel. Portable: 400 (a 64-limb masked OR
+/// against a 64-limb CIOS multiplication, 2048-bit n). IFMA: 100 — its multiplication is
+/// about 4× faster, while a scan of tables that no longer fit the L2 cache (64 bases ×
+/// 2^w entries × 640 bytes) is bound by memory; a sweep of `dot_many_secret` (64
+/// ciphertexts, 32 rows, 111-bit bound, 2048-bit key, one thread, loaded machine) took
+/// 161–170 / 108–113 / 87–105 / 87–98 / 98–106 ms for w = 2 / 3 / 4 / 5 / 6, and this
+/// ratio picks 5 there (400 picked 6).
+fn scan_entries_per_mul(engine: Engine) -> u64 {
+    match engine {
+        Engine::Portable => 400,
+        Engine::Ifma => 100,
+    }
+}
 
 /// The window width (2–7) for constant-time shared tables: minimises, per base, the table
 /// (2^w entries, paid once) plus `uses` exponentiations of ⌈bits/w⌉ windows, each costing a
 /// multiplication and a scan of 2^w entries.
-fn secret_window(bits: u32, uses: usize) -> u32 {
+fn secret_window(bits: u32, uses: usize, engine: Engine) -> u32 {
+    let scan = scan_entries_per_mul(engine);
     let uses = u64::try_from(uses.max(1)).unwrap_or(u64::MAX);
     (2..=7u32)
         .min_by_key(|&w| {
             let size = 1u64 << w;
-            let per_window = SCAN_ENTRIES_PER_MUL + size;
-            size * SCAN_ENTRIES_PER_MUL
+            let per_window = scan + size;
+            size * scan
                 + uses
                     .saturating_mul(u64::from(bits.div_ceil(w)))
                     .saturating_mul(per_window)
@@ -108,7 +119,8 @@ pub(crate) fn secret_multi_pow(
     exps: &[&[u64]],
     bits: u32,
 ) -> MontVal {
-    Tables::build(mont, bases, secret_window(bits, 1)).multi_pow(mont, exps, bits, true)
+    Tables::build(mont, bases, secret_window(bits, 1, mont.engine()))
+        .multi_pow(mont, exps, bits, true)
 }
 
 /// Π baseᵢ^eᵢ for public exponents below 2^`bits` (little-endian words), variable time:
@@ -310,7 +322,7 @@ impl EncryptionKey {
             .collect();
         let bases: Vec<MontVal> = map_slice(cs, |c| mont.to_mont(&c.value));
         let refs: Vec<&MontVal> = bases.iter().collect();
-        let tables = Tables::build(mont, &refs, secret_window(bits, rows.len()));
+        let tables = Tables::build(mont, &refs, secret_window(bits, rows.len(), mont.engine()));
         // Correction ((Π cᵢ)^(2^B))⁻¹: public data, shared by every row.
         let correction = self.secret_correction(&refs, bound_bits)?;
         let out = map_slice(&words, |row_words| {
@@ -432,9 +444,10 @@ mod tests {
     /// exponentiations sharing a table, narrow ones for a single short one.
     #[test]
     fn secret_window_grows_with_reuse() {
-        assert_eq!(secret_window(112, 32), 6);
-        assert_eq!(secret_window(29, 32), 5);
-        assert!(secret_window(8, 1) <= 3);
-        assert!((2..=7).contains(&secret_window(4000, 100_000)));
+        assert_eq!(secret_window(112, 32, Engine::Portable), 6);
+        assert_eq!(secret_window(112, 32, Engine::Ifma), 5);
+        assert_eq!(secret_window(29, 32, Engine::Portable), 5);
+        assert!(secret_window(8, 1, Engine::Ifma) <= 3);
+        assert!((2..=7).contains(&secret_window(4000, 100_000, Engine::Portable)));
     }
 }
