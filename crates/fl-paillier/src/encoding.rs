@@ -453,6 +453,12 @@ impl PheEncryptedNumber {
         }
         check_phe_exponent(i64::from(self.exponent))?;
         check_phe_exponent(i64::from(new_exponent))?;
+        if new_exponent == self.exponent {
+            // A multiplication by 16⁰ = 1: nothing to compute (the key binding is still
+            // checked).
+            key.check_ciphertext(&self.ciphertext)?;
+            return Ok(self.clone());
+        }
         let factor = BigInt::one() << (4 * u64::from(self.exponent.abs_diff(new_exponent)));
         let factor = factor.mod_floor(&BigInt::from(key.n().clone()));
         Ok(Self {
