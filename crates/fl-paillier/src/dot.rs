@@ -10,7 +10,7 @@
 //! one-row cases.
 
 use crate::arith::monty::window_digit;
-use crate::arith::{Engine, MontVal, Monty};
+use crate::arith::{Engine, MontVal, Monty, Table};
 use crate::ciphertext::Ciphertext;
 use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
@@ -51,23 +51,19 @@ fn secret_window(bits: u32, uses: usize, engine: Engine) -> u32 {
         .unwrap_or(4)
 }
 
-/// Per-base window tables: `entries[i·2^w + j] = base_i^j` (Montgomery domain mod n²).
+/// Per-base window tables: `rows[i]` holds base_i^0 … base_i^(2^w − 1) contiguously
+/// (Montgomery domain mod n²).
 struct Tables {
     window: u32,
-    entries: Vec<MontVal>,
+    rows: Vec<Table>,
 }
 
 impl Tables {
     fn build(mont: &Monty, bases: &[&MontVal], window: u32) -> Self {
-        let rows = map_slice(bases, |base| mont.power_table(base, window));
         Self {
             window,
-            entries: rows.into_iter().flatten().collect(),
+            rows: map_slice(bases, |base| mont.power_table(base, window)),
         }
-    }
-
-    fn size(&self) -> usize {
-        1usize << self.window
     }
 
     /// Π baseᵢ^eᵢ for exponents given as little-endian 64-bit words, all below 2^bits.
@@ -79,7 +75,6 @@ impl Tables {
     /// and zero digits are skipped.
     fn multi_pow(&self, mont: &Monty, exps: &[&[u64]], bits: u32, ct: bool) -> MontVal {
         let w = self.window;
-        let size = self.size();
         let mut work = mont.work();
         let mut acc = mont.one();
         let mut selected = mont.one();
@@ -90,17 +85,14 @@ impl Tables {
                     mont.sqr_assign(&mut acc, &mut work);
                 }
             }
-            for (i, e) in exps.iter().enumerate() {
+            for (row, e) in self.rows.iter().zip(exps) {
                 let mut digit = window_digit(e, window * w, w);
-                let row = &self.entries[i * size..(i + 1) * size];
                 if ct {
                     mont.ct_lookup(&mut selected, row, digit);
                     mont.mul_assign(&mut acc, &selected, &mut work);
                     digit.zeroize();
                 } else if digit != 0 {
-                    if let Some(entry) = row.get(digit as usize) {
-                        mont.mul_assign(&mut acc, entry, &mut work);
-                    }
+                    mont.mul_assign(&mut acc, row.entry(digit as usize), &mut work);
                     started = true;
                 }
             }

@@ -18,7 +18,7 @@
 //! is an extra assumption beyond textbook Paillier: the mode is opt-in.
 
 use crate::arith::monty::window_digit;
-use crate::arith::{Limbs, MontVal, Monty, big_from_limbs};
+use crate::arith::{Limbs, MontVal, Monty, Table, big_from_limbs};
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
 use crate::keys::EncryptionKey;
@@ -196,8 +196,8 @@ pub struct DjnEncryptor {
     public: DjnPublic,
     alpha_bits: u32,
     window: u32,
-    /// table[i·2^w + j] = h_s^(j·2^(w·i)) in the domain mod n².
-    table: Vec<MontVal>,
+    /// Row i, entry j: h_s^(j·2^(w·i)) in the domain mod n².
+    table: Vec<Table>,
 }
 
 impl core::fmt::Debug for DjnEncryptor {
@@ -205,7 +205,10 @@ impl core::fmt::Debug for DjnEncryptor {
         f.debug_struct("DjnEncryptor")
             .field("alpha_bits", &self.alpha_bits)
             .field("window", &self.window)
-            .field("table_entries", &self.table.len())
+            .field(
+                "table_entries",
+                &self.table.iter().map(Table::len).sum::<usize>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -374,8 +377,8 @@ impl DjnEncryptor {
 }
 
 /// The fixed-base comb table of `base` for exponents of `bits` bits in `window`-bit digits:
-/// entry i·2^w + j is base^(j·2^(w·i)). Rows are built in parallel with `rayon`.
-fn comb_table(mont: &Monty, base: &MontVal, bits: u32, window: u32) -> Vec<MontVal> {
+/// row i, entry j is base^(j·2^(w·i)). Rows are built in parallel with `rayon`.
+fn comb_table(mont: &Monty, base: &MontVal, bits: u32, window: u32) -> Vec<Table> {
     let digits = bits.div_ceil(window) as usize;
     let mut work = mont.work();
     let mut row_bases: Vec<MontVal> = Vec::with_capacity(digits);
@@ -387,20 +390,16 @@ fn comb_table(mont: &Monty, base: &MontVal, bits: u32, window: u32) -> Vec<MontV
         }
     }
     map_slice(&row_bases, |row_base| mont.power_table(row_base, window))
-        .into_iter()
-        .flatten()
-        .collect()
 }
 
 /// base^α from its comb table for α of `bits` bits (little-endian words; bits beyond are
 /// ignored): one multiplication per digit by an entry chosen with a constant-time scan,
 /// so time and memory accesses depend on `bits` and `window` only.
-fn comb_pow(mont: &Monty, table: &[MontVal], window: u32, bits: u32, alpha: &[u64]) -> MontVal {
-    let width = 1usize << window;
+fn comb_pow(mont: &Monty, table: &[Table], window: u32, bits: u32, alpha: &[u64]) -> MontVal {
     let mut work = mont.work();
     let mut acc = mont.one();
     let mut selected = mont.one();
-    for (i, row) in table.chunks(width).enumerate() {
+    for (i, row) in table.iter().enumerate() {
         let start = i as u32 * window;
         let mut digit = window_digit(alpha, start, window);
         // Bits beyond ℓ are cleared (the last digit may be partial).
@@ -426,7 +425,7 @@ pub struct DjnOwnerEncryptor<'k> {
     alpha_bits: u32,
     window: u32,
     /// The comb tables mod p² and mod q².
-    tables: [Vec<MontVal>; 2],
+    tables: [Vec<Table>; 2],
 }
 
 impl core::fmt::Debug for DjnOwnerEncryptor<'_> {

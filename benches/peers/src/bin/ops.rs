@@ -150,6 +150,15 @@ fn main() {
     pair_named("encrypt_many 8 (x8 lanes)", "8 x encrypt", n / 2 + 1,
         || { std::hint::black_box(ek.encrypt_many(&ms, &mut rng2).unwrap()); },
         || { for m in &ms { std::hint::black_box(ek.encrypt(m, &mut rng3).unwrap()); } });
+    let cs64: Vec<_> = (0..64).map(|i| ek.encrypt_i64(i, &mut rng).unwrap()).collect();
+    let refs: Vec<_> = cs64.iter().collect();
+    let rows: Vec<Vec<fl_paillier::BigInt>> = (0..32)
+        .map(|_| (0..64).map(|_| fl_paillier::BigInt::from(rand::Rng::next_u64(&mut rng) as i64) << 40).collect())
+        .collect();
+    let row_refs: Vec<&[fl_paillier::BigInt]> = rows.iter().map(Vec::as_slice).collect();
+    solo("dot_many_secret 64 cts x 32 rows, 111-bit bound", n / 4 + 2, || {
+        std::hint::black_box(ek.dot_many_secret(&refs, &row_refs, 111).unwrap());
+    });
     solo("add", n * 10, || {
         std::hint::black_box(ek.add(&c, &c).unwrap());
     });

@@ -122,6 +122,35 @@ impl Ifma {
     }
 }
 
+impl Ifma {
+    /// [`Ifma::masked_select`] over a contiguous table: entry e is
+    /// `words[e·len .. (e + 1)·len]` with len = `dst.len()` (a multiple of 8), one mask per
+    /// entry. Leaves `dst` untouched if the lengths do not fit.
+    pub(crate) fn masked_select_flat(self, dst: &mut [u64], words: &[u64], masks: &[u64]) {
+        let len = dst.len();
+        if !len.is_multiple_of(8) || words.len() != len * masks.len() {
+            return;
+        }
+        // SAFETY: `self` is an `Ifma` token (avx512f detected); the lengths were checked.
+        unsafe { masked_select_flat_kernel(dst, words, masks) }
+    }
+}
+
+#[target_feature(enable = "avx512f")]
+fn masked_select_flat_kernel(dst: &mut [u64], words: &[u64], masks: &[u64]) {
+    let vectors = dst.len() / 8;
+    let masks: Vec<__m512i> = masks.iter().map(|&m| _mm512_set1_epi64(m as i64)).collect();
+    for v in 0..vectors {
+        let mut acc = _mm512_setzero_si512();
+        for (e, mask) in masks.iter().enumerate() {
+            let x = load_at(words, e * vectors + v);
+            acc = _mm512_or_si512(acc, _mm512_and_si512(x, *mask));
+        }
+        // SAFETY: dst.len() = 8·vectors and v < vectors.
+        unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(8 * v).cast(), acc) };
+    }
+}
+
 #[target_feature(enable = "avx512f")]
 fn masked_select_kernel<T: AsRef<[u64]>>(dst: &mut [u64], table: &[T], masks: &[u64]) {
     let vectors = dst.len() / 8;
@@ -141,8 +170,8 @@ fn masked_select_kernel<T: AsRef<[u64]>>(dst: &mut [u64], table: &[T], masks: &[
 #[inline(always)]
 fn load_at(x: &[u64], j: usize) -> __m512i {
     debug_assert!(x.len() >= 8 * j + 8);
-    // SAFETY: the callers index j < K with x.len() ≥ 8·K (checked in `amm_x8` and
-    // `masked_select`).
+    // SAFETY: the callers index j < K with x.len() ≥ 8·K (checked in `amm_x8`,
+    // `masked_select` and `masked_select_flat`).
     unsafe { _mm512_loadu_si512(x.as_ptr().add(8 * j).cast()) }
 }
 

@@ -12,7 +12,7 @@ pub(crate) mod monty;
 mod portable;
 
 pub use monty::{Engine, default_engine, force_portable};
-pub(crate) use monty::{MontVal, Monty};
+pub(crate) use monty::{MontVal, Monty, Table};
 pub(crate) use portable::mask;
 
 use crypto_bigint::BoxedUint;

@@ -117,6 +117,49 @@ impl Zeroize for MontVal {
     }
 }
 
+/// A table of values of one context stored contiguously (entry i is words
+/// `i·width .. (i + 1)·width`), so a constant-time scan streams through memory instead of
+/// chasing one allocation per entry; wiped on drop.
+pub(crate) struct Table {
+    width: usize,
+    words: Vec<u64>,
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        self.words.zeroize();
+    }
+}
+
+impl Table {
+    /// An empty table for values of `width` words with room for `entries`.
+    fn with_capacity(width: usize, entries: usize) -> Self {
+        Self {
+            width,
+            words: Vec::with_capacity(width * entries),
+        }
+    }
+
+    fn push(&mut self, x: &MontVal) {
+        self.words.extend_from_slice(&x.0);
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.words.len().checked_div(self.width).unwrap_or(0)
+    }
+
+    /// Entry `i` (public index only).
+    pub(crate) fn entry(&self, i: usize) -> &[u64] {
+        &self.words[i * self.width..(i + 1) * self.width]
+    }
+
+    /// Entry `i` as a value (public index only).
+    fn value(&self, i: usize) -> MontVal {
+        MontVal(self.entry(i).to_vec())
+    }
+}
+
 /// Scratch space for in-place operations (wiped on drop).
 pub(crate) struct Work {
     tmp: MontVal,
@@ -411,9 +454,14 @@ impl Monty {
         out
     }
 
-    /// a ← a·b.
-    pub(crate) fn mul_assign(&self, a: &mut MontVal, b: &MontVal, w: &mut Work) {
-        self.mul_raw(&mut w.tmp.0, &a.0, &b.0, &mut w.buf);
+    /// a ← a·b (b a value or a table entry of this context).
+    pub(crate) fn mul_assign<B: AsRef<[u64]> + ?Sized>(
+        &self,
+        a: &mut MontVal,
+        b: &B,
+        w: &mut Work,
+    ) {
+        self.mul_raw(&mut w.tmp.0, &a.0, b.as_ref(), &mut w.buf);
         core::mem::swap(&mut a.0, &mut w.tmp.0);
     }
 
@@ -534,40 +582,43 @@ impl Monty {
 
     /// Sets `dst` to `table[index]` by reading every entry (a masked OR over all words, with
     /// 512-bit vectors on IFMA contexts), so the accesses do not depend on `index`; `dst`
-    /// becomes 0 if index ≥ table.len(). Every entry must have `dst`'s length.
-    pub(crate) fn ct_lookup(&self, dst: &mut MontVal, table: &[MontVal], index: u64) {
+    /// becomes 0 if index ≥ table.len(). The table's width must be `dst`'s length.
+    pub(crate) fn ct_lookup(&self, dst: &mut MontVal, table: &Table, index: u64) {
         let masks = select_masks(table.len(), index);
         #[cfg(target_arch = "x86_64")]
         if let Kernel::Ifma { token, .. } = &self.kernel
             && dst.0.len().is_multiple_of(8)
         {
-            token.masked_select(&mut dst.0, table, &masks);
+            token.masked_select_flat(&mut dst.0, &table.words, &masks);
             return;
         }
         dst.0.fill(0);
-        for (entry, &hit) in table.iter().zip(&masks) {
-            for (d, &s) in dst.0.iter_mut().zip(&entry.0) {
+        for (entry, &hit) in table.words.chunks(table.width).zip(&masks) {
+            for (d, &s) in dst.0.iter_mut().zip(entry) {
                 *d |= s & hit;
             }
         }
     }
 
-    /// The powers base^0 … base^(2^w − 1).
-    pub(crate) fn power_table(&self, base: &MontVal, w: u32) -> Vec<MontVal> {
+    /// The powers base^0 … base^(2^w − 1), contiguous.
+    pub(crate) fn power_table(&self, base: &MontVal, w: u32) -> Table {
         let size = 1usize << w;
-        let mut table = Vec::with_capacity(size);
-        table.push(self.one());
+        let mut table = Table::with_capacity(self.width(), size);
+        table.push(&self.one());
         if size > 1 {
-            table.push(base.clone());
+            table.push(base);
         }
+        let mut next = MontVal(vec![0; self.width()]);
+        let mut buf = Zeroizing::new(vec![0; 2 * self.m.len()]);
         for i in 2..size {
-            let next = if i % 2 == 0 {
-                let half = &table[i / 2];
-                self.mul(half, half)
+            if i % 2 == 0 {
+                let half = table.value(i / 2);
+                self.sqr_raw(&mut next.0, &half.0, &mut buf);
             } else {
-                self.mul(&table[i - 1], base)
-            };
-            table.push(next);
+                let prev = table.value(i - 1);
+                self.mul_raw(&mut next.0, &prev.0, &base.0, &mut buf);
+            }
+            table.push(&next);
         }
         table
     }
@@ -614,8 +665,8 @@ impl Monty {
             let digit = window_digit(exp, i * w, w) as usize;
             if digit != 0 {
                 match acc.as_mut() {
-                    Some(a) => self.mul_assign(a, &table[digit], &mut work),
-                    None => acc = Some(table[digit].clone()),
+                    Some(a) => self.mul_assign(a, table.entry(digit), &mut work),
+                    None => acc = Some(table.value(digit)),
                 }
             }
         }
