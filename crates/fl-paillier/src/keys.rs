@@ -944,14 +944,7 @@ impl DecryptionKey {
             .collect::<Result<_>>()?;
         // One ChaCha20 stream per item (seeded in order from `rng`), drawn in the order of
         // `crt_randomizer` (t_p, then t_q), so the output does not depend on batching.
-        let mut seeded: Vec<(&Limbs, [u8; 32])> = gms
-            .iter()
-            .map(|gm| {
-                let mut seed = [0u8; 32];
-                rng.fill_bytes(&mut seed);
-                (gm, seed)
-            })
-            .collect();
+        let mut seeded = crate::ops::draw_seeds(&gms, rng);
         let out = crate::ops::map_chunks(&seeded, Monty::BATCH, |chunk| {
             let (mut tps, mut tqs) = (Vec::new(), Vec::new());
             for (_, seed) in chunk {

@@ -48,6 +48,22 @@ where
     map_slice(&chunks, |c| f(c)).into_iter().flatten().collect()
 }
 
+/// Pairs item i of `xs` with the i-th 32 bytes drawn from `rng` (the seed of its own
+/// ChaCha20 stream, so results do not depend on how items are scheduled). The caller wipes
+/// the seeds when done.
+pub(crate) fn draw_seeds<'a, T, R: CryptoRng + ?Sized>(
+    xs: &'a [T],
+    rng: &mut R,
+) -> Vec<(&'a T, [u8; 32])> {
+    xs.iter()
+        .map(|x| {
+            let mut seed = [0u8; 32];
+            rng.fill_bytes(&mut seed);
+            (x, seed)
+        })
+        .collect()
+}
+
 /// Maps `f` over `xs` (in parallel with the `rayon` feature), giving item i its own
 /// ChaCha20 stream seeded with the i-th 32 bytes drawn from `rng`, so the output does not
 /// depend on the thread count. The seeds are wiped afterwards.
@@ -58,14 +74,7 @@ where
     R: CryptoRng + ?Sized,
     F: Fn(&T, &mut rand::rngs::ChaCha20Rng) -> U + Sync + Send,
 {
-    let mut jobs: Vec<(&T, [u8; 32])> = xs
-        .iter()
-        .map(|x| {
-            let mut seed = [0u8; 32];
-            rng.fill_bytes(&mut seed);
-            (x, seed)
-        })
-        .collect();
+    let mut jobs = draw_seeds(xs, rng);
     let out = map_slice(&jobs, |(x, seed)| {
         let mut local = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::from_seed(*seed);
         f(x, &mut local)
