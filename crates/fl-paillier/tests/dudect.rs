@@ -81,9 +81,10 @@ fn key_on(portable: bool) -> fl_paillier::DecryptionKey {
 }
 
 /// One test function, so that nothing else runs beside the measurements: for each kernel
-/// (portable, and IFMA where the CPU has it) decryption with a fixed vs random ciphertexts
-/// and multiplication by a fixed (zero) vs random full-size secret scalar (the
-/// secret-exponent path of every kernel); then the negative control.
+/// (portable, and IFMA where the CPU has it) decryption with a fixed vs random ciphertexts,
+/// multiplication by a fixed (zero) vs random full-size secret scalar (the secret-exponent
+/// path of every kernel) and batch decryption (the IFMA multi-buffer kernel); then the
+/// negative control.
 #[test]
 #[ignore = "timing-based, run explicitly in release mode (see the module docs)"]
 fn dudect_fixed_vs_random_secrets_on_every_kernel() {
@@ -144,6 +145,26 @@ fn dudect_fixed_vs_random_secrets_on_every_kernel() {
         assert!(
             t < 10.0,
             "{engine:?}: secret-scalar timing depends on the scalar class: |t| = {t:.2}"
+        );
+        // The multi-buffer path (IFMA: eight decryptions per instruction stream): a batch
+        // of 8 copies of the fixed ciphertext vs 8 random ones.
+        let fixed8 = vec![fixed.clone(); 8];
+        let mut k = 0usize;
+        let (a, b) = measure(samples() / 4, |class| {
+            if class == 0 {
+                std::hint::black_box(dk.decrypt_many(std::hint::black_box(&fixed8)).unwrap());
+            } else {
+                k += 8;
+                let start = k % (randoms.len() - 8);
+                let batch = &randoms[start..start + 8];
+                std::hint::black_box(dk.decrypt_many(std::hint::black_box(batch)).unwrap());
+            }
+        });
+        let t = max_abs_t(&a, &b);
+        println!("dudect {engine:?} decrypt_many(8) (fixed vs random batches): max |t| = {t:.2}");
+        assert!(
+            t < 10.0,
+            "{engine:?}: batch decryption timing depends on the ciphertext class: |t| = {t:.2}"
         );
         last_randoms = randoms;
     }
