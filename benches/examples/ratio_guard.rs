@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use fl_benches::bench_rng;
 use fl_ldp::{BinaryRandomizedResponse, Epsilon, LaplaceOptions, ProbabilityVectorLaplace};
-use fl_paillier::{BigUint, Engine};
+use fl_paillier::Engine;
 use fl_signds::Sign;
 use fl_signds::topk::{top_k, top_k_by_sort};
 use rand::Rng;
@@ -247,7 +247,6 @@ fn paillier_guards(rows: &mut Vec<Row>, portable: bool) {
             },
         ));
     }
-    let _ = BigUint::from(0u8);
 }
 
 fn main() {

@@ -142,29 +142,15 @@ fn signed_scalar(key: &EncryptionKey, encoding: &BigUint) -> PyResult<BigInt> {
     })
 }
 
-/// `a` with exponent `e` ≤ its own (phe's `decrease_exponent_to`); `a` itself when the
-/// exponent is already `e`. (fl-paillier's `decrease_exponent_to` always multiplies, by 16^0
-/// = 1 in that case: a windowed exponentiation's table for nothing, ~25x an addition.)
-fn lowered(key: &EncryptionKey, a: &PheEncryptedNumber, e: i32) -> PyResult<PheEncryptedNumber> {
-    if a.exponent == e {
-        Ok(a.clone())
-    } else {
-        a.decrease_exponent_to(key, e).map_err(err)
-    }
-}
-
-/// `a + b` for two encrypted numbers (phe: align to the smaller exponent, multiply).
+/// `a + b` for two encrypted numbers (phe: align to the smaller exponent, add): fl-paillier's
+/// `PheEncryptedNumber::add`, which leaves an operand alone when its exponent already is the
+/// smaller one.
 fn add_encrypted(
     key: &EncryptionKey,
     a: &PheEncryptedNumber,
     b: &PheEncryptedNumber,
 ) -> PyResult<PheEncryptedNumber> {
-    let e = a.exponent.min(b.exponent);
-    let (a, b) = (lowered(key, a, e)?, lowered(key, b, e)?);
-    Ok(PheEncryptedNumber {
-        ciphertext: key.add(&a.ciphertext, &b.ciphertext).map_err(err)?,
-        exponent: e,
-    })
+    a.add(key, b).map_err(err)
 }
 
 /// `a + encoded` (phe's `_add_encoded`: align, then add the trivial encryption 1 + m·n).
@@ -174,12 +160,8 @@ fn add_encoded(
     b: &PheEncodedNumber,
 ) -> PyResult<PheEncryptedNumber> {
     let e = a.exponent.min(b.exponent);
-    let a = lowered(key, a, e)?;
-    let b = if b.exponent == e {
-        b.clone()
-    } else {
-        b.decrease_exponent_to(key, e).map_err(err)?
-    };
+    let a = a.decrease_exponent_to(key, e).map_err(err)?;
+    let b = b.decrease_exponent_to(key, e).map_err(err)?;
     let m = key.plaintext_from_biguint(&b.encoding).map_err(err)?;
     Ok(PheEncryptedNumber {
         ciphertext: key.add_plain(&a.ciphertext, &m).map_err(err)?,

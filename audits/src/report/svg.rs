@@ -99,24 +99,18 @@ fn deviation_axes(
     let mid = y0 + MARGIN_T + h / 2.0;
     let py = move |v: f64| mid - (h / 2.0) * (v / range).clamp(-1.0, 1.0);
     let (left, right) = (x0 + MARGIN_L, x0 + PANEL_W - MARGIN_R);
-    let _ = writeln!(
-        out,
-        r#"<line x1="{}" x2="{}" y1="{}" y2="{}" class="zero"/>"#,
-        f(left),
-        f(right),
-        f(mid),
-        f(mid)
-    );
-    for sign in [1.0, -1.0] {
-        let y = py(sign * threshold);
+    let hline = |out: &mut String, y: f64, class: &str| {
         let _ = writeln!(
             out,
-            r#"<line x1="{}" x2="{}" y1="{}" y2="{}" class="limit"/>"#,
+            r#"<line x1="{}" x2="{}" y1="{y}" y2="{y}" class="{class}"/>"#,
             f(left),
             f(right),
-            f(y),
-            f(y)
+            y = f(y),
         );
+    };
+    hline(out, mid, "zero");
+    for sign in [1.0, -1.0] {
+        hline(out, py(sign * threshold), "limit");
     }
     let _ = writeln!(
         out,

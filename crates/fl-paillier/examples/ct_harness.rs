@@ -24,7 +24,7 @@
 //! 7. `mul_secret` with a poisoned full-size scalar, and `dot_many_secret` with `BigInt`
 //!    scalars whose low words are poisoned (their top word and sign, which num-bigint's
 //!    representation exposes, are not): 0 errors;
-//! 8. key construction (`DecryptionKey::from_prime_limbs`: Montgomery contexts mod p, q,
+//! 8. key construction (`DecryptionKey::from_prime_limbs_unchecked`: Montgomery contexts mod p, q,
 //!    p², q², s⁻¹ mod 2^k, the Fermat/Euler inverses) from poisoned primes: 0 errors;
 //! 9. positive control, last because it floods memcheck: the variable-time textbook
 //!    decryption with the poisoned key MUST be flagged (proves the key's secrets really
@@ -402,9 +402,15 @@ fn main() {
     poison(large);
     let mut built = None;
     let n = errors_in(|| {
-        built = Some(DecryptionKey::from_prime_limbs(ek.clone(), small, large, 1024).unwrap());
+        built = Some(
+            DecryptionKey::from_prime_limbs_unchecked(ek.clone(), small, large, 1024).unwrap(),
+        );
     });
-    report("DecryptionKey::from_prime_limbs, poisoned primes", n, false);
+    report(
+        "DecryptionKey::from_prime_limbs_unchecked, poisoned primes",
+        n,
+        false,
+    );
     let n = errors_in(|| {
         let words: Vec<u32> = small
             .iter()

@@ -22,8 +22,10 @@ use zeroize::Zeroize;
 /// of one Montgomery multiplication mod n², per kernel. Portable: 400 (a 64-limb masked OR
 /// against a 64-limb CIOS multiplication, 2048-bit n). IFMA: 100 — its multiplication is
 /// about 4× faster, while a scan of tables that no longer fit the L2 cache (64 bases ×
-/// 2^w entries × 640 bytes) is bound by memory; a sweep of `dot_many_secret` (64
-/// ciphertexts, 32 rows, 111-bit bound, 2048-bit key, one thread, loaded machine) took
+/// 2^w entries × 640 bytes) is bound by memory; a sweep of `dot_many_secret` with the
+/// window forced by a temporary override (not kept; 64 ciphertexts, 32 rows, 111-bit
+/// bound, 2048-bit key, one thread, loaded machine; `benches/peers`' `ops` times the same
+/// product at the chosen window) took
 /// 161–170 / 108–113 / 87–105 / 87–98 / 98–106 ms for w = 2 / 3 / 4 / 5 / 6, and this
 /// ratio picks 5 there (400 picked 6).
 fn scan_entries_per_mul(engine: Engine) -> u64 {

@@ -25,7 +25,7 @@ use crate::keys::EncryptionKey;
 use crate::ops::{map_slice, map_slice_seeded};
 use num_bigint::BigUint;
 use rand::CryptoRng;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 /// A pool of precomputed randomizers rⁿ mod n² for the standard scheme: encryption then
 /// costs one multiplication. Each value is used once and removed; the values are secret
@@ -272,12 +272,7 @@ impl DjnEncryptor {
 
     /// h_s^α for a fresh ℓ-bit α, constant time in α.
     fn randomizer<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> MontVal {
-        let mut alpha: Vec<u64> = (0..self.alpha_bits.div_ceil(64))
-            .map(|_| rng.next_u64())
-            .collect();
-        let r = self.randomizer_from_alpha(&alpha);
-        alpha.zeroize();
-        r
+        self.randomizer_from_alpha(&draw_alpha(self.alpha_bits, rng))
     }
 
     /// Encrypts m with a caller-chosen α (little-endian 64-bit words; bits beyond ℓ are
@@ -486,12 +481,7 @@ impl DjnOwnerEncryptor<'_> {
     /// # Errors
     /// [`Error::PlaintextOutOfRange`] if m ≥ n.
     pub fn encrypt<R: CryptoRng + ?Sized>(&self, m: &Plaintext, rng: &mut R) -> Result<Ciphertext> {
-        let mut alpha: Vec<u64> = (0..self.alpha_bits.div_ceil(64))
-            .map(|_| rng.next_u64())
-            .collect();
-        let out = self.encrypt_with_alpha(m, &alpha);
-        alpha.zeroize();
-        out
+        self.encrypt_with_alpha(m, &draw_alpha(self.alpha_bits, rng))
     }
 
     /// Encrypts m with a caller-chosen α (as [`DjnEncryptor::encrypt_with_alpha`]): for
@@ -519,14 +509,16 @@ impl DjnOwnerEncryptor<'_> {
         let key = self.key.encryption_key();
         let gms: Vec<Limbs> = ms.iter().map(|m| key.g_pow(m)).collect::<Result<_>>()?;
         Ok(map_slice_seeded(&gms, rng, |gm, local| {
-            let mut alpha: Vec<u64> = (0..self.alpha_bits.div_ceil(64))
-                .map(|_| rand::Rng::next_u64(local))
-                .collect();
-            let c = key.ciphertext_from_product(gm, &self.randomizer_from_alpha(&alpha));
-            alpha.zeroize();
-            c
+            let alpha = draw_alpha(self.alpha_bits, local);
+            key.ciphertext_from_product(gm, &self.randomizer_from_alpha(&alpha))
         }))
     }
+}
+
+/// A fresh DJN exponent α: ⌈bits/64⌉ random words (bits beyond ℓ are ignored by the comb),
+/// wiped on drop.
+fn draw_alpha<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Limbs {
+    Zeroizing::new((0..bits.div_ceil(64)).map(|_| rng.next_u64()).collect())
 }
 
 /// The parameter rules of [`DjnEncryptor::new`].

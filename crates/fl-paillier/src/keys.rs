@@ -661,22 +661,42 @@ impl DecryptionKey {
         let l = limbs_for(bits);
         let small = Zeroizing::new(limbs_from_big(small, l).ok_or(bad("prime does not fit"))?);
         let large = Zeroizing::new(limbs_from_big(large, l).ok_or(bad("prime does not fit"))?);
-        Self::from_prime_limbs(public, &small, &large, bits)
+        Self::from_prime_limbs_unchecked(public, &small, &large, bits)
     }
 
-    /// The key for primes p < q of `bits` bits each (limbs; distinct odd primes with
-    /// p·q = the public key's n, all checked by the caller), constant time in p and q:
-    /// the Montgomery contexts, s⁻¹ mod 2^k (Newton), and the CRT constants by Fermat /
-    /// Euler inverses with constant-time exponentiations. Public (hidden) for the valgrind
+    /// The key for primes p < q of `bits` bits each (limbs), constant time in p and q: the
+    /// Montgomery contexts, s⁻¹ mod 2^k (Newton), and the CRT constants by Fermat / Euler
+    /// inverses with constant-time exponentiations. Public (hidden) for the valgrind
     /// harness, which runs it on poisoned primes; everything else must come through
     /// [`keygen`] or [`DecryptionKey::from_primes`].
+    ///
+    /// **Unchecked**: that p and q are distinct odd primes, p < q and p·q is the public
+    /// key's n is the caller's promise (checking it would branch on the secret primes);
+    /// a broken promise gives a key that decrypts wrongly, never a panic. Only the public
+    /// shape is checked.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPrimes`] unless 2·`bits` is the public key's bit length or one less,
+    /// and p and q have at most ⌈bits/64⌉ limbs.
     #[doc(hidden)]
-    pub fn from_prime_limbs(
+    pub fn from_prime_limbs_unchecked(
         public: EncryptionKey,
         p: &[u64],
         q: &[u64],
         bits: u32,
     ) -> Result<Self> {
+        let n_bits = public.bits();
+        let l = limbs_for(bits);
+        if bits
+            .checked_mul(2)
+            .is_none_or(|b| b != n_bits && b != n_bits + 1)
+            || p.len() > l
+            || q.len() > l
+        {
+            return Err(Error::InvalidPrimes {
+                reason: "primes of bits(n)/2 bits, in at most ceil(bits/64) limbs",
+            });
+        }
         let ph = CrtHalf::new(p, q, bits)?;
         let qh = CrtHalf::new(q, p, bits)?;
         // p⁻¹ mod q = p^(q−2) (p < q, so p is reduced mod q).

@@ -255,3 +255,26 @@ fn secrets_never_appear_in_debug_or_errors() {
     let err = DecryptionKey::from_primes(&p, &p).unwrap_err().to_string();
     assert!(!err.contains(&p.to_string()));
 }
+
+#[test]
+fn prime_limb_constructor_rejects_a_wrong_shape_with_a_typed_error() {
+    let dk = key512();
+    let (p, q) = primes(dk);
+    let ek = dk.encryption_key().clone();
+    let (pw, qw) = (p.to_u64_digits(), q.to_u64_digits());
+    // The right shape builds a working key.
+    let built = DecryptionKey::from_prime_limbs_unchecked(ek.clone(), &pw, &qw, 256).unwrap();
+    let c = ek.encrypt_i64(-5, &mut rng(40)).unwrap();
+    assert_eq!(built.decrypt_i64(&c).unwrap(), -5);
+    // A bit length that does not match n, an overflowing one, and too many limbs.
+    for (a, b, bits) in [
+        (&pw[..], &qw[..], 255u32),
+        (&pw[..], &qw[..], u32::MAX),
+        (&[pw.clone(), vec![0; 3]].concat()[..], &qw[..], 256),
+    ] {
+        assert!(matches!(
+            DecryptionKey::from_prime_limbs_unchecked(ek.clone(), a, b, bits),
+            Err(Error::InvalidPrimes { .. })
+        ));
+    }
+}

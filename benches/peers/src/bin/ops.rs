@@ -20,7 +20,11 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn pair(name: &str, n: usize, mut ours: impl FnMut(), mut theirs: impl FnMut()) {
+fn pair(name: &str, n: usize, ours: impl FnMut(), theirs: impl FnMut()) {
+    pair_named(name, "kzen", n, ours, theirs);
+}
+
+fn pair_named(name: &str, other: &str, n: usize, mut ours: impl FnMut(), mut theirs: impl FnMut()) {
     ours();
     theirs();
     let (mut a, mut b, mut r) = (vec![], vec![], vec![]);
@@ -36,22 +40,11 @@ fn pair(name: &str, n: usize, mut ours: impl FnMut(), mut theirs: impl FnMut()) 
         r.push(x / y);
     }
     println!(
-        "{name:44} ours {:8.3} ms  kzen {:8.3} ms  ratio {:.3}",
+        "{name:44} ours {:8.3} ms  {other} {:8.3} ms  ratio {:.3}",
         median(a),
         median(b),
         median(r)
     );
-}
-
-fn pair_named(name: &str, other: &str, n: usize, mut ours: impl FnMut(), mut theirs: impl FnMut()) {
-    ours(); theirs();
-    let (mut a, mut b, mut r) = (vec![], vec![], vec![]);
-    for _ in 0..n {
-        let t = Instant::now(); ours(); let x = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now(); theirs(); let y = t.elapsed().as_secs_f64() * 1e3;
-        a.push(x); b.push(y); r.push(x / y);
-    }
-    println!("{name:44} ours {:8.3} ms  {other} {:8.3} ms  ratio {:.3}", median(a), median(b), median(r));
 }
 
 fn solo(name: &str, n: usize, mut f: impl FnMut()) {
@@ -147,18 +140,38 @@ fn main() {
         },
     );
     let ms: Vec<_> = (0..8).map(|i| ek.encode_i64(i).unwrap()).collect();
-    pair_named("encrypt_many 8 (x8 lanes)", "8 x encrypt", n / 2 + 1,
-        || { std::hint::black_box(ek.encrypt_many(&ms, &mut rng2).unwrap()); },
-        || { for m in &ms { std::hint::black_box(ek.encrypt(m, &mut rng3).unwrap()); } });
-    let cs64: Vec<_> = (0..64).map(|i| ek.encrypt_i64(i, &mut rng).unwrap()).collect();
+    pair_named(
+        "encrypt_many 8 (x8 lanes)",
+        "8 x encrypt",
+        n / 2 + 1,
+        || {
+            std::hint::black_box(ek.encrypt_many(&ms, &mut rng2).unwrap());
+        },
+        || {
+            for m in &ms {
+                std::hint::black_box(ek.encrypt(m, &mut rng3).unwrap());
+            }
+        },
+    );
+    let cs64: Vec<_> = (0..64)
+        .map(|i| ek.encrypt_i64(i, &mut rng).unwrap())
+        .collect();
     let refs: Vec<_> = cs64.iter().collect();
     let rows: Vec<Vec<fl_paillier::BigInt>> = (0..32)
-        .map(|_| (0..64).map(|_| fl_paillier::BigInt::from(rand::Rng::next_u64(&mut rng) as i64) << 40).collect())
+        .map(|_| {
+            (0..64)
+                .map(|_| fl_paillier::BigInt::from(rand::Rng::next_u64(&mut rng) as i64) << 40)
+                .collect()
+        })
         .collect();
     let row_refs: Vec<&[fl_paillier::BigInt]> = rows.iter().map(Vec::as_slice).collect();
-    solo("dot_many_secret 64 cts x 32 rows, 111-bit bound", n / 4 + 2, || {
-        std::hint::black_box(ek.dot_many_secret(&refs, &row_refs, 111).unwrap());
-    });
+    solo(
+        "dot_many_secret 64 cts x 32 rows, 111-bit bound",
+        n / 4 + 2,
+        || {
+            std::hint::black_box(ek.dot_many_secret(&refs, &row_refs, 111).unwrap());
+        },
+    );
     solo("add", n * 10, || {
         std::hint::black_box(ek.add(&c, &c).unwrap());
     });

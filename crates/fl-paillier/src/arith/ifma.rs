@@ -139,12 +139,11 @@ impl Ifma {
 #[target_feature(enable = "avx512f")]
 fn masked_select_flat_kernel(dst: &mut [u64], words: &[u64], masks: &[u64]) {
     let vectors = dst.len() / 8;
-    let masks: Vec<__m512i> = masks.iter().map(|&m| _mm512_set1_epi64(m as i64)).collect();
     for v in 0..vectors {
         let mut acc = _mm512_setzero_si512();
-        for (e, mask) in masks.iter().enumerate() {
+        for (e, &mask) in masks.iter().enumerate() {
             let x = load_at(words, e * vectors + v);
-            acc = _mm512_or_si512(acc, _mm512_and_si512(x, *mask));
+            acc = _mm512_or_si512(acc, _mm512_and_si512(x, _mm512_set1_epi64(mask as i64)));
         }
         // SAFETY: dst.len() = 8·vectors and v < vectors.
         unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(8 * v).cast(), acc) };
@@ -154,12 +153,11 @@ fn masked_select_flat_kernel(dst: &mut [u64], words: &[u64], masks: &[u64]) {
 #[target_feature(enable = "avx512f")]
 fn masked_select_kernel<T: AsRef<[u64]>>(dst: &mut [u64], table: &[T], masks: &[u64]) {
     let vectors = dst.len() / 8;
-    let masks: Vec<__m512i> = masks.iter().map(|&m| _mm512_set1_epi64(m as i64)).collect();
     for v in 0..vectors {
         let mut acc = _mm512_setzero_si512();
-        for (entry, mask) in table.iter().zip(&masks) {
+        for (entry, &mask) in table.iter().zip(masks) {
             let x = load_at(entry.as_ref(), v);
-            acc = _mm512_or_si512(acc, _mm512_and_si512(x, *mask));
+            acc = _mm512_or_si512(acc, _mm512_and_si512(x, _mm512_set1_epi64(mask as i64)));
         }
         // SAFETY: dst.len() = 8·vectors and v < vectors.
         unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(8 * v).cast(), acc) };

@@ -163,13 +163,7 @@ impl Table {
 /// Scratch space for in-place operations (wiped on drop).
 pub(crate) struct Work {
     tmp: MontVal,
-    buf: Vec<u64>,
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        self.buf.zeroize();
-    }
+    buf: Zeroizing<Vec<u64>>,
 }
 
 /// A Montgomery context for an odd modulus m > 1.
@@ -188,15 +182,6 @@ impl Drop for Monty {
     fn drop(&mut self) {
         self.wipe();
     }
-}
-
-/// x⁻¹ mod 2^64 for odd x (Newton; constant time).
-fn inv64(x: u64) -> u64 {
-    let mut inv = 1u64;
-    for _ in 0..6 {
-        inv = inv.wrapping_mul(2u64.wrapping_sub(x.wrapping_mul(inv)));
-    }
-    inv
 }
 
 /// 2^e mod m for e ≥ bits − 1 (m has at least `bits` bits), by doubling with a masked
@@ -282,15 +267,14 @@ impl Monty {
     /// (that would branch on a secret modulus): public moduli are validated by
     /// `validate_modulus`, primes by primality tests. `None` if `min_bits` is out of range.
     pub(crate) fn new(m: &[u64], min_bits: u32) -> Option<Self> {
-        let bits = min_bits;
         let limbs = m.len();
-        if limbs == 0 || bits < 2 || u64::from(bits) > 64 * limbs as u64 {
+        if limbs == 0 || min_bits < 2 || u64::from(min_bits) > 64 * limbs as u64 {
             return None;
         }
         let mut kernel = choose(limbs);
         let log_r = match &mut kernel {
             Kernel::Portable { m0 } => {
-                *m0 = inv64(m[0]).wrapping_neg();
+                *m0 = portable::inv64(m[0]).wrapping_neg();
                 64 * limbs as u64
             }
             #[cfg(target_arch = "x86_64")]
@@ -313,7 +297,7 @@ impl Monty {
                 }
                 *m2_52 = to_radix52(&twice, k).into_boxed_slice();
                 twice.zeroize();
-                *k0 = inv64(m[0]).wrapping_neg() & MASK52;
+                *k0 = portable::inv64(m[0]).wrapping_neg() & MASK52;
                 52 * k as u64
             }
         };
@@ -324,12 +308,12 @@ impl Monty {
             one: MontVal(Vec::new()),
             radix: MontVal(Vec::new()),
         };
-        let r2 = pow2_mod(m, bits, 2 * log_r);
+        let r2 = pow2_mod(m, min_bits, 2 * log_r);
         ctx.r2 = ctx.digits(&r2);
         let mut unit = vec![0u64; limbs];
         unit[0] = 1;
         ctx.one = ctx.to_mont(&unit);
-        let radix = pow2_mod(m, bits, 64 * limbs as u64);
+        let radix = pow2_mod(m, min_bits, 64 * limbs as u64);
         ctx.radix = ctx.to_mont(&radix);
         Some(ctx)
     }
@@ -400,11 +384,22 @@ impl Monty {
         }
     }
 
+    /// Scratch words for one multiplication: 2·limbs for the portable kernels (CIOS,
+    /// squaring and Karatsuba), none for IFMA (its accumulators live in registers).
+    fn scratch(&self) -> Zeroizing<Vec<u64>> {
+        let words = match &self.kernel {
+            Kernel::Portable { .. } => 2 * self.m.len(),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Ifma { .. } => 0,
+        };
+        Zeroizing::new(vec![0; words])
+    }
+
     /// Scratch for [`Monty::mul_assign`] / [`Monty::sqr_assign`].
     pub(crate) fn work(&self) -> Work {
         Work {
             tmp: MontVal(vec![0; self.width()]),
-            buf: vec![0; 2 * self.m.len()],
+            buf: self.scratch(),
         }
     }
 
@@ -449,8 +444,7 @@ impl Monty {
     /// a·b in the domain.
     pub(crate) fn mul(&self, a: &MontVal, b: &MontVal) -> MontVal {
         let mut out = MontVal(vec![0; self.width()]);
-        let mut buf = Zeroizing::new(vec![0; 2 * self.m.len()]);
-        self.mul_raw(&mut out.0, &a.0, &b.0, &mut buf);
+        self.mul_raw(&mut out.0, &a.0, &b.0, &mut self.scratch());
         out
     }
 
@@ -584,23 +578,25 @@ impl Monty {
     /// 512-bit vectors on IFMA contexts), so the accesses do not depend on `index`; `dst`
     /// becomes 0 if index ≥ table.len(). The table's width must be `dst`'s length.
     pub(crate) fn ct_lookup(&self, dst: &mut MontVal, table: &Table, index: u64) {
-        let masks = select_masks(table.len(), index);
+        let masks = SelectMasks::new(table.len(), index);
+        let masks = masks.as_slice();
         #[cfg(target_arch = "x86_64")]
         if let Kernel::Ifma { token, .. } = &self.kernel
             && dst.0.len().is_multiple_of(8)
         {
-            token.masked_select_flat(&mut dst.0, &table.words, &masks);
+            token.masked_select_flat(&mut dst.0, &table.words, masks);
             return;
         }
         dst.0.fill(0);
-        for (entry, &hit) in table.words.chunks(table.width).zip(&masks) {
+        for (entry, &hit) in table.words.chunks(table.width).zip(masks) {
             for (d, &s) in dst.0.iter_mut().zip(entry) {
                 *d |= s & hit;
             }
         }
     }
 
-    /// The powers base^0 … base^(2^w − 1), contiguous.
+    /// The powers base^0 … base^(2^w − 1), contiguous (each entry computed from earlier
+    /// ones in place: a squaring for even exponents, a multiplication by base for odd).
     pub(crate) fn power_table(&self, base: &MontVal, w: u32) -> Table {
         let size = 1usize << w;
         let mut table = Table::with_capacity(self.width(), size);
@@ -609,14 +605,12 @@ impl Monty {
             table.push(base);
         }
         let mut next = MontVal(vec![0; self.width()]);
-        let mut buf = Zeroizing::new(vec![0; 2 * self.m.len()]);
+        let mut buf = self.scratch();
         for i in 2..size {
             if i % 2 == 0 {
-                let half = table.value(i / 2);
-                self.sqr_raw(&mut next.0, &half.0, &mut buf);
+                self.sqr_raw(&mut next.0, table.entry(i / 2), &mut buf);
             } else {
-                let prev = table.value(i - 1);
-                self.mul_raw(&mut next.0, &prev.0, &base.0, &mut buf);
+                self.mul_raw(&mut next.0, table.entry(i - 1), &base.0, &mut buf);
             }
             table.push(&next);
         }
@@ -813,11 +807,9 @@ impl X8<'_> {
             }
             let mut digit = window_digit(exp, i * w, w);
             if ct {
-                self.token.masked_select(
-                    &mut selected.0,
-                    &table,
-                    &select_masks(table.len(), digit),
-                );
+                let masks = SelectMasks::new(table.len(), digit);
+                self.token
+                    .masked_select(&mut selected.0, &table, masks.as_slice());
                 acc = self.mul(&acc, &selected);
             } else if digit != 0 {
                 acc = self.mul(&acc, &table[digit as usize]);
@@ -828,16 +820,33 @@ impl X8<'_> {
     }
 }
 
-/// The masks of a table scan for `index`: all ones at `index`, zero elsewhere, computed
-/// without branches (behind the optimisation barrier of [`portable::mask`]).
-fn select_masks(len: usize, index: u64) -> Vec<u64> {
-    (0..len)
-        .map(|j| {
-            portable::mask(u64::from(
+/// Entries of the largest table a scan selects from (2^8: windows are at most 8 bits).
+const MAX_TABLE: usize = 256;
+
+/// The masks of a table scan for `index` over `len` ≤ [`MAX_TABLE`] entries, on the
+/// stack (no allocation on the hot path): all ones at `index`, zero elsewhere, computed
+/// without branches (behind the optimisation barrier of [`portable::mask`]). Entries past
+/// [`MAX_TABLE`] get no mask and are never selected (no table is that large).
+struct SelectMasks {
+    masks: [u64; MAX_TABLE],
+    len: usize,
+}
+
+impl SelectMasks {
+    fn new(len: usize, index: u64) -> Self {
+        let len = len.min(MAX_TABLE);
+        let mut masks = [0u64; MAX_TABLE];
+        for (j, m) in masks.iter_mut().enumerate().take(len) {
+            *m = portable::mask(u64::from(
                 subtle::ConstantTimeEq::ct_eq(&index, &(j as u64)).unwrap_u8(),
-            ))
-        })
-        .collect()
+            ));
+        }
+        Self { masks, len }
+    }
+
+    fn as_slice(&self) -> &[u64] {
+        &self.masks[..self.len]
+    }
 }
 
 /// Bits `start .. start + w` of the little-endian words `exp` (zero beyond its end).
@@ -881,18 +890,10 @@ mod tests {
     use num_bigint::BigUint;
     use rand::SeedableRng;
 
-    fn words(x: &BigUint, l: usize) -> Vec<u64> {
-        let mut w = x.to_u64_digits();
-        w.resize(l, 0);
-        w
-    }
+    use crate::arith::big_from_limbs as big;
 
-    fn big(w: &[u64]) -> BigUint {
-        BigUint::from_slice(
-            &w.iter()
-                .flat_map(|&x| [x as u32, (x >> 32) as u32])
-                .collect::<Vec<_>>(),
-        )
+    fn words(x: &BigUint, l: usize) -> Vec<u64> {
+        crate::arith::limbs_from_big(x, l).unwrap()
     }
 
     fn contexts(m: &BigUint) -> Vec<Monty> {
