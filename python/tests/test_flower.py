@@ -8,6 +8,7 @@ Flower step installs it and runs this file)."""
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,16 @@ def task_identity():
 
 def test_the_pinned_flower_is_installed():
     assert flwr.__version__ == FLOWER_VERSION
+
+
+def test_readme_flower_blocks_run():
+    """The README's Flower examples (```py blocks: test_readme.py runs the ```python ones,
+    which must not need Flower)."""
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    blocks = re.findall(r"```py\n(.*?)```", readme.read_text(), re.S)
+    assert blocks, "the README has Flower examples"
+    for block in blocks:
+        exec(compile(block, str(readme), "exec"), {})
 
 
 class FakeGrid:
@@ -142,6 +153,7 @@ def test_mod_sends_only_the_report_with_its_privacy():
             assert dimension == 45 and len(indices) == signds.Client(45, **PARAMS).law[2]
         assert metrics["signds-accepted"] == 3 and metrics["signds-rejected"] == 0
         assert metrics["signds-epsilon-round"] == want == strategy.epsilon_per_round
+        assert metrics["signds-epsilon-reported-max"] == want
         assert math.isclose(metrics["signds-epsilon-total-max"], server_round * want, rel_tol=1e-12)
 
 
@@ -246,6 +258,22 @@ def test_client_refuses_a_server_with_another_law():
     assert metrics["signds-accepted"] == 0 and metrics["signds-rejected"] == 2
     # Nothing accepted: the model is unchanged.
     np.testing.assert_array_equal(arrays["weight"].numpy(), model(1)["weight"].numpy())
+
+
+def test_each_client_reports_what_its_own_parameters_spend():
+    """ε_RR does not change h: a client with ε_RR = 1 is accepted and reports its own ε."""
+    contexts = {1: context(1), 2: context(2)}
+    apps = {1: client_app(SignDSMod(magrr_epsilon=1.0, **PARAMS), make_train_app(4)),
+            2: client_app(SignDSMod(**PARAMS), make_train_app(4))}
+    (_, metrics), replies = run_round(SignDSStrategy(**PARAMS), apps, contexts, model(4), 1)
+    low = sum(signds.Client(45, magrr_epsilon=1.0, **PARAMS).privacy)
+    want = sum(signds.Client(45, **PARAMS).privacy)
+    assert low < want
+    reported = {r.metadata.src_node_id: r.content.metric_records["metrics"][METRIC_EPSILON]
+                for r in replies}
+    assert reported == {1: low, 2: want}
+    assert metrics["signds-accepted"] == 2
+    assert metrics["signds-epsilon-reported-max"] == want == metrics["signds-epsilon-round"]
 
 
 def test_budget_stops_participation():

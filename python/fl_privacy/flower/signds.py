@@ -214,7 +214,10 @@ class SignDSStrategy(FedAvg):
     replies must come from :class:`SignDSMod`. Evaluation is FedAvg's.
 
     :attr:`epsilon_per_round` is fl-signds' realised ε + ε_RR of one report under these
-    parameters (the same value every client's mod reports).
+    parameters (``signds-epsilon-round`` in the round's metrics). Each client spends what its
+    own mod's parameters say (they fix the same h, but ε_RR may differ): the metrics also
+    give the largest per-round ε (``signds-epsilon-reported-max``) and running total
+    (``signds-epsilon-total-max``) that the accepted clients reported.
     """
 
     def __init__(self, *, expected_clients=None, step_rule="code", fraction_train=1.0,
@@ -292,7 +295,7 @@ class SignDSStrategy(FedAvg):
         valid, failed = self._check_and_log_replies(list(replies), is_train=True, validate=False)
         round_ = self._server.begin_round()
         rejected = len(failed)
-        totals, sizes = [], []
+        totals, spent, sizes = [], [], []
         for msg in valid:
             try:
                 data, weight, metrics = _read_report(msg.content, self.weighted_by_key)
@@ -305,6 +308,8 @@ class SignDSStrategy(FedAvg):
             sizes.append(len(data))
             if METRIC_EPSILON_TOTAL in metrics:
                 totals.append(float(metrics[METRIC_EPSILON_TOTAL]))
+            if METRIC_EPSILON in metrics:
+                spent.append(float(metrics[METRIC_EPSILON]))
         weights = self._global.copy()
         summary = self._server.finish_round(round_, weights)
         arrays = unflatten(weights, self._layout)
@@ -316,6 +321,8 @@ class SignDSStrategy(FedAvg):
             "signds-shrink-phase": int(summary.next.phase == "shrink"),
             "signds-epsilon-round": float(self.epsilon_per_round),
         }
+        if spent:
+            record["signds-epsilon-reported-max"] = max(spent)
         if totals:
             record["signds-epsilon-total-max"] = max(totals)
         if sizes:
