@@ -241,6 +241,13 @@ def test_rust_encoded_reports_are_aggregated_by_the_python_strategy():
     tampered = [reports[0] + b"\x00", reports[1], reports[2]]
     got_bad, metrics_bad, _ = aggregate(tampered)
     assert metrics_bad["signds-accepted"] == 2 and metrics_bad["signds-rejected"] == 1
+    # So is a report whose weight cannot be an example count (too large, not whole, NaN).
+    for bad_weight in (2**70, 2**64, 2.5, float("nan"), 0, -3):
+        clients[0]["weight"], saved = bad_weight, clients[0]["weight"]
+        got_w, metrics_w, _ = aggregate(reports)
+        clients[0]["weight"] = saved
+        assert metrics_w["signds-rejected"] == 1, bad_weight
+        np.testing.assert_array_equal(got_w, got_bad)
     total2 = clients[1]["weight"] + clients[2]["weight"]
     want2 = start.astype(np.float64)
     for c in clients[1:]:

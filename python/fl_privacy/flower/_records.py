@@ -76,6 +76,7 @@ def client_weight(metrics, key):
     if key not in metrics:
         raise ValueError("the reply's MetricRecord has no %r (the client's example count)" % key)
     value = metrics[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 1:
-        raise ValueError("%r must be a whole number >= 1, got %r" % (key, value))
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value)
+            or value != int(value) or not 1 <= value <= 2**64 - 1):
+        raise ValueError("%r must be a whole number in [1, 2^64 - 1], got %r" % (key, value))
     return int(value)

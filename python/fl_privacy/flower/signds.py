@@ -300,7 +300,7 @@ class SignDSStrategy(FedAvg):
             try:
                 data, weight, metrics = _read_report(msg.content, self.weighted_by_key)
                 round_.ingest(data, weight)
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, OverflowError) as e:
                 rejected += 1
                 log(WARNING, "SignDSStrategy: rejected the report of node %s: %s",
                     msg.metadata.src_node_id, e)
