@@ -103,6 +103,13 @@ class Client:
         """(d, K = top-k count, h = output dimension, ν_th = threshold)."""
         return self._native.law()
 
+    @property
+    def privacy(self):
+        """(selection ε, MagRR ε_RR) that every report of this client costs: realised values,
+        each at most the requested one (docs/proofs/fl-signds/magrr.md: one report is
+        (ε + ε_RR)-LDP for any two updates)."""
+        return self._native.privacy()
+
     def encode(self, update, broadcast=Broadcast(), rng=None):
         """The report of one update (float32 array of the client's dimension)."""
         array = np.ascontiguousarray(np.asarray(update, dtype=np.float32).reshape(-1))

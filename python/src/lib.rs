@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 
 mod audit;
+mod cluster;
 mod convert;
 mod ldp;
 mod paillier;
@@ -18,6 +19,7 @@ mod signds;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     audit::register(m)?;
+    cluster::register(m)?;
     paillier::register(m)?;
     ldp::register(m)?;
     signds::register(m)?;
