@@ -9,8 +9,10 @@
 use pyo3::prelude::*;
 
 mod audit;
+mod batch;
 mod convert;
 mod ldp;
+mod legacy;
 mod paillier;
 mod signds;
 
@@ -19,6 +21,7 @@ mod signds;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     audit::register(m)?;
     paillier::register(m)?;
+    legacy::register(m)?;
     ldp::register(m)?;
     signds::register(m)?;
     Ok(())
