@@ -65,6 +65,7 @@ __all__ = [
     "InsecureKeyWarning",
     "LegacyPaillierPrivateKey",
     "LegacyPaillierPublicKey",
+    "NonPositiveIntError",
     "PaillierPrivateKey",
     "PaillierPrivateKeyring",
     "PaillierPublicKey",

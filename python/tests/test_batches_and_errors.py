@@ -118,8 +118,11 @@ print("alive")
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS caps the address space on Linux")
 def test_a_batch_too_large_for_memory_is_a_memory_error_not_an_abort(keypair):
     public_key, _ = keypair
+    # Few threads, so that per-thread reservations (stacks, BLAS buffers) stay well under
+    # the cap on any machine.
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", RAYON_NUM_THREADS="2")
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(MEMORY), str(public_key.n)],
-                            capture_output=True, text=True, timeout=300)
+                            capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
     lines = result.stdout.strip().splitlines()
     assert lines[-1] == "alive", result.stdout
