@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     };
     assert_eq!(public.hs(), &hs);
     assert!(hs > BigUint::from(1u8) && hs < ek.n() * ek.n() - 1u8);
-    let bits = fl_paillier::fast::djn_default_alpha_bits(ek.bits());
+    let bits = fl_paillier::djn_default_alpha_bits(ek.bits());
     let Ok(enc) = DjnEncryptor::new(ek, &public, bits, u32::from(window % 10)) else {
         return;
     };

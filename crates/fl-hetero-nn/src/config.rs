@@ -63,7 +63,7 @@ pub enum Encryption {
     /// DJN fixed-base randomisers (opt-in; an extra assumption). The host publishes
     /// h_s = hⁿ mod n² in its hello and encrypts with h_s^α, α of 2κ bits (κ = 112 for
     /// 2048-bit keys): its ciphertexts hide a_A and acc from the guest under DCR **plus**
-    /// DJN's short-exponent assumption (see `fl_paillier::fast`). The guest re-randomises
+    /// DJN's short-exponent assumption (see `fl_paillier::djn`). The guest re-randomises
     /// with h_s^β, β uniform with `statistical_security_bits` of slack above the largest
     /// randomness exponent Σ kᵢ·αᵢ its products can carry: for a host that follows the
     /// protocol (semi-honest), the re-randomised ciphertext's randomness is then within

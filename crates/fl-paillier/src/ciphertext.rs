@@ -1,8 +1,11 @@
-//! Plaintexts (residues mod n) and ciphertexts (elements of Z*_{n²} bound to their key).
+//! Plaintexts (residues mod n) and ciphertexts (elements of Z*_{n²} bound to their key):
+//! their types, every way to make one (imports validate; the crate's own constructors take
+//! values that are valid by construction), and the signed encoding of plaintexts.
 
-use crate::arith::{Limbs, big_from_limbs, limbs_from_big};
+use crate::arith::{Limbs, MontVal, big_from_limbs, boxed_from_limbs, ct_lt_mask, limbs_from_big};
 use crate::error::{Error, Result};
-use crate::keys::{EncryptionKey, PublicInner};
+use crate::public_key::{EncryptionKey, PublicInner};
+use crypto_bigint::Gcd;
 use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::{Signed, ToPrimitive, Zero};
 use std::sync::Arc;
@@ -45,14 +48,6 @@ impl Plaintext {
             key: Arc::clone(key),
             value,
         }
-    }
-
-    /// The limbs of the residue, in place (for the valgrind harness, which declassifies a
-    /// decryption result before comparing it).
-    #[doc(hidden)]
-    #[must_use]
-    pub fn as_words(&self) -> &[u64] {
-        &self.value
     }
 
     /// The residue as an unsigned big integer in [0, n) (variable-time conversion: call it
@@ -98,14 +93,6 @@ impl PartialEq for Ciphertext {
 impl Eq for Ciphertext {}
 
 impl Ciphertext {
-    /// The limbs of c in place (for the valgrind harness, which declassifies a ciphertext
-    /// computed from poisoned secrets).
-    #[doc(hidden)]
-    #[must_use]
-    pub fn as_words(&self) -> &[u64] {
-        &self.value
-    }
-
     /// The ciphertext value c in (0, n²).
     #[must_use]
     pub fn to_biguint(&self) -> BigUint {
@@ -224,8 +211,7 @@ impl EncryptionKey {
     pub(crate) fn plaintext_limbs<'a>(&self, m: &'a Plaintext) -> Result<&'a [u64]> {
         let same_key = Arc::ptr_eq(&m.key, &self.inner) || m.key.n_big == self.inner.n_big;
         if same_key
-            || (m.value.len() == self.inner.n_limbs
-                && crate::arith::ct_lt_mask(&m.value, &self.inner.n) != 0)
+            || (m.value.len() == self.inner.n_limbs && ct_lt_mask(&m.value, &self.inner.n) != 0)
         {
             Ok(&m.value)
         } else {
@@ -244,5 +230,91 @@ impl EncryptionKey {
             });
         }
         Ok(())
+    }
+}
+
+impl EncryptionKey {
+    /// Checks that `c` was made under this key (the same key object, or the same modulus).
+    pub(crate) fn check_ciphertext(&self, c: &Ciphertext) -> Result<()> {
+        if Arc::ptr_eq(&c.key, &self.inner) || c.key.n_big == self.inner.n_big {
+            Ok(())
+        } else {
+            Err(Error::KeyMismatch)
+        }
+    }
+
+    /// A ciphertext from its value (exactly `n2_limbs` limbs, already known to lie in
+    /// Z*_{n²}: a product of valid values).
+    pub(crate) fn ciphertext_unchecked(&self, value: Vec<u64>) -> Ciphertext {
+        Ciphertext {
+            key: Arc::clone(&self.inner),
+            value: value.into_boxed_slice(),
+        }
+    }
+
+    /// The ciphertext a·b mod n² for `a` as limbs (< n²) and `b` in the domain mod n².
+    pub(crate) fn ciphertext_from_product(&self, a: &[u64], b: &MontVal) -> Ciphertext {
+        let value = self.inner.mont.mul_plain(a, b);
+        self.ciphertext_unchecked(value.to_vec())
+    }
+
+    /// The ciphertext whose value is `x` (a value in the domain mod n²).
+    pub(crate) fn ciphertext_from_mont(&self, x: &MontVal) -> Ciphertext {
+        self.ciphertext_unchecked(self.inner.mont.leave(x).to_vec())
+    }
+
+    /// Validates a candidate ciphertext value (`n2_limbs` limbs): 0 < c < n², gcd(c, n) = 1.
+    /// Public data: variable-time checks are fine.
+    pub(crate) fn validate_ciphertext_value(&self, c: Vec<u64>) -> Result<Ciphertext> {
+        let inner = &self.inner;
+        if c.iter().all(|&w| w == 0) {
+            return Err(Error::InvalidCiphertext { reason: "c = 0" });
+        }
+        if ct_lt_mask(&c, &inner.n2) == 0 {
+            return Err(Error::InvalidCiphertext { reason: "c >= n^2" });
+        }
+        let n_boxed = boxed_from_limbs(&inner.n, inner.n_limbs);
+        let n_nz = n_boxed.to_nz().into_option().ok_or(Error::InvalidModulus {
+            reason: "modulus is zero",
+        })?;
+        let c_mod_n = boxed_from_limbs(&c, inner.n2_limbs).rem_vartime(&n_nz);
+        let g = c_mod_n.gcd_vartime(&n_boxed);
+        if !bool::from(g.is_one()) {
+            return Err(Error::InvalidCiphertext {
+                reason: "gcd(c, n) != 1",
+            });
+        }
+        Ok(self.ciphertext_unchecked(c))
+    }
+
+    /// Imports a ciphertext value, validating 0 < c < n² and gcd(c, n) = 1.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCiphertext`].
+    pub fn ciphertext_from_biguint(&self, c: &BigUint) -> Result<Ciphertext> {
+        let words = limbs_from_big(c, self.inner.n2_limbs)
+            .ok_or(Error::InvalidCiphertext { reason: "c >= n^2" })?;
+        self.validate_ciphertext_value(words)
+    }
+
+    /// Imports a ciphertext from its fixed-width big-endian encoding of exactly
+    /// [`EncryptionKey::ciphertext_len`] bytes (as written by [`Ciphertext::to_bytes_be`]),
+    /// validating it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCiphertext`] for a wrong length or a value outside Z*_{n²}.
+    pub fn ciphertext_from_bytes_be(&self, bytes: &[u8]) -> Result<Ciphertext> {
+        if bytes.len() != self.inner.ciphertext_bytes {
+            return Err(Error::InvalidCiphertext {
+                reason: "encoding must be exactly the byte length of n^2",
+            });
+        }
+        let mut words = vec![0u64; self.inner.n2_limbs];
+        for (i, &b) in bytes.iter().rev().enumerate() {
+            if let Some(w) = words.get_mut(i / 8) {
+                *w |= u64::from(b) << (8 * (i % 8));
+            }
+        }
+        self.validate_ciphertext_value(words)
     }
 }
