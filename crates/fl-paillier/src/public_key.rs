@@ -64,6 +64,8 @@ pub(crate) struct PublicInner {
     pub(crate) n_big: BigUint,
     /// ⌊n/3⌋ − 1, python-paillier's max_int.
     pub(crate) max_int: BigUint,
+    /// max_int in `n_limbs` limbs (the signed encoding works on limbs).
+    pub(crate) max_int_limbs: Vec<u64>,
     /// n in `n_limbs` limbs.
     pub(crate) n: Vec<u64>,
     /// n² in `n2_limbs` limbs.
@@ -165,10 +167,12 @@ impl EncryptionKey {
         let mont = Monty::new(&n2_words, n2_bits, engine).ok_or_else(bad)?;
         let mont_n = Monty::new(&n_words, bits, engine).ok_or_else(bad)?;
         let max_int = n / 3u32 - 1u32;
+        let max_int_limbs = limbs_from_big(&max_int, n_limbs).ok_or_else(bad)?;
         Ok(Self {
             inner: Arc::new(PublicInner {
                 n_big: n.clone(),
                 max_int,
+                max_int_limbs,
                 n: n_words,
                 n2: n2_words,
                 bits,
