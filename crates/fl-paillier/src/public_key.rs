@@ -25,7 +25,7 @@ pub const MIN_KEY_BITS: u32 = 256;
 /// The largest modulus accepted on import (a bound on the work a peer's key can cause).
 pub const MAX_KEY_BITS: u32 = 8192;
 
-/// Key sizes [`keygen`] produces without the `insecure-test-keys` feature.
+/// Key sizes [`keygen`](crate::keygen) produces without the `insecure-test-keys` feature.
 pub const SUPPORTED_KEY_BITS: [u32; 3] = [2048, 3072, 4096];
 
 /// Trial division bound for imported moduli: no prime factor below 2^16 is accepted.
@@ -88,7 +88,7 @@ pub(crate) struct PublicInner {
 /// A Paillier public key: the modulus n (g = n + 1), with n², its Montgomery contexts and
 /// python-paillier's `max_int` = ⌊n/3⌋ − 1 cached.
 ///
-/// Construct it with [`keygen`] (via [`DecryptionKey::encryption_key`]) or import a peer's
+/// Construct it with [`keygen`](crate::keygen) (via [`DecryptionKey::encryption_key`](crate::DecryptionKey::encryption_key)) or import a peer's
 /// modulus with [`EncryptionKey::from_n`], which validates it. Cloning is cheap (shared).
 ///
 /// **Trust model.** Validation (odd, ≥ 2048 bits, not a perfect power, no prime factor
@@ -206,7 +206,7 @@ impl EncryptionKey {
         &self.inner.max_int
     }
 
-    /// Length in bytes of [`Ciphertext::to_bytes_be`]'s fixed-width encoding (the byte
+    /// Length in bytes of [`Ciphertext::to_bytes_be`](crate::Ciphertext::to_bytes_be)'s fixed-width encoding (the byte
     /// length of n²).
     #[must_use]
     pub fn ciphertext_len(&self) -> usize {
