@@ -18,7 +18,8 @@ use crate::arith::{limbs_for, limbs_from_big};
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::encoding::PheEncodedNumber;
 use crate::error::{Error, Result};
-use crate::keys::{DecryptionKey, EncryptionKey};
+use crate::private_key::DecryptionKey;
+use crate::public_key::EncryptionKey;
 use num_bigint::{BigInt, BigUint};
 use num_integer::Integer;
 use num_traits::One;
@@ -95,7 +96,7 @@ impl LegacyDecryptionKey {
         // n = p·q with distinct odd primes of equal length: odd, not a perfect power, not
         // prime, and (both primes having 512 bits or more) no factor below 2^16 — every
         // property the modulus checks of `EncryptionKey::from_n` look for, except its size.
-        let public = EncryptionKey::from_validated_n(&n)?;
+        let public = EncryptionKey::from_validated_n(&n, crate::arith::default_engine())?;
         let (small, large) = if p < q { (p, q) } else { (q, p) };
         let prime_bits = u32::try_from(p.bits()).map_err(|_| bad("prime too large"))?;
         let l = limbs_for(prime_bits);
