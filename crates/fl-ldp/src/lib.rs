@@ -11,6 +11,7 @@ pub mod exponential;
 pub mod frequency;
 pub mod kary;
 pub mod label;
+pub mod label_value;
 pub mod laplace;
 pub mod mechanism;
 mod numeric;
@@ -29,7 +30,8 @@ pub use frequency::{
     Report, SupportCounter,
 };
 pub use kary::KaryRandomizedResponse;
-pub use label::{LabelDp, LabelKind, LabelValue};
+pub use label::{LabelDp, LabelKind};
+pub use label_value::LabelValue;
 pub use laplace::{
     DiscreteLaplace, LaplaceCalibration, LaplaceOptions, LatticeLaw, ProbabilityVectorLaplace,
     TimingMode,
