@@ -76,13 +76,16 @@ impl HostPart for Observed {
         Ok(z)
     }
 
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        let g = HostPart::backward(&mut self.inner, delta)?;
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
+        let (g, released) = HostPart::backward(&mut self.inner, delta)?;
         if self.recording {
             self.input_gradients
                 .extend((0..g.rows()).map(|i| g.row(i).to_vec()));
         }
-        Ok(g)
+        Ok((g, released))
     }
 
     fn traffic(&self) -> TrafficStats {

@@ -158,7 +158,8 @@ struct StepZero {
 }
 
 fn step_zero(profile: Profile, seed: u64, rank_one: bool) -> StepZero {
-    let mut config = ProtocolConfig::new(profile, D_A, M);
+    let mut config =
+        ProtocolConfig::new(profile, D_A, M).accepting_exact_error_and_activation_leaks();
     config.min_key_bits = 64;
     config.max_batch_rows = ROWS;
     let f = config.fixed_point.frac_bits();
@@ -304,7 +305,8 @@ fn host_recovers_guest_error_only_when_it_knows_w0() {
 /// any input.
 #[test]
 fn guest_with_auxiliary_rows_reconstructs_host_activations_at_every_step() {
-    let mut config = ProtocolConfig::new(Profile::Hardened, D_A, M);
+    let mut config =
+        ProtocolConfig::new(Profile::Hardened, D_A, M).accepting_exact_error_and_activation_leaks();
     config.min_key_bits = 64;
     config.max_batch_rows = ROWS;
     let f = config.fixed_point.frac_bits();

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod accountant;
 pub mod binary;
 pub mod categorical;
 pub mod coin;
@@ -9,6 +10,7 @@ pub mod error;
 mod exact;
 pub mod exponential;
 pub mod frequency;
+pub mod gaussian;
 pub mod kary;
 pub mod label;
 pub mod laplace;
@@ -17,6 +19,7 @@ mod numeric;
 pub mod prior;
 pub mod rng;
 
+pub use accountant::{PrivacyLoss, RdpAccountant};
 pub use binary::{BinaryRandomizedResponse, CountEstimate};
 pub use categorical::Categorical;
 pub use coin::Bernoulli;
@@ -28,6 +31,7 @@ pub use frequency::{
     FrequencyOracle, FrequencyProtocol, OlhReport, OptimizedLocalHashing, OptimizedUnaryEncoding,
     Report, SupportCounter,
 };
+pub use gaussian::DiscreteGaussian;
 pub use kary::KaryRandomizedResponse;
 pub use label::{LabelDp, LabelKind, LabelValue};
 pub use laplace::{

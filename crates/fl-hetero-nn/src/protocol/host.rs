@@ -28,6 +28,10 @@ pub enum HostEvent {
         round: u64,
         /// Training or prediction.
         purpose: Purpose,
+        /// A as encrypted in message 1: the bottom output at scale S (after EmbeddingDP
+        /// when configured). The host's own value, for its records and its view
+        /// ([`crate::attacks::HostView`]).
+        activations: Matrix<BigInt>,
     },
     /// δ_A = δ·W_tᵀ, the gradient for the host's bottom model (training rounds end here).
     InputGradient {
@@ -102,6 +106,8 @@ pub struct Host<S: HomomorphicScheme = crate::Paillier> {
     /// The DJN encryptor (exponents of 2κ bits) when the encryption is `Djn`.
     fixed_base: Option<S::FixedBase>,
     acc: SecretMatrix,
+    rows_trained: u64,
+    rows_forwarded: u64,
     training_steps: u64,
     round: u64,
     state: State,
@@ -217,6 +223,8 @@ impl<S: HomomorphicScheme> Host<S> {
             ek,
             fixed_base,
             acc,
+            rows_trained: 0,
+            rows_forwarded: 0,
             training_steps: 0,
             round: 0,
             state: State::Idle,
@@ -248,6 +256,26 @@ impl<S: HomomorphicScheme> Host<S> {
     /// Whether the host waits for a local command (no round in progress).
     pub fn is_idle(&self) -> bool {
         matches!(self.state, State::Idle)
+    }
+
+    /// The guarantee each party got so far ([`crate::defences::PrivacyReport`]), from the
+    /// agreed configuration and the rows this host sent and trained on; `dataset_rows` is
+    /// the data set's size, `delta` the δ of the label guarantee.
+    ///
+    /// # Errors
+    /// An invalid δ or a zero `dataset_rows`.
+    pub fn privacy_report(
+        &self,
+        dataset_rows: u64,
+        delta: f64,
+    ) -> Result<crate::defences::PrivacyReport, Error> {
+        crate::defences::privacy_report(
+            &self.config,
+            self.rows_trained,
+            self.rows_forwarded,
+            dataset_rows,
+            delta,
+        )
     }
 
     /// The public key.
@@ -326,6 +354,10 @@ impl<S: HomomorphicScheme> Host<S> {
             .into());
         }
         activations.check_shape("activations", (n, self.config.host_dim))?;
+        self.rows_forwarded += n as u64;
+        if purpose == Purpose::Train {
+            self.rows_trained += n as u64;
+        }
         let privatized = match self.config.embedding_dp {
             Some(eps) => Some(crate::defences::embedding_dp_rows(
                 &fl_ldp::EmbeddingDp::new(Some(eps)),
@@ -442,6 +474,7 @@ impl<S: HomomorphicScheme> Host<S> {
         self.events.push_back(HostEvent::ForwardServed {
             round: self.round,
             purpose,
+            activations: a.expose(),
         });
         match purpose {
             Purpose::Train => self.state = State::AwaitMaskedGradient { n, layouts },
