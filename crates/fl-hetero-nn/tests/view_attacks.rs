@@ -1,6 +1,9 @@
-//! Exact-recovery attacks on the interactive layer at step 0, each party attacking from
-//! its own view (every value it receives and its own share), beside a control in which the
-//! same attack must succeed (issue 11, spec Verification 4).
+//! Exact-recovery attacks on the interactive layer **at step 0 only** (single-step), each
+//! party attacking from its own view, beside a control in which the same attack must
+//! succeed (issue 11, spec Verification 4). These show what the joint draw of W₀ hides at
+//! step 0 and nothing more: from the second step on the multi-step attacks recover D and
+//! a_A exactly (`tests/multi_step_attacks.rs`, issue 19), so the "fails" results below are
+//! not protection claims.
 //!
 //! - **Guest → a_A.** The guest receives z_A = a_A·W₀ + b_A and knows b_A. If it knows W₀
 //!   (FateFaithful: the guest initialises W) and m ≥ d_A, it solves a_A = (z_A − b_A)·W₀⁺
