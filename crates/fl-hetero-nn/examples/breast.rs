@@ -510,6 +510,10 @@ fn run_role(
                 &mut rng,
             )?;
             eprintln!("host done: {:?}", stream.stats);
+            match host.privacy_report(data.len() as u64, 1e-5) {
+                Ok(r) => println!("host's report: {r}"),
+                Err(e) => eprintln!("privacy report: {e}"),
+            }
         }
         Role::Guest => {
             let mut guest = Guest::<Paillier>::new(pc, &init.host_part_bias, &own_share)?;
@@ -542,6 +546,10 @@ fn run_role(
                 },
             )?;
             eprintln!("guest done: {:?}", stream.stats);
+            match guest.privacy_report(data.len() as u64, 1e-5) {
+                Ok(r) => println!("guest's report: {r}"),
+                Err(e) => eprintln!("privacy report: {e}"),
+            }
         }
     }
     Ok(())
@@ -661,6 +669,15 @@ fn main() -> Result<(), Error> {
             args.label_dp.map_or("off".into(), |e| e.to_string()),
             args.embedding_dp.map_or("off".into(), |e| e.to_string())
         );
+    }
+    // The guarantee each party got (the same for both secure profiles' configuration).
+    let pc = config(&cfg, Profile::Hardened, args.key_bits, args.encryption);
+    let rows = data.len() as u64;
+    let trained = rows * cfg.epochs as u64;
+    let sent = trained + rows * checkpoints(cfg.epochs).len() as u64;
+    match fl_hetero_nn::defences::privacy_report(&pc, trained, sent, rows, 1e-5) {
+        Ok(r) => println!("privacy (Hardened): {r}"),
+        Err(e) => eprintln!("privacy report: {e}"),
     }
     // EmbeddingDP randomises the secure runs' activations with coins the plaintext runs do
     // not share, so they are not compared bit for bit then.
