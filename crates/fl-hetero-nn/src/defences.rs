@@ -48,8 +48,8 @@ fn div_round_half_even(a: i128, d: i128) -> i128 {
     }
 }
 
-/// η = num·2^(−exp) exactly.
-fn dyadic(x: f64) -> (i128, u32) {
+/// x = num·2^(−exp) exactly (x a finite f64 such as η, |num| < 2^53 for normal x).
+pub(crate) fn dyadic(x: f64) -> (i128, u32) {
     let mut num = x;
     let mut exp = 0u32;
     while num.fract() != 0.0 && exp < 1100 {

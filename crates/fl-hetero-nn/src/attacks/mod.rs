@@ -92,13 +92,8 @@ fn mul(a: &Rows, b: &Rows) -> Rows {
 
 /// x = num·2^(−exp) exactly, exp ≥ 0 (x a finite f64).
 fn dyadic(x: f64) -> (BigInt, usize) {
-    let mut num = x;
-    let mut exp = 0usize;
-    while num.fract() != 0.0 && exp < 1100 {
-        num *= 2.0;
-        exp += 1;
-    }
-    (BigInt::from(num as i128), exp)
+    let (num, exp) = crate::defences::dyadic(x);
+    (BigInt::from(num), exp as usize)
 }
 
 /// The host's recorded view of a training run: its configuration, its own share acc₀ of
