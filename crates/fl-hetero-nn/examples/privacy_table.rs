@@ -28,6 +28,8 @@
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --credit-auc  # item 4
 //! ```
 //!
+//! With `PRIVACY_TABLE_DEBUG` set, each run prints why the attack failed at a step.
+//!
 //! The runs use the plaintext fixed-point twin of the interactive layer (the protocol
 //! reproduces it bit for bit; with gradient perturbation the twin applies the guest's
 //! perturbation with the same function, `PlainInteractiveLayer::backward_defended`), so
@@ -346,6 +348,14 @@ fn run(
     // The multi-step attack on the recorded steps; the last epoch's recovered D̂ rows (or
     // δ_A's rows where a step was not recovered) give the label guess.
     let outcome = attacks::host_multi_step(&part.view);
+    if std::env::var_os("PRIVACY_TABLE_DEBUG").is_some() {
+        eprintln!(
+            "{:?} ε={eps}: {} steps viewed, failures {:?}",
+            defence,
+            part.view.steps(),
+            outcome.failures
+        );
+    }
     let last: Vec<_> = outcome
         .steps
         .iter()

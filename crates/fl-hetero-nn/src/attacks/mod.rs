@@ -554,19 +554,17 @@ pub fn host_multi_step(view: &HostView) -> AttackOutcome {
         let all = rows_of(da);
         let head = &all[..all.len().min(4 * m + 60)];
         let mut basis = lattice_basis(head);
-        if basis.len() == m
-            && all
-                .iter()
-                .skip(head.len())
-                .any(|r| lattice::coordinates(&basis, r).is_none())
+        if all
+            .iter()
+            .skip(head.len())
+            .any(|r| lattice::coordinates(&basis, r).is_none())
         {
             basis = lattice_basis(&all);
         }
-        if basis.len() != m {
-            failures.push(format!(
-                "step {t}: δ_A has rank {} < m = {m} (a column of D is zero)",
-                basis.len()
-            ));
+        // Rank r < m: columns of D are zero for the whole batch (dead units); the attack
+        // runs on the r visible columns and pads D̂ with zero columns.
+        if basis.is_empty() {
+            failures.push(format!("step {t}: δ_A = 0"));
             bases.push(None);
             continue;
         }
@@ -594,6 +592,13 @@ pub fn host_multi_step(view: &HostView) -> AttackOutcome {
             u_prev = None;
             continue;
         };
+        // The pair runs on the visible rank (the same at both steps).
+        let m = b0.first().map_or(0, Vec::len);
+        if b1.first().map_or(0, Vec::len) != m {
+            failures.push(format!("steps {t}–{}: the rank of δ_A changed", t + 1));
+            u_prev = None;
+            continue;
+        }
         let a = rows_of(&view.steps[t].0);
         let at_k = mul(&transpose(&a), k0); // d_A × m
         // Unknowns: Y (m × m), then H's upper triangle.
@@ -721,12 +726,25 @@ pub fn host_multi_step(view: &HostView) -> AttackOutcome {
             }
         }
     }
-    // Stage 4: the own share fixes the signed permutation of the chain holding step 0.
+    // Stage 4: the own share fixes the signed permutation of the chain holding step 0
+    // (full rank only); reduced-rank steps are padded with zero columns.
     let own = rows_of(&view.initial_share);
     let bound = share_bound(c);
+    let pad = |rows: &Rows| -> Rows {
+        rows.iter()
+            .map(|r| {
+                let mut r = r.clone();
+                r.resize(m, BigInt::zero());
+                r
+            })
+            .collect()
+    };
     for &(s, e) in &chains {
+        let full = weights[s]
+            .as_ref()
+            .is_some_and(|w| w.first().map_or(0, Vec::len) == m);
         let resolution = match (&weights[s], s) {
-            (Some(w0), 0) => {
+            (Some(w0), 0) if full => {
                 let f = feasible_permutations(w0, &own, &bound);
                 (f.len() == 1).then(|| f[0].clone())
             }
@@ -738,7 +756,7 @@ pub fn host_multi_step(view: &HostView) -> AttackOutcome {
                     Some((p, neg)) => {
                         (permute_columns(w, p, neg), permute_columns(d, p, neg), true)
                     }
-                    None => (w.clone(), d.clone(), false),
+                    None => (pad(w), pad(d), false),
                 };
                 steps[t] = Some(Recovered {
                     secret: matrix_from_rows(&d, m),
