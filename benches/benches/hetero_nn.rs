@@ -107,7 +107,8 @@ fn selected() -> Vec<&'static Variant> {
 
 fn pair(s: &Setup, v: &Variant) -> Option<Pair<Paillier, ChaCha20Rng>> {
     let profile = v.profile;
-    let mut c = ProtocolConfig::new(profile, s.d_a, s.m);
+    let mut c =
+        ProtocolConfig::new(profile, s.d_a, s.m).accepting_exact_error_and_activation_leaks();
     c.encryption = v.encryption;
     c.max_batch_rows = s.n;
     c.min_key_bits = u64::from(s.key_bits);

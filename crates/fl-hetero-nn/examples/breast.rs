@@ -257,6 +257,10 @@ fn config(
     chosen: Option<Encryption>,
 ) -> ProtocolConfig {
     let mut c = cfg.protocol_config(profile);
+    // The demo runs undefended by default: accept, by name, exactly the leaks of the
+    // defences that are off (the run's report below says what each party got).
+    c.accepted_leaks.host_recovers_exact_error_and_labels = c.label_defence.is_none();
+    c.accepted_leaks.guest_recovers_exact_activations = c.embedding_dp.is_none();
     c.min_key_bits = u64::from(key_bits.min(2048));
     c.encryption = encryption(profile, chosen);
     c
@@ -329,11 +333,14 @@ impl HostPart for FloatPart {
     ) -> Result<Matrix<f64>, Error> {
         self.lin.forward(a)
     }
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
         let g = self.lin.backward(delta)?;
         self.lin
             .step(fl_hetero_nn::nn::Optimizer::Sgd { lr: self.eta });
-        Ok(g)
+        Ok((g, None))
     }
     fn traffic(&self) -> TrafficStats {
         TrafficStats::default()
@@ -503,6 +510,10 @@ fn run_role(
                 &mut rng,
             )?;
             eprintln!("host done: {:?}", stream.stats);
+            match host.privacy_report(data.len() as u64, 1e-5) {
+                Ok(r) => println!("host's report: {r}"),
+                Err(e) => eprintln!("privacy report: {e}"),
+            }
         }
         Role::Guest => {
             let mut guest = Guest::<Paillier>::new(pc, &init.host_part_bias, &own_share)?;
@@ -535,6 +546,10 @@ fn run_role(
                 },
             )?;
             eprintln!("guest done: {:?}", stream.stats);
+            match guest.privacy_report(data.len() as u64, 1e-5) {
+                Ok(r) => println!("guest's report: {r}"),
+                Err(e) => eprintln!("privacy report: {e}"),
+            }
         }
     }
     Ok(())
@@ -654,6 +669,15 @@ fn main() -> Result<(), Error> {
             args.label_dp.map_or("off".into(), |e| e.to_string()),
             args.embedding_dp.map_or("off".into(), |e| e.to_string())
         );
+    }
+    // The guarantee each party got (the same for both secure profiles' configuration).
+    let pc = config(&cfg, Profile::Hardened, args.key_bits, args.encryption);
+    let rows = data.len() as u64;
+    let trained = rows * cfg.epochs as u64;
+    let sent = trained + rows * checkpoints(cfg.epochs).len() as u64;
+    match fl_hetero_nn::defences::privacy_report(&pc, trained, sent, rows, 1e-5) {
+        Ok(r) => println!("privacy (Hardened): {r}"),
+        Err(e) => eprintln!("privacy report: {e}"),
     }
     // EmbeddingDP randomises the secure runs' activations with coins the plaintext runs do
     // not share, so they are not compared bit for bit then.

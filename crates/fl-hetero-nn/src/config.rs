@@ -93,6 +93,146 @@ impl Encryption {
     }
 }
 
+/// Gradient perturbation of the guest's error (DP-SGD's clip-and-noise applied to the rows
+/// of δ), enforced by [`crate::Guest::backward`] before anything derived from δ leaves
+/// the guest: each row of the per-example error n·δᵢ is rounded to the fixed-point grid,
+/// clipped to L2 norm `clip_norm`, and discrete Gaussian noise N_ℤ(0, σ²) with
+/// σ = `noise_multiplier`·2·`clip_norm` (lattice units) is added to every entry
+/// (fl-ldp's exact [`fl_ldp::DiscreteGaussian`]); D and Dη are then post-processed from
+/// the noisy rows, so δ_A, the update of W̃ and b_A, and every later message are functions
+/// of the release.
+///
+/// Privacy claim: with one-label neighbours (two label vectors differing in one
+/// example's label), a row's L2 sensitivity is 2·`clip_norm`, so each release of a row is
+/// (α, α/(2z²))-RDP (z = `noise_multiplier`; CKS 2020 Theorem 14); a row released once
+/// per epoch for E epochs composes to E·α/(2z²), converted to (ε, δ) by
+/// [`fl_ldp::RdpAccountant`]. The claim covers the host's whole view **only if** the
+/// guest's other label-dependent state (top model, guest bottom model, W_B) is trained
+/// only from released quantities: `crate::split` freezes the top model and trains the
+/// guest's layers on the released error. Proof: `docs/proofs/fl-hetero-nn/gradient-perturbation.md`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct GradientPerturbation {
+    /// C: the L2 bound on each example's error row ∂ℓᵢ/∂z (value units).
+    pub clip_norm: f64,
+    /// z = σ/Δ₂ with Δ₂ = 2C.
+    pub noise_multiplier: f64,
+    /// Rows released per epoch (the training set size): each example's row is released
+    /// once per epoch, in the batches that partition the set (the caller's schedule).
+    pub examples_per_epoch: u64,
+}
+
+impl GradientPerturbation {
+    /// A perturbation with clip norm C and noise multiplier z.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] unless C and z are finite and > 0 and
+    /// `examples_per_epoch` ≥ 1.
+    pub fn new(
+        clip_norm: f64,
+        noise_multiplier: f64,
+        examples_per_epoch: u64,
+    ) -> Result<Self, Error> {
+        let g = Self {
+            clip_norm,
+            noise_multiplier,
+            examples_per_epoch,
+        };
+        g.validate()?;
+        Ok(g)
+    }
+
+    /// The noise multiplier that makes `epochs` epochs (ε, δ)-label-DP, derived with the
+    /// accountant ([`fl_ldp::RdpAccountant::noise_multiplier_for`]).
+    ///
+    /// # Errors
+    /// Invalid C, ε, δ or a zero epoch count.
+    pub fn for_target(
+        clip_norm: f64,
+        epsilon: f64,
+        delta: f64,
+        epochs: u64,
+        examples_per_epoch: u64,
+    ) -> Result<Self, Error> {
+        let z = fl_ldp::RdpAccountant::noise_multiplier_for(epsilon, delta, epochs).map_err(
+            |e| ApiMisuse::InvalidConfig {
+                reason: format!("gradient perturbation target (ε = {epsilon}, δ = {delta}, {epochs} epochs): {e}"),
+            },
+        )?;
+        Self::new(clip_norm, z, examples_per_epoch)
+    }
+
+    /// The (ε, δ)-label-DP of `epochs` epochs.
+    ///
+    /// # Errors
+    /// An invalid δ.
+    pub fn guarantee(&self, epochs: u64, delta: f64) -> Result<fl_ldp::PrivacyLoss, Error> {
+        let mut acc = fl_ldp::RdpAccountant::new();
+        let bad = |e: fl_ldp::Error| ApiMisuse::InvalidConfig {
+            reason: format!("accountant: {e}"),
+        };
+        acc.compose_gaussian(self.noise_multiplier, epochs)
+            .map_err(bad)?;
+        Ok(acc.epsilon(delta).map_err(bad)?)
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        if !(ok(self.clip_norm) && ok(self.noise_multiplier) && self.examples_per_epoch >= 1) {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "gradient perturbation: clip_norm = {}, noise_multiplier = {}, examples_per_epoch = {}; C and z must be finite and > 0, at least one example",
+                    self.clip_norm, self.noise_multiplier, self.examples_per_epoch
+                ),
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// How the guest protects its labels against the host.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum LabelDefence {
+    /// Enforced by the protocol: [`GradientPerturbation`] in [`crate::Guest::backward`].
+    GradientPerturbation(GradientPerturbation),
+    /// Declared by the application: it trains on labels randomised **once** before
+    /// training by an ε-label-DP mechanism (LabelDP's randomized response or
+    /// RR-with-prior: `crate::split::SplitConfig::label_dp`). The protocol cannot check
+    /// this; it reports it.
+    RandomizedLabels {
+        /// ε of the label randomisation.
+        epsilon: fl_ldp::Epsilon,
+    },
+}
+
+/// Leaks a caller accepts by name in a `Hardened` session without the matching defence
+/// (each field names what the other party then recovers; see `crate::attacks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct AcceptedLeaks {
+    /// No label defence: the host recovers the guest's exact error D_t from step 2 on
+    /// when d_A ≥ 2m (also at d_A = m and in between, measured), so the labels.
+    pub host_recovers_exact_error_and_labels: bool,
+    /// No feature defence: the guest recovers the host's exact activations a_A when
+    /// m ≥ 2·d_A, and with d_A + 1 known rows always.
+    pub guest_recovers_exact_activations: bool,
+}
+
+impl AcceptedLeaks {
+    /// Neither leak accepted (the default).
+    pub const NONE: Self = Self {
+        host_recovers_exact_error_and_labels: false,
+        guest_recovers_exact_activations: false,
+    };
+    /// Both leaks accepted: an undefended session (tests, benchmarks, FATE cross-checks).
+    pub const EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE: Self = Self {
+        host_recovers_exact_error_and_labels: true,
+        guest_recovers_exact_activations: true,
+    };
+}
+
 /// The agreed parameters of a session. Construct with [`ProtocolConfig::new`] and adjust the
 /// public fields; [`ProtocolConfig::validate`] runs when a party is created.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -138,6 +278,12 @@ pub struct ProtocolConfig {
     /// receives δ_A as the gradient of its output: straight-through). The host chooses
     /// it; the hello carries it so the guest knows, but the guest does not require it.
     pub embedding_dp: Option<fl_ldp::Epsilon>,
+    /// The guest's label defence (`None` by default: the host recovers D exactly, see
+    /// [`AcceptedLeaks`]).
+    pub label_defence: Option<LabelDefence>,
+    /// Leaks accepted in a `Hardened` session without the matching defence; without the
+    /// acceptance such a session is refused ([`ApiMisuse::UndefendedLeak`]).
+    pub accepted_leaks: AcceptedLeaks,
 }
 
 impl ProtocolConfig {
@@ -161,7 +307,18 @@ impl ProtocolConfig {
                 Profile::Hardened => Encryption::KeyOwnerCrt,
             },
             embedding_dp: None,
+            label_defence: None,
+            accepted_leaks: AcceptedLeaks::NONE,
         }
+    }
+
+    /// This configuration with both leaks of an undefended session accepted
+    /// ([`AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE`]): for tests, benchmarks
+    /// and FATE cross-checks, never for data that must stay private.
+    #[must_use]
+    pub fn accepting_exact_error_and_activation_leaks(mut self) -> Self {
+        self.accepted_leaks = AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE;
+        self
     }
 
     /// Checks every field; the error says what is allowed.
@@ -224,6 +381,30 @@ impl ProtocolConfig {
                 "min_key_bits = {}; must be ≥ 2048",
                 self.min_key_bits
             ));
+        }
+        if let Some(LabelDefence::GradientPerturbation(g)) = self.label_defence {
+            g.validate()?;
+        }
+        if self.profile == Profile::Hardened {
+            if self.label_defence.is_none()
+                && !self.accepted_leaks.host_recovers_exact_error_and_labels
+            {
+                return Err(ApiMisuse::UndefendedLeak {
+                    missing: "label defence",
+                    leak: "the host recovers the guest's exact error D_t (and so its labels) from step 2 on when d_A ≥ 2m (fl_hetero_nn::attacks::host_multi_step)",
+                    remedy: "set label_defence (gradient perturbation, or declared randomized labels) or accepted_leaks.host_recovers_exact_error_and_labels",
+                }
+                .into());
+            }
+            if self.embedding_dp.is_none() && !self.accepted_leaks.guest_recovers_exact_activations
+            {
+                return Err(ApiMisuse::UndefendedLeak {
+                    missing: "feature defence",
+                    leak: "the guest recovers the host's exact activations a_A when m ≥ 2·d_A (fl_hetero_nn::attacks::guest_multi_step), and from d_A + 1 known rows always",
+                    remedy: "set embedding_dp or accepted_leaks.guest_recovers_exact_activations",
+                }
+                .into());
+            }
         }
         if self.packing && self.profile == Profile::FateFaithful {
             return bad("packing is a hardened-profile feature; FateFaithful sends one value per ciphertext".into());
@@ -420,7 +601,8 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let mut c = ProtocolConfig::new(Profile::Hardened, 2, 2);
+        let mut c = ProtocolConfig::new(Profile::Hardened, 2, 2)
+            .accepting_exact_error_and_activation_leaks();
         assert!(c.validate().is_ok());
         // 0 is rejected in every build (1..40 only where the insecure test scheme is compiled in).
         c.statistical_security_bits = 0;
@@ -433,11 +615,66 @@ mod tests {
         let mut c = ProtocolConfig::new(Profile::FateFaithful, 2, 2);
         c.packing = true;
         assert!(c.validate().is_err());
-        let mut c = ProtocolConfig::new(Profile::Hardened, 0, 2);
+        let mut c = ProtocolConfig::new(Profile::Hardened, 0, 2)
+            .accepting_exact_error_and_activation_leaks();
         assert!(c.validate().is_err());
         c.host_dim = 2;
         c.learning_rate = f64::NAN;
         assert!(c.validate().is_err());
+    }
+
+    /// An undefended Hardened session is refused with a typed error naming the missing
+    /// defence and the leak; each acceptance or defence lifts exactly its half.
+    #[test]
+    fn hardened_without_defences_is_refused_unless_the_leak_is_accepted() {
+        let c = ProtocolConfig::new(Profile::Hardened, 2, 2);
+        let e = c.validate().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::ApiMisuse(ApiMisuse::UndefendedLeak {
+                    missing: "label defence",
+                    ..
+                })
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("exact error"), "{e}");
+        let mut c = c;
+        c.label_defence = Some(LabelDefence::GradientPerturbation(
+            GradientPerturbation::new(1.0, 2.0, 100).unwrap(),
+        ));
+        let e = c.validate().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::ApiMisuse(ApiMisuse::UndefendedLeak {
+                    missing: "feature defence",
+                    ..
+                })
+            ),
+            "{e}"
+        );
+        c.accepted_leaks.guest_recovers_exact_activations = true;
+        assert!(c.validate().is_ok());
+        c.accepted_leaks = AcceptedLeaks::NONE;
+        c.embedding_dp = Some(fl_ldp::Epsilon::new(1.0).unwrap());
+        assert!(c.validate().is_ok());
+        c.label_defence = None;
+        assert!(c.validate().is_err());
+        // FateFaithful is FATE's protocol for cross-checks, not refused.
+        assert!(
+            ProtocolConfig::new(Profile::FateFaithful, 2, 2)
+                .validate()
+                .is_ok()
+        );
+        // Invalid perturbations are refused.
+        assert!(GradientPerturbation::new(0.0, 1.0, 1).is_err());
+        assert!(GradientPerturbation::new(1.0, f64::NAN, 1).is_err());
+        assert!(GradientPerturbation::new(1.0, 1.0, 0).is_err());
+        let g = GradientPerturbation::for_target(1.0, 2.0, 1e-5, 10, 100).unwrap();
+        let got = g.guarantee(10, 1e-5).unwrap().epsilon;
+        assert!(got <= 2.0 && got > 1.99, "{got}");
     }
 
     #[test]

@@ -208,6 +208,16 @@ pub enum ApiMisuse {
         /// What is wrong (line and field).
         reason: String,
     },
+    /// A `Hardened` session without a label defence or a feature defence, whose leak the
+    /// caller has not accepted by name ([`crate::config::AcceptedLeaks`]).
+    UndefendedLeak {
+        /// The missing defence.
+        missing: &'static str,
+        /// What the other party recovers without it (measured by `crate::attacks`).
+        leak: &'static str,
+        /// How to proceed: the defence to configure, or the field that accepts the leak.
+        remedy: &'static str,
+    },
 }
 
 impl fmt::Display for ApiMisuse {
@@ -240,6 +250,14 @@ impl fmt::Display for ApiMisuse {
             }
             Self::InvalidConfig { reason } => write!(f, "invalid configuration: {reason}"),
             Self::InvalidData { reason } => write!(f, "invalid data: {reason}"),
+            Self::UndefendedLeak {
+                missing,
+                leak,
+                remedy,
+            } => write!(
+                f,
+                "refusing a Hardened session without a {missing}: {leak}; {remedy}"
+            ),
         }
     }
 }

@@ -19,7 +19,9 @@
 
 use num_bigint::{BigInt, Sign};
 
-use crate::config::{Encryption, Profile, ProtocolConfig};
+use crate::config::{
+    AcceptedLeaks, Encryption, GradientPerturbation, LabelDefence, Profile, ProtocolConfig,
+};
 use crate::error::{ApiMisuse, DecodeError, Error, PeerMisbehaved};
 use crate::fixed::FixedPoint;
 use crate::matrix::Matrix;
@@ -490,6 +492,23 @@ fn put_config(w: &mut Vec<u8>, c: &ProtocolConfig) {
             w.extend_from_slice(&e.value().to_bits().to_be_bytes());
         }
     }
+    match c.label_defence {
+        None => w.push(0),
+        Some(LabelDefence::GradientPerturbation(g)) => {
+            w.push(1);
+            w.extend_from_slice(&g.clip_norm.to_bits().to_be_bytes());
+            w.extend_from_slice(&g.noise_multiplier.to_bits().to_be_bytes());
+            w.extend_from_slice(&g.examples_per_epoch.to_be_bytes());
+        }
+        Some(LabelDefence::RandomizedLabels { epsilon }) => {
+            w.push(2);
+            w.extend_from_slice(&epsilon.value().to_bits().to_be_bytes());
+        }
+    }
+    w.push(
+        u8::from(c.accepted_leaks.host_recovers_exact_error_and_labels)
+            | u8::from(c.accepted_leaks.guest_recovers_exact_activations) << 1,
+    );
 }
 
 fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
@@ -518,6 +537,31 @@ fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
                 .map_err(|_| DecodeError::InvalidField("embedding_dp"))?,
         ),
         _ => return Err(DecodeError::InvalidField("embedding_dp")),
+    };
+    c.label_defence = match r.u8()? {
+        0 => None,
+        1 => {
+            let clip = f64::from_bits(r.u64()?);
+            let z = f64::from_bits(r.u64()?);
+            let per_epoch = r.u64()?;
+            Some(LabelDefence::GradientPerturbation(
+                GradientPerturbation::new(clip, z, per_epoch)
+                    .map_err(|_| DecodeError::InvalidField("label_defence"))?,
+            ))
+        }
+        2 => Some(LabelDefence::RandomizedLabels {
+            epsilon: fl_ldp::Epsilon::new(f64::from_bits(r.u64()?))
+                .map_err(|_| DecodeError::InvalidField("label_defence"))?,
+        }),
+        _ => return Err(DecodeError::InvalidField("label_defence")),
+    };
+    let leaks = r.u8()?;
+    if leaks > 3 {
+        return Err(DecodeError::InvalidField("accepted_leaks"));
+    }
+    c.accepted_leaks = AcceptedLeaks {
+        host_recovers_exact_error_and_labels: leaks & 1 == 1,
+        guest_recovers_exact_activations: leaks & 2 == 2,
     };
     Ok(c)
 }

@@ -304,6 +304,14 @@ impl Mlp {
         Ok(g)
     }
 
+    /// Drops the accumulated gradients without an update (a frozen model).
+    pub fn discard_gradients(&mut self) {
+        for (lin, _, _) in &mut self.layers {
+            lin.grad_w = Matrix::zeros(lin.weight.rows(), lin.weight.cols());
+            lin.grad_b = vec![0.0; lin.bias.len()];
+        }
+    }
+
     /// Applies the optimizer to every layer.
     pub fn step(&mut self) {
         let opt = self.optimizer;

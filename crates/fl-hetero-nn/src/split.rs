@@ -48,6 +48,15 @@ pub struct SplitConfig {
     /// [`ProtocolConfig::embedding_dp`] by [`SplitConfig::protocol_config`] (see there for
     /// the claim); `None` by default.
     pub embedding_dp: Option<fl_ldp::Epsilon>,
+    /// Gradient perturbation of the guest's error, enforced by the guest in the protocol
+    /// ([`crate::config::GradientPerturbation`]); with it the top model is **frozen** and
+    /// the guest's other layers train on the released error, so that everything the host
+    /// sees is a function of the releases (docs/proofs/fl-hetero-nn/gradient-perturbation.md).
+    pub gradient_perturbation: Option<crate::config::GradientPerturbation>,
+    /// Leaks accepted for a `Hardened` run without the matching defence
+    /// ([`crate::config::AcceptedLeaks`]); none by default, so an undefended Hardened run
+    /// is refused.
+    pub accepted_leaks: crate::config::AcceptedLeaks,
 }
 
 /// How the guest randomises its binary training labels (fl-ldp's mechanisms).
@@ -90,6 +99,8 @@ impl SplitConfig {
             epochs: 100,
             label_dp: None,
             embedding_dp: None,
+            gradient_perturbation: None,
+            accepted_leaks: crate::config::AcceptedLeaks::NONE,
         }
     }
 
@@ -154,6 +165,8 @@ impl SplitConfig {
             epochs: 15,
             label_dp: None,
             embedding_dp: None,
+            gradient_perturbation: None,
+            accepted_leaks: crate::config::AcceptedLeaks::NONE,
         }
     }
 
@@ -163,6 +176,15 @@ impl SplitConfig {
         c.learning_rate = self.learning_rate;
         c.max_batch_rows = self.batch_size.max(1);
         c.embedding_dp = self.embedding_dp;
+        c.label_defence = match (self.gradient_perturbation, self.label_dp) {
+            (Some(g), _) => Some(crate::config::LabelDefence::GradientPerturbation(g)),
+            (None, Some(LabelDefence::RandomizedResponse(epsilon)))
+            | (None, Some(LabelDefence::RrWithPrior { epsilon, .. })) => {
+                Some(crate::config::LabelDefence::RandomizedLabels { epsilon })
+            }
+            (None, None) => None,
+        };
+        c.accepted_leaks = self.accepted_leaks;
         c
     }
 
@@ -266,6 +288,9 @@ pub struct GuestModel {
     part: Linear,
     top: Mlp,
     eta: f64,
+    /// Whether the top model is frozen (gradient perturbation: it must not train on the
+    /// true labels).
+    freeze_top: bool,
     cache: Option<(Matrix<f64>, Matrix<f64>)>,
 }
 
@@ -277,6 +302,7 @@ impl GuestModel {
             part: init.guest_part.clone(),
             top: init.top.clone(),
             eta: cfg.learning_rate,
+            freeze_top: cfg.gradient_perturbation.is_some(),
             cache: None,
         }
     }
@@ -302,15 +328,24 @@ impl GuestModel {
     }
 
     /// BCE against `labels`, top-model step, guest-part SGD and guest-bottom step. Returns
-    /// (loss, δ = ∂L/∂z) for the host part.
+    /// (loss, δ = ∂L/∂z) for the host part. The same as [`Self::error`] followed by
+    /// [`Self::apply`] with δ.
     pub fn backward(
         &mut self,
         p: &Matrix<f64>,
         labels: &[f64],
     ) -> Result<(f64, Matrix<f64>), Error> {
+        let (loss, delta) = self.error(p, labels)?;
+        self.apply(&delta)?;
+        Ok((loss, delta))
+    }
+
+    /// BCE against `labels` and the top model's step (none when the top is frozen);
+    /// returns (loss, δ = ∂L/∂z) without touching the guest part or the bottom model.
+    pub fn error(&mut self, p: &Matrix<f64>, labels: &[f64]) -> Result<(f64, Matrix<f64>), Error> {
         let Some((z, _out)) = self.cache.take() else {
             return Err(ApiMisuse::WrongState {
-                operation: "GuestModel::backward",
+                operation: "GuestModel::error",
                 state: "no forward cached",
             }
             .into());
@@ -318,13 +353,23 @@ impl GuestModel {
         let (loss, grad_p) = bce_loss(p, labels)?;
         // The top model computes its input gradient before its own optimizer step.
         let grad_out = self.top.backward(&grad_p)?;
-        self.top.step();
+        if self.freeze_top {
+            self.top.discard_gradients();
+        } else {
+            self.top.step();
+        }
         let delta = Activation::Relu.backward(&z, &grad_out)?;
-        let grad_a_b = self.part.backward(&delta)?;
+        Ok((loss, delta))
+    }
+
+    /// Trains the guest part (SGD, η) and the guest bottom model on the error `delta`:
+    /// δ itself, or the released error when gradient perturbation replaced it.
+    pub fn apply(&mut self, delta: &Matrix<f64>) -> Result<(), Error> {
+        let grad_a_b = self.part.backward(delta)?;
         self.part.step(Optimizer::Sgd { lr: self.eta });
         self.bottom.backward(&grad_a_b)?;
         self.bottom.step();
-        Ok((loss, delta))
+        Ok(())
     }
 }
 
@@ -332,8 +377,13 @@ impl GuestModel {
 pub trait HostPart {
     /// z_A for a batch a_A (n × d_A).
     fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error>;
-    /// δ_A for δ (n × m); also applies the layer's update.
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error>;
+    /// δ_A for δ (n × m), and the released error the guest must train on when a
+    /// gradient perturbation replaced δ (`None`: δ itself); also applies the layer's
+    /// update.
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error>;
     /// Traffic so far.
     fn traffic(&self) -> TrafficStats;
 }
@@ -342,8 +392,49 @@ impl HostPart for PlainInteractiveLayer {
     fn forward(&mut self, _purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
         Ok(Self::forward(self, a)?.0)
     }
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        Ok(Self::backward(self, delta)?.0)
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
+        if self
+            .config()
+            .label_defence
+            .is_some_and(|d| matches!(d, crate::config::LabelDefence::GradientPerturbation(_)))
+        {
+            return Err(ApiMisuse::WrongState {
+                operation: "PlainInteractiveLayer as a HostPart",
+                state: "gradient perturbation needs randomness: use PlainTwin",
+            }
+            .into());
+        }
+        Ok((Self::backward(self, delta)?.0, None))
+    }
+    fn traffic(&self) -> TrafficStats {
+        TrafficStats::default()
+    }
+}
+
+/// The plaintext fixed-point twin of the two-party layer with its own randomness, so that
+/// the guest's label defence (gradient perturbation) is applied exactly as the guest
+/// applies it ([`PlainInteractiveLayer::backward_defended`]).
+#[derive(Debug)]
+pub struct PlainTwin {
+    /// The layer.
+    pub layer: PlainInteractiveLayer,
+    /// The guest's randomness for the perturbation.
+    pub rng: ChaCha20Rng,
+}
+
+impl HostPart for PlainTwin {
+    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+        HostPart::forward(&mut self.layer, purpose, a)
+    }
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
+        let (g, _, released) = self.layer.backward_defended(delta, &mut self.rng)?;
+        Ok((g, released))
     }
     fn traffic(&self) -> TrafficStats {
         TrafficStats::default()
@@ -370,7 +461,10 @@ impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
             state: "no output produced",
         }))
     }
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
         self.guest.backward(delta, &mut self.guest_rng)?;
         self.drive().map_err(pair_err)?;
         let mut out = None;
@@ -379,11 +473,17 @@ impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
                 out = Some(gradient);
             }
         }
-        while self.poll_guest_event().is_some() {}
-        out.ok_or(Error::ApiMisuse(ApiMisuse::WrongState {
+        let mut released = None;
+        while let Some(e) = self.poll_guest_event() {
+            if let GuestEvent::BackwardDone { released_error, .. } = e {
+                released = released_error;
+            }
+        }
+        let g = out.ok_or(Error::ApiMisuse(ApiMisuse::WrongState {
             operation: "backward",
             state: "no gradient produced",
-        }))
+        }))?;
+        Ok((g, released))
     }
     fn traffic(&self) -> TrafficStats {
         self.stats
@@ -406,8 +506,9 @@ pub fn train_epoch(
         let gp = guest.start_forward(&data.guest.select_rows(&idx)?)?;
         let z_a = part.forward(Purpose::Train, &a)?;
         let p = guest.finish_forward(&gp, &z_a)?;
-        let (loss, delta) = guest.backward(&p, &data.labels[lo..hi])?;
-        let da = part.backward(&delta)?;
+        let (loss, delta) = guest.error(&p, &data.labels[lo..hi])?;
+        let (da, released) = part.backward(&delta)?;
+        guest.apply(released.as_ref().unwrap_or(&delta))?;
         host.backward(&da)?;
         total += loss;
     }
@@ -537,11 +638,14 @@ pub mod tcp {
                     return Err(unexpected("training forward"));
                 };
                 let p = model.finish_forward(&gp, &output)?;
-                let (loss, delta) = model.backward(&p, &labels[lo..hi])?;
+                let (loss, delta) = model.error(&p, &labels[lo..hi])?;
                 guest.backward(&delta, rng)?;
-                let GuestEvent::BackwardDone { .. } = next_guest_event(guest, stream, rng)? else {
+                let GuestEvent::BackwardDone { released_error, .. } =
+                    next_guest_event(guest, stream, rng)?
+                else {
                     return Err(unexpected("training backward"));
                 };
+                model.apply(released_error.as_ref().unwrap_or(&delta))?;
                 total += loss;
             }
             let train_loss = total / batches.len().max(1) as f64;

@@ -59,7 +59,8 @@ enum Masked {
 /// value fixed at 1.99 (activations) or 0.99 (errors); the unmasked centre Aᵀ·Dη; the public
 /// mask bound B.
 fn samples(which: Masked, secret: f64, kappa: u32, seed: u64) -> (Vec<BigInt>, BigInt, u32) {
-    let mut config = ProtocolConfig::new(Profile::Hardened, D, D);
+    let mut config =
+        ProtocolConfig::new(Profile::Hardened, D, D).accepting_exact_error_and_activation_leaks();
     config.min_key_bits = 64;
     config.packing = false;
     config.max_batch_rows = 1;

@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use rand::rngs::ChaCha20Rng;
 
 fn config(profile: Profile, d_a: usize, m: usize) -> ProtocolConfig {
-    let mut c = ProtocolConfig::new(profile, d_a, m);
+    let mut c = ProtocolConfig::new(profile, d_a, m).accepting_exact_error_and_activation_leaks();
     c.min_key_bits = 1024;
     c.learning_rate = 0.15;
     c
@@ -621,7 +621,8 @@ fn weak_and_mismatched_peer_keys_are_rejected() {
 #[test]
 fn hardened_rejects_keys_below_its_minimum() {
     // The default configuration requires ≥ 2048-bit keys from the peer.
-    let c = ProtocolConfig::new(Profile::Hardened, 2, 2);
+    let c =
+        ProtocolConfig::new(Profile::Hardened, 2, 2).accepting_exact_error_and_activation_leaks();
     let init = init(&c, 96);
     let mut rng = ChaCha20Rng::seed_from_u64(24);
     let mut small = c;

@@ -32,7 +32,8 @@ fn loopback(config: TcpConfig) -> (FramedStream, FramedStream) {
 
 #[test]
 fn a_session_over_tcp_matches_the_reference() {
-    let mut c = ProtocolConfig::new(Profile::Hardened, 3, 2);
+    let mut c =
+        ProtocolConfig::new(Profile::Hardened, 3, 2).accepting_exact_error_and_activation_leaks();
     c.min_key_bits = 64;
     let init = init(&c, 1);
     let mut rng = ChaCha20Rng::seed_from_u64(2);
@@ -117,7 +118,8 @@ fn oversized_frames_are_refused_before_allocation() {
     );
     // Sending a frame above the limit is refused too.
     let big = fl_hetero_nn::Message::Hello(fl_hetero_nn::message::Hello {
-        config: ProtocolConfig::new(Profile::Hardened, 1, 1),
+        config: ProtocolConfig::new(Profile::Hardened, 1, 1)
+            .accepting_exact_error_and_activation_leaks(),
         public_key: vec![7; 4096],
         fixed_base: None,
     });

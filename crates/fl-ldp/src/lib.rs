@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod accountant;
 pub mod binary;
 pub mod categorical;
 pub mod coin;
@@ -9,6 +10,7 @@ pub mod error;
 mod exact;
 pub mod exponential;
 pub mod frequency;
+pub mod gaussian;
 pub mod kary;
 pub mod label;
 pub mod label_value;
@@ -18,6 +20,7 @@ mod numeric;
 pub mod prior;
 pub mod rng;
 
+pub use accountant::{PrivacyLoss, RdpAccountant};
 pub use binary::{BinaryRandomizedResponse, CountEstimate};
 pub use categorical::Categorical;
 pub use coin::Bernoulli;
@@ -29,6 +32,7 @@ pub use frequency::{
     FrequencyOracle, FrequencyProtocol, OlhReport, OptimizedLocalHashing, OptimizedUnaryEncoding,
     Report, SupportCounter,
 };
+pub use gaussian::DiscreteGaussian;
 pub use kary::KaryRandomizedResponse;
 pub use label::{LabelDp, LabelKind};
 pub use label_value::LabelValue;

@@ -42,6 +42,13 @@ pub enum GuestEvent {
     BackwardDone {
         /// The round.
         round: u64,
+        /// The error the guest's own layers (W_B, bottom model) must train on when
+        /// gradient perturbation replaced δ (the released, noisy error D/S); `None`
+        /// without it (train on δ itself).
+        released_error: Option<Matrix<f64>>,
+        /// Dη = round(η·δ·S), the scaled error the guest applied to W̃ and b_A (its own
+        /// value, for its records and its view, [`crate::attacks::GuestView`]).
+        scaled_error: Matrix<BigInt>,
     },
 }
 
@@ -122,6 +129,12 @@ pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
     fixed_base: Option<(S::FixedBase, S::FixedBase)>,
     noisy_weight: SecretMatrix,
     bias: SecretMatrix,
+    /// The released error of the step in progress (gradient perturbation).
+    released: Option<Matrix<f64>>,
+    /// Rows trained on so far (for the privacy report).
+    rows_trained: u64,
+    /// Rows received in forward rounds so far.
+    rows_forwarded: u64,
     training_steps: u64,
     round: u64,
     state: State<S>,
@@ -207,6 +220,9 @@ impl<S: HomomorphicScheme> Guest<S> {
             fixed_base: None,
             noisy_weight,
             bias: SecretMatrix::from_matrix(&bias),
+            released: None,
+            rows_trained: 0,
+            rows_forwarded: 0,
             training_steps: 0,
             round: 0,
             state: State::AwaitHello,
@@ -243,6 +259,27 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// Whether no round is in progress.
     pub fn is_idle(&self) -> bool {
         matches!(self.state, State::Idle)
+    }
+
+    /// The guarantee each party got so far ([`crate::defences::PrivacyReport`]): labels
+    /// from this guest's label defence and the rows it trained on, features from the
+    /// agreed EmbeddingDP and the rows it received; `dataset_rows` is the training set's
+    /// size, `delta` the δ of the label guarantee.
+    ///
+    /// # Errors
+    /// An invalid δ or a zero `dataset_rows`.
+    pub fn privacy_report(
+        &self,
+        dataset_rows: u64,
+        delta: f64,
+    ) -> Result<crate::defences::PrivacyReport, Error> {
+        crate::defences::privacy_report(
+            &self.config,
+            self.rows_trained,
+            self.rows_forwarded,
+            dataset_rows,
+            delta,
+        )
     }
 
     /// The host's validated public key, once the hello has been accepted.
@@ -360,7 +397,7 @@ impl<S: HomomorphicScheme> Guest<S> {
     fn on_hello<R: CryptoRng + ?Sized>(&mut self, h: Hello, rng: &mut R) -> Result<(), Error> {
         let mine = &self.config;
         let theirs = &h.config;
-        let fields: [(&'static str, bool); 13] = [
+        let fields: [(&'static str, bool); 16] = [
             ("profile", mine.profile == theirs.profile),
             ("fixed_point", mine.fixed_point == theirs.fixed_point),
             ("host_dim", mine.host_dim == theirs.host_dim),
@@ -392,6 +429,12 @@ impl<S: HomomorphicScheme> Guest<S> {
             ("min_key_bits", mine.min_key_bits == theirs.min_key_bits),
             ("packing", mine.packing == theirs.packing),
             ("encryption", mine.encryption == theirs.encryption),
+            ("embedding_dp", mine.embedding_dp == theirs.embedding_dp),
+            ("label_defence", mine.label_defence == theirs.label_defence),
+            (
+                "accepted_leaks",
+                mine.accepted_leaks == theirs.accepted_leaks,
+            ),
         ];
         if let Some((field, _)) = fields.iter().find(|(_, ok)| !ok) {
             return Err(PeerMisbehaved::ConfigMismatch { field }.into());
@@ -559,6 +602,7 @@ impl<S: HomomorphicScheme> Guest<S> {
                 .into());
             }
         };
+        self.rows_forwarded += n as u64;
         let (z, eps_b) = self.masked_forward(&a_rows, true, rng)?;
         self.outbox
             .push_back(Message::MaskedForward(RoundCiphertexts {
@@ -643,10 +687,10 @@ impl<S: HomomorphicScheme> Guest<S> {
         let (d_a, m) = (self.config.host_dim, self.config.out_dim);
         delta.check_shape("delta", (n, m))?;
         let fp = self.config.fixed_point;
-        let beta = self.config.delta_bound_bits;
-        let d = fp.encode_matrix(delta, 1, beta, "delta")?;
-        let eta = self.config.learning_rate;
-        let d_eta = fp.encode_matrix(&delta.map(|x| eta * x), 1, beta, "learning_rate · delta")?;
+        // D and Dη: encoded δ, or (gradient perturbation) the clipped and noised release.
+        let (d, d_eta, released) = crate::defences::guest_errors(&self.config, delta, rng)?;
+        self.released = released;
+        self.rows_trained += n as u64;
         let ek = self.ek()?.clone();
         let noise_w = Matrix::from_fn(d_a, m, |_, _| match self.config.profile {
             Profile::Hardened => uniform_mask(self.bounds.noise_w(), rng),
@@ -742,8 +786,11 @@ impl<S: HomomorphicScheme> Guest<S> {
             bias.get(0, j).cloned().unwrap_or_default() - (s << f)
         });
         self.bias = SecretMatrix::from_matrix(&new_bias);
-        self.events
-            .push_back(GuestEvent::BackwardDone { round: self.round });
+        self.events.push_back(GuestEvent::BackwardDone {
+            round: self.round,
+            released_error: self.released.take(),
+            scaled_error: d_eta,
+        });
         self.training_steps += 1;
         self.round += 1;
         self.state = State::Idle;
@@ -783,7 +830,7 @@ mod tests {
         CtMatrix<Paillier>,
     ) {
         let (dk, dk2) = key_pair();
-        let mut c = ProtocolConfig::new(profile, 2, 2);
+        let mut c = ProtocolConfig::new(profile, 2, 2).accepting_exact_error_and_activation_leaks();
         c.min_key_bits = 1024;
         c.encryption = encryption;
         let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();

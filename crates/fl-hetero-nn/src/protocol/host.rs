@@ -28,6 +28,10 @@ pub enum HostEvent {
         round: u64,
         /// Training or prediction.
         purpose: Purpose,
+        /// A as encrypted in message 1: the bottom output at scale S (after EmbeddingDP
+        /// when configured). The host's own value, for its records and its view
+        /// ([`crate::attacks::HostView`]).
+        activations: Matrix<BigInt>,
     },
     /// δ_A = δ·W_tᵀ, the gradient for the host's bottom model (training rounds end here).
     InputGradient {
@@ -102,6 +106,8 @@ pub struct Host<S: HomomorphicScheme = crate::Paillier> {
     /// The DJN encryptor (exponents of 2κ bits) when the encryption is `Djn`.
     fixed_base: Option<S::FixedBase>,
     acc: SecretMatrix,
+    rows_trained: u64,
+    rows_forwarded: u64,
     training_steps: u64,
     round: u64,
     state: State,
@@ -145,9 +151,11 @@ impl<S: HomomorphicScheme> Host<S> {
     /// * `Hardened`: `initial_share` is required: acc₀ (d_A × m), the host's share of the
     ///   jointly drawn initial weight W₀ = W̃₀ + acc₀, drawn by the host from the agreed
     ///   initialiser with half its variance ([`crate::nn::weight_share`]); the guest draws
-    ///   W̃₀ the same way. Neither share is ever sent, so no party knows W at any step
-    ///   (see the crate README: a host that knew W₀ would solve δ_A = D·W₀ᵀ for the
-    ///   guest's error D).
+    ///   W̃₀ the same way. Neither share is ever sent, so at step 0 each party knows only
+    ///   its own share (a host that knew W₀ would solve δ_A = D·W₀ᵀ for the guest's
+    ///   error D). From the second step on the exact outputs and the public update give
+    ///   W_t and D_t back to the host ([`crate::attacks::host_multi_step`]); only the DP
+    ///   defences protect D (crate README, "Privacy").
     /// * `FateFaithful`: `initial_share` must be `None`: acc₀ = 0 and the guest holds W₀.
     ///
     /// Each share must be below 2^`weight_bound_bits` in absolute value.
@@ -217,6 +225,8 @@ impl<S: HomomorphicScheme> Host<S> {
             ek,
             fixed_base,
             acc,
+            rows_trained: 0,
+            rows_forwarded: 0,
             training_steps: 0,
             round: 0,
             state: State::Idle,
@@ -248,6 +258,26 @@ impl<S: HomomorphicScheme> Host<S> {
     /// Whether the host waits for a local command (no round in progress).
     pub fn is_idle(&self) -> bool {
         matches!(self.state, State::Idle)
+    }
+
+    /// The guarantee each party got so far ([`crate::defences::PrivacyReport`]), from the
+    /// agreed configuration and the rows this host sent and trained on; `dataset_rows` is
+    /// the data set's size, `delta` the δ of the label guarantee.
+    ///
+    /// # Errors
+    /// An invalid δ or a zero `dataset_rows`.
+    pub fn privacy_report(
+        &self,
+        dataset_rows: u64,
+        delta: f64,
+    ) -> Result<crate::defences::PrivacyReport, Error> {
+        crate::defences::privacy_report(
+            &self.config,
+            self.rows_trained,
+            self.rows_forwarded,
+            dataset_rows,
+            delta,
+        )
     }
 
     /// The public key.
@@ -326,6 +356,10 @@ impl<S: HomomorphicScheme> Host<S> {
             .into());
         }
         activations.check_shape("activations", (n, self.config.host_dim))?;
+        self.rows_forwarded += n as u64;
+        if purpose == Purpose::Train {
+            self.rows_trained += n as u64;
+        }
         let privatized = match self.config.embedding_dp {
             Some(eps) => Some(crate::defences::embedding_dp_rows(
                 &fl_ldp::EmbeddingDp::new(Some(eps)),
@@ -442,6 +476,7 @@ impl<S: HomomorphicScheme> Host<S> {
         self.events.push_back(HostEvent::ForwardServed {
             round: self.round,
             purpose,
+            activations: a.expose(),
         });
         match purpose {
             Purpose::Train => self.state = State::AwaitMaskedGradient { n, layouts },

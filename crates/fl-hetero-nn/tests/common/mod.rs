@@ -152,7 +152,8 @@ pub(crate) fn backward<S: HomomorphicScheme>(
     out.expect("input gradient")
 }
 
-/// W̃ + acc, the effective weight no party holds.
+/// W̃ + acc, the effective weight no party is sent (the host recovers it from step 2 on:
+/// `tests/multi_step_attacks.rs`).
 pub(crate) fn effective_weight<S: HomomorphicScheme>(
     pair: &Pair<S, ChaCha20Rng>,
 ) -> Matrix<BigInt> {

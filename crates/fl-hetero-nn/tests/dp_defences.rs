@@ -1,0 +1,217 @@
+//! Gradient perturbation (issue 19): everything the host receives is a function of the
+//! guest's release, the multi-step attack recovers only that release, and the label
+//! guesses it yields on random-label canaries stay within the DP hypothesis-testing bound.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use fl_hetero_nn::attacks::{self, HostView};
+use fl_hetero_nn::config::{GradientPerturbation, LabelDefence};
+use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
+use fl_hetero_nn::{GuestEvent, HostEvent, Matrix, Profile, ProtocolConfig, Purpose};
+use fl_stats::{Confidence, clopper_pearson};
+use num_bigint::BigInt;
+use num_traits::ToPrimitive;
+use rand::rngs::ChaCha20Rng;
+use rand::{RngExt, SeedableRng};
+
+const N: usize = 64;
+const D_A: usize = 4;
+const M: usize = 2;
+const STEPS: usize = 3;
+
+struct Run {
+    /// (δ_A, released D at scale S, clean D at scale S) per step.
+    steps: Vec<(Matrix<BigInt>, Matrix<BigInt>, Matrix<BigInt>)>,
+    host: HostView,
+    labels: Vec<f64>,
+    v: Vec<f64>,
+    /// W₀ (scale S²): label-independent, handed to the attacker to fix the signed
+    /// permutation (a stronger attacker than the protocol's host; DP covers it).
+    w0: Matrix<BigInt>,
+}
+
+fn run(perturbation: Option<GradientPerturbation>, seed: u64) -> Run {
+    let mut config = ProtocolConfig::new(Profile::Hardened, D_A, M);
+    config.accepted_leaks.guest_recovers_exact_activations = true;
+    match perturbation {
+        Some(g) => config.label_defence = Some(LabelDefence::GradientPerturbation(g)),
+        None => config.accepted_leaks.host_recovers_exact_error_and_labels = true,
+    }
+    config.min_key_bits = 64;
+    config.max_batch_rows = N;
+    config.delta_bound_bits = 8;
+    config.packing = false;
+    let fp = config.fixed_point;
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let dk = IdentityDecryptionKey::generate(2048, &mut rng).unwrap();
+    let init = init(&config, seed + 1);
+    let mut pair = make_pair::<InsecureIdentityScheme>(config, dk, &init, seed + 2);
+    let mut host = HostView::new(config, Some(&init.host_share)).unwrap();
+    // Random-label canaries (fair coins) and a sigmoid top with weights v.
+    let labels: Vec<f64> = (0..N)
+        .map(|_| f64::from(u8::from(rng.random_bool(0.5))))
+        .collect();
+    let v: Vec<f64> = (0..M).map(|_| rng.random_range(0.5..1.0)).collect();
+    let a = random_matrix(&mut rng, N, D_A, 0.0, 2.0);
+    let mut steps = Vec::new();
+    for _ in 0..STEPS {
+        pair.host
+            .start_round(Purpose::Train, &a, &mut pair.host_rng)
+            .unwrap();
+        pair.drive().unwrap();
+        let mut z = None;
+        while let Some(e) = pair.poll_host_event() {
+            host.observe(&e).unwrap();
+        }
+        while let Some(e) = pair.poll_guest_event() {
+            if let GuestEvent::Forward { output, .. } = e {
+                z = Some(output);
+            }
+        }
+        let z = z.unwrap();
+        // δ = ∂L/∂z for p = σ(v·z) and BCE (mean over the batch).
+        let delta = Matrix::from_fn(N, M, |i, j| {
+            let s: f64 = (0..M).map(|k| v[k] * z.get(i, k).unwrap()).sum();
+            let p = 1.0 / (1.0 + (-s).exp());
+            (p - labels[i]) * v[j] / N as f64
+        });
+        pair.guest.backward(&delta, &mut pair.guest_rng).unwrap();
+        pair.drive().unwrap();
+        let mut da = None;
+        while let Some(e) = pair.poll_host_event() {
+            if let HostEvent::InputGradient { exact, .. } = &e {
+                da = Some(exact.clone());
+            }
+            host.observe(&e).unwrap();
+        }
+        let mut released = None;
+        while let Some(e) = pair.poll_guest_event() {
+            if let GuestEvent::BackwardDone { released_error, .. } = e {
+                released = Some(released_error);
+            }
+        }
+        let clean = fp.encode_matrix(&delta, 1, 8, "delta").unwrap();
+        let released = match released.unwrap() {
+            Some(r) => fp.encode_matrix(&r, 1, 8, "released").unwrap(),
+            None => clean.clone(),
+        };
+        steps.push((da.unwrap(), released, clean));
+    }
+    let w0 = fp.encode_matrix(&init.weight, 2, 8, "w0").unwrap();
+    Run {
+        steps,
+        host,
+        labels,
+        v,
+        w0,
+    }
+}
+
+/// The host's label guesses from its recovered errors: y = 1 when Σ_t D̂_t,i·v < 0. The
+/// attacker is given the top model's weights v and W₀ (both label-independent; W₀ fixes
+/// the signed permutation of D's columns), the strongest linear test.
+fn guesses(outcome: &attacks::AttackOutcome, r: &Run) -> Option<Vec<bool>> {
+    let w0 = &outcome.steps.first()?.as_ref()?.weight;
+    // The signed permutation P (m = 2) with Ŵ₀·P = W₀.
+    let col = |m: &Matrix<BigInt>, j: usize, neg: bool| -> Vec<BigInt> {
+        (0..m.rows())
+            .map(|i| {
+                let x = m.get(i, j).unwrap().clone();
+                if neg { -x } else { x }
+            })
+            .collect()
+    };
+    let truth = |j: usize| col(&r.w0, j, false);
+    let mut perm = None;
+    for (p0, p1) in [(0usize, 1usize), (1, 0)] {
+        for (n0, n1) in [(false, false), (false, true), (true, false), (true, true)] {
+            if col(w0, p0, n0) == truth(0) && col(w0, p1, n1) == truth(1) {
+                perm = Some([(p0, n0), (p1, n1)]);
+            }
+        }
+    }
+    let perm = perm?;
+    let mut scores = vec![0.0; N];
+    for s in &outcome.steps {
+        let s = s.as_ref()?;
+        for (i, score) in scores.iter_mut().enumerate() {
+            *score += (0..M)
+                .map(|j| {
+                    let (k, neg) = perm[j];
+                    let x = s.secret.get(i, k).unwrap().to_f64().unwrap();
+                    (if neg { -x } else { x }) * r.v[j]
+                })
+                .sum::<f64>();
+        }
+    }
+    Some(scores.iter().map(|&x| x < 0.0).collect())
+}
+
+#[test]
+fn the_host_view_is_a_function_of_the_release_and_the_attack_recovers_only_it() {
+    let g = GradientPerturbation::new(1.0, 2.0, N as u64).unwrap();
+    let r = run(Some(g), 5);
+    let outcome = attacks::host_multi_step(&r.host);
+    let mut differs = false;
+    for (t, ((_, released, clean), rec)) in r.steps.iter().zip(&outcome.steps).enumerate() {
+        let rec = rec.as_ref().expect("the attack recovers the release");
+        let equal =
+            |x: &Matrix<BigInt>| rec.secret == *x || rec.secret == x.map(|v| -v) || !rec.resolved;
+        assert!(equal(released), "step {t}: recovered ≠ release");
+        differs |= rec.secret != *clean;
+    }
+    assert!(differs, "the release must differ from the clean error");
+}
+
+#[test]
+fn label_guesses_stay_within_the_dp_bound_on_random_label_canaries() {
+    // ε = 1, δ = 1e-5 over the 3 epochs (each row released once per step here).
+    let (eps, delta) = (1.0, 1e-5);
+    let g = GradientPerturbation::for_target(1.0, eps, delta, STEPS as u64, N as u64).unwrap();
+    let bound = (eps.exp() + delta) / (1.0 + eps.exp());
+    let (mut correct, mut total) = (0u64, 0u64);
+    let (mut correct_undefended, mut total_undefended) = (0u64, 0u64);
+    for seed in 0..12u64 {
+        let r = run(Some(g), 100 + seed);
+        let o = attacks::host_multi_step(&r.host);
+        let gs = guesses(&o, &r).expect("the attack recovers the release");
+        for (gi, y) in gs.iter().zip(&r.labels) {
+            correct += u64::from(*gi == (*y == 1.0));
+            total += 1;
+        }
+        if seed < 4 {
+            let u = run(None, 200 + seed);
+            let o = attacks::host_multi_step(&u.host);
+            let gs = guesses(&o, &u).unwrap();
+            for (gi, y) in gs.iter().zip(&u.labels) {
+                correct_undefended += u64::from(*gi == (*y == 1.0));
+                total_undefended += 1;
+            }
+        }
+    }
+    let ci = clopper_pearson(correct, total, Confidence::new(0.999).unwrap()).unwrap();
+    println!(
+        "canaries: accuracy {}/{} = {:.3} (99.9 % CI {:.3}–{:.3}); DP bound (e^ε + δ)/(1 + e^ε) = {bound:.3} at (ε, δ) = ({eps}, {delta}), z = {:.2}; undefended {}/{}",
+        correct,
+        total,
+        correct as f64 / total as f64,
+        ci.lower,
+        ci.upper,
+        g.noise_multiplier,
+        correct_undefended,
+        total_undefended
+    );
+    assert!(ci.lower <= bound, "the attack beats the DP bound");
+    // Control: without the defence the same attack exceeds the bound.
+    let ci_u = clopper_pearson(
+        correct_undefended,
+        total_undefended,
+        Confidence::new(0.999).unwrap(),
+    )
+    .unwrap();
+    assert!(ci_u.lower > bound, "control: undefended accuracy {ci_u:?}");
+}
