@@ -795,3 +795,54 @@ fn host_hello_without_the_guests_defence_is_refused() {
         Error::PeerMisbehaved(PeerMisbehaved::ConfigMismatch { .. })
     ));
 }
+
+// ----------------------------------------------------------------------------------------
+// 8. Panics on the DP path for configurations validate() accepts (finding P1)
+// ----------------------------------------------------------------------------------------
+
+/// `GradientPerturbation::new` and `ProtocolConfig::validate` accept any finite C and any η
+/// in (0, 10⁶], but `defences::guest_errors` computes ⌊C·S⌋² and n·2^exp(η) in i128: a
+/// large C or a tiny η overflows (a panic with overflow checks, a wrong value without).
+/// The guest's `backward` must return a typed error instead.
+#[test]
+fn gradient_perturbation_overflows_panic_instead_of_erroring() {
+    let outcome = |clip: f64, eta: f64, n: usize| {
+        std::panic::catch_unwind(move || {
+            let mut config = ProtocolConfig::new(Profile::Hardened, 2, 2);
+            config.label_defence = Some(LabelDefence::GradientPerturbation(
+                GradientPerturbation::new(clip, 1.0, n as u64).unwrap(),
+            ));
+            config.accepted_leaks.guest_recovers_exact_activations = true;
+            config.learning_rate = eta;
+            config.min_key_bits = 64;
+            config.max_batch_rows = n;
+            assert!(config.validate().is_ok());
+            let init = init(&config, 1);
+            let mut pair = identity_pair(config, &init, 2);
+            let a = Matrix::from_fn(n, 2, |i, j| ((i + j) % 3) as f64 * 0.5);
+            let _ = forward(&mut pair, Purpose::Train, &a);
+            let delta = Matrix::from_fn(n, 2, |i, _| if i % 2 == 0 { 0.01 } else { -0.01 });
+            pair.guest.backward(&delta, &mut pair.guest_rng).map(|_| ())
+        })
+    };
+    let report = |what: &str, r: &std::thread::Result<Result<(), Error>>| {
+        let s = match r {
+            Ok(Ok(())) => "ok".to_string(),
+            Ok(Err(e)) => format!("typed error: {e}"),
+            Err(_) => "PANIC".to_string(),
+        };
+        println!("{what}: {s}");
+        s
+    };
+    let control = report("C = 1, η = 0.15 (control)", &outcome(1.0, 0.15, 256));
+    assert_eq!(control, "ok");
+    let tiny_eta = report(
+        "C = 1, η = 2^-121, n = 256",
+        &outcome(1.0, 2f64.powi(-121), 256),
+    );
+    let huge_clip = report("C = 1e25, η = 0.15", &outcome(1e25, 0.15, 4));
+    assert!(
+        tiny_eta == "PANIC" || huge_clip == "PANIC",
+        "both overflow cases now return errors: finding P1 is fixed"
+    );
+}
