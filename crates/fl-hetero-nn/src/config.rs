@@ -176,6 +176,40 @@ impl GradientPerturbation {
         Ok(acc.epsilon(delta).map_err(bad)?)
     }
 
+    /// σ of the noise in lattice steps at scale 2^`frac_bits`: z·2·K with
+    /// K = max(⌊C·2^f⌋, 1) ([`crate::defences::clip_bound_lattice`]).
+    pub fn sigma_lattice(&self, frac_bits: u32) -> f64 {
+        self.noise_multiplier * 2.0 * crate::defences::clip_bound_lattice(self.clip_norm, frac_bits)
+    }
+
+    /// The checks that need the fixed-point format: K = ⌊C·2^f⌋ ≤ 2^62 and
+    /// σ = 2zK ≤ 2^62 (the largest discrete Gaussian fl-ldp samples).
+    fn validate_on_lattice(&self, frac_bits: u32) -> Result<(), Error> {
+        self.validate()?;
+        let k = crate::defences::clip_bound_lattice(self.clip_norm, frac_bits);
+        if k > crate::defences::MAX_CLIP_LATTICE {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "gradient perturbation: clip_norm = {} gives ⌊C·2^{frac_bits}⌋ = {k:e} lattice steps; allowed ≤ 2^62 (C < {:e} at frac_bits = {frac_bits})",
+                    self.clip_norm,
+                    crate::defences::MAX_CLIP_LATTICE / 2f64.powi(frac_bits as i32)
+                ),
+            }
+            .into());
+        }
+        let sigma = self.sigma_lattice(frac_bits);
+        if let Err(e) = fl_ldp::DiscreteGaussian::new(sigma) {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "gradient perturbation: σ = 2·z·⌊C·2^{frac_bits}⌋ = {sigma:e} lattice steps (z = {}, C = {}): {e}; lower z or C",
+                    self.noise_multiplier, self.clip_norm
+                ),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), Error> {
         let ok = |x: f64| x.is_finite() && x > 0.0;
         if !(ok(self.clip_norm) && ok(self.noise_multiplier) && self.examples_per_epoch >= 1) {
@@ -383,7 +417,7 @@ impl ProtocolConfig {
             ));
         }
         if let Some(LabelDefence::GradientPerturbation(g)) = self.label_defence {
-            g.validate()?;
+            g.validate_on_lattice(f)?;
         }
         if self.profile == Profile::Hardened {
             if self.label_defence.is_none()

@@ -215,3 +215,114 @@ fn label_guesses_stay_within_the_dp_bound_on_random_label_canaries() {
     .unwrap();
     assert!(ci_u.lower > bound, "control: undefended accuracy {ci_u:?}");
 }
+
+/// One session over a configuration drawn from the whole space `validate()` ranges over:
+/// every error is typed; nothing panics (finding P1 of `tests/red_team/REPORT.md`).
+#[allow(clippy::too_many_arguments)]
+fn session_in_config_space(
+    profile: Profile,
+    frac_bits: u32,
+    dims: (usize, usize, usize),
+    log2_eta: f64,
+    bound_bits: (u32, u32, u32),
+    kappa: u32,
+    perturbation: Option<(f64, f64, u64)>,
+    embedding: Option<f64>,
+    // The inputs' range as a fraction of the configured bounds (> 1: out of range).
+    scale: f64,
+    seed: u64,
+) -> Result<(), fl_hetero_nn::Error> {
+    let (d_a, m, n) = dims;
+    let mut config = ProtocolConfig::new(profile, d_a, m);
+    config.fixed_point = fl_hetero_nn::FixedPoint::new(frac_bits)?;
+    config.learning_rate = 2f64.powf(log2_eta);
+    (
+        config.activation_bound_bits,
+        config.delta_bound_bits,
+        config.weight_bound_bits,
+    ) = bound_bits;
+    config.statistical_security_bits = kappa;
+    config.max_batch_rows = n;
+    config.min_key_bits = 64;
+    config.accepted_leaks =
+        fl_hetero_nn::config::AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE;
+    if let Some((log_c, log_z, releases)) = perturbation {
+        config.label_defence = Some(LabelDefence::GradientPerturbation(
+            GradientPerturbation::new(10f64.powf(log_c), 10f64.powf(log_z), releases)?,
+        ));
+    }
+    config.embedding_dp = embedding
+        .map(fl_ldp::Epsilon::new)
+        .transpose()
+        .ok()
+        .flatten();
+    if config.validate().is_err() {
+        return Ok(());
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let dk = IdentityDecryptionKey::generate(2048, &mut rng)?;
+    let init = init(&config, seed + 1);
+    let (hw, gw) = initial_parts(profile, &init);
+    let host = fl_hetero_nn::Host::<InsecureIdentityScheme>::new(config, dk, hw, &mut rng)?;
+    let guest = fl_hetero_nn::Guest::<InsecureIdentityScheme>::new(config, &init.bias, gw)?;
+    let mut pair = fl_hetero_nn::transport::memory::Pair::new(
+        host,
+        guest,
+        ChaCha20Rng::seed_from_u64(seed + 2),
+        ChaCha20Rng::seed_from_u64(seed + 3),
+    );
+    pair.drive().map_err(|e| e.error)?;
+    for _ in 0..2 {
+        let a_max = scale * 2f64.powi(config.activation_bound_bits as i32);
+        let a = random_matrix(&mut rng, n, d_a, -a_max, a_max);
+        pair.host
+            .start_round(Purpose::Train, &a, &mut pair.host_rng)?;
+        pair.drive().map_err(|e| e.error)?;
+        let d_max = scale * 2f64.powi(config.delta_bound_bits as i32);
+        let delta = random_matrix(&mut rng, n, m, -d_max, d_max);
+        pair.guest.backward(&delta, &mut pair.guest_rng)?;
+        pair.drive().map_err(|e| e.error)?;
+        while pair.poll_guest_event().is_some() {}
+        while pair.poll_host_event().is_some() {}
+    }
+    let _ = pair.host.privacy_report(n as u64, 1e-5);
+    let _ = pair.guest.privacy_report(n as u64, 1e-5);
+    Ok(())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// Finding P1: no configuration that `validate()` accepts makes a session panic —
+    /// huge or tiny C and z, η down to the smallest subnormal, every fixed-point precision
+    /// and bound, with and without the defences. Errors (values out of the configured
+    /// range, a key too small for the bounds) are fine; a panic fails the test.
+    #[test]
+    fn no_panic_for_any_configuration_validate_accepts(
+        fate in proptest::bool::ANY,
+        frac_bits in 1u32..=40,
+        d_a in 1usize..=3,
+        m in 1usize..=3,
+        n in 1usize..=6,
+        log2_eta in -1074.0f64..19.9,
+        bounds in (0u32..=32, 0u32..=32, 0u32..=32),
+        kappa in 1u32..=64,
+        perturbation in proptest::option::of((-40.0f64..20.0, -40.0f64..20.0, 1u64..=4)),
+        embedding in proptest::option::of(0.0f64..1e6),
+        log_scale in -6.0f64..0.1,
+        seed in 0u64..1_000_000,
+    ) {
+        let profile = if fate { Profile::FateFaithful } else { Profile::Hardened };
+        let _ = session_in_config_space(
+            profile,
+            frac_bits,
+            (d_a, m, n),
+            log2_eta,
+            bounds,
+            kappa,
+            perturbation,
+            embedding,
+            10f64.powf(log_scale),
+            seed,
+        );
+    }
+}

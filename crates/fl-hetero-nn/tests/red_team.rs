@@ -18,7 +18,7 @@ use common::*;
 use fl_hetero_nn::attacks::norm_scores;
 use fl_hetero_nn::config::{GradientPerturbation, LabelDefence};
 use fl_hetero_nn::data::roc_auc;
-use fl_hetero_nn::error::{Error, PeerMisbehaved};
+use fl_hetero_nn::error::{ApiMisuse, Error, PeerMisbehaved};
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
 use fl_hetero_nn::split::{LabelDefence as SplitLabelDefence, SplitConfig};
 use fl_hetero_nn::transport::memory::Pair;
@@ -187,24 +187,12 @@ fn accountant_matches_an_independent_computation() {
 // 2. Gradient perturbation: the optimal (white-box) canary attack through the real protocol
 // ----------------------------------------------------------------------------------------
 
-/// The guest's integer clip, replicated (defences::guest_errors) so the attacker knows the
-/// two candidate rows v(y = 0) and v(y = 1) exactly (white box: DP must hold anyway).
+/// The guest's integer clip (`defences::clip_error_row`, the function `guest_errors`
+/// applies), so the attacker knows the two candidate rows v(y = 0) and v(y = 1) exactly
+/// (white box: DP must hold anyway).
 fn clipped_row(delta_row: &[f64], n: usize, clip: f64, frac_bits: u32) -> Vec<i128> {
-    let scale = 2f64.powi(frac_bits as i32);
     let row: Vec<f64> = delta_row.iter().map(|x| x * n as f64).collect();
-    let norm = row.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let factor = if norm > clip { clip / norm } else { 1.0 };
-    let clip_int = (clip * scale).floor().max(1.0) as i128;
-    let mut v: Vec<i128> = row
-        .iter()
-        .map(|x| (x * factor * scale).round_ties_even() as i128)
-        .collect();
-    while v.iter().map(|x| x * x).sum::<i128>() > clip_int * clip_int {
-        if let Some(big) = v.iter_mut().max_by_key(|x| x.unsigned_abs()) {
-            *big -= big.signum();
-        }
-    }
-    v
+    fl_hetero_nn::defences::clip_error_row(&row, clip, frac_bits).unwrap()
 }
 
 struct Audit {
@@ -800,12 +788,15 @@ fn host_hello_without_the_guests_defence_is_refused() {
 // 8. Panics on the DP path for configurations validate() accepts (finding P1)
 // ----------------------------------------------------------------------------------------
 
-/// `GradientPerturbation::new` and `ProtocolConfig::validate` accept any finite C and any η
-/// in (0, 10⁶], but `defences::guest_errors` computes ⌊C·S⌋² and n·2^exp(η) in i128: a
-/// large C or a tiny η overflows (a panic with overflow checks, a wrong value without).
-/// The guest's `backward` must return a typed error instead.
+/// Finding P1 (resolved): `ProtocolConfig::validate` accepted any finite C and any η in
+/// (0, 10⁶], but `defences::guest_errors` computed ⌊C·S⌋² and n·2^exp(η) in i128, so a
+/// large C or a tiny η panicked (overflow, division by zero). Now `validate` refuses
+/// ⌊C·2^f⌋ > 2^62 and σ beyond the sampler's range with a typed error naming C, and the η
+/// scaling runs in big integers, so the tiny η trains. Control: C = 1, η = 0.15 runs.
+/// The whole configuration space: `tests/dp_defences.rs`
+/// (`no_panic_for_any_configuration_validate_accepts`).
 #[test]
-fn gradient_perturbation_overflows_panic_instead_of_erroring() {
+fn gradient_perturbation_overflows_are_refused_or_computed_exactly() {
     let outcome = |clip: f64, eta: f64, n: usize| {
         std::panic::catch_unwind(move || {
             let mut config = ProtocolConfig::new(Profile::Hardened, 2, 2);
@@ -816,33 +807,48 @@ fn gradient_perturbation_overflows_panic_instead_of_erroring() {
             config.learning_rate = eta;
             config.min_key_bits = 64;
             config.max_batch_rows = n;
-            assert!(config.validate().is_ok());
+            config.validate()?;
             let init = init(&config, 1);
             let mut pair = identity_pair(config, &init, 2);
             let a = Matrix::from_fn(n, 2, |i, j| ((i + j) % 3) as f64 * 0.5);
             let _ = forward(&mut pair, Purpose::Train, &a);
             let delta = Matrix::from_fn(n, 2, |i, _| if i % 2 == 0 { 0.01 } else { -0.01 });
-            pair.guest.backward(&delta, &mut pair.guest_rng).map(|_| ())
+            pair.guest.backward(&delta, &mut pair.guest_rng)?;
+            pair.drive().map_err(|e| e.error)?;
+            // Dη of the last step: with η = 2^−121 every entry rounds to 0.
+            let mut scaled = None;
+            while let Some(e) = pair.poll_guest_event() {
+                if let fl_hetero_nn::GuestEvent::BackwardDone { scaled_error, .. } = e {
+                    scaled = Some(scaled_error);
+                }
+            }
+            Ok::<_, Error>(scaled)
         })
     };
-    let report = |what: &str, r: &std::thread::Result<Result<(), Error>>| {
+    let report = |what: &str, r: &std::thread::Result<Result<Option<Matrix<BigInt>>, Error>>| {
         let s = match r {
-            Ok(Ok(())) => "ok".to_string(),
+            Ok(Ok(_)) => "ok".to_string(),
             Ok(Err(e)) => format!("typed error: {e}"),
             Err(_) => "PANIC".to_string(),
         };
         println!("{what}: {s}");
         s
     };
-    let control = report("C = 1, η = 0.15 (control)", &outcome(1.0, 0.15, 256));
-    assert_eq!(control, "ok");
-    let tiny_eta = report(
-        "C = 1, η = 2^-121, n = 256",
-        &outcome(1.0, 2f64.powi(-121), 256),
-    );
-    let huge_clip = report("C = 1e25, η = 0.15", &outcome(1e25, 0.15, 4));
+    let control = outcome(1.0, 0.15, 256);
+    assert_eq!(report("C = 1, η = 0.15 (control)", &control), "ok");
+    let tiny_eta = outcome(1.0, 2f64.powi(-121), 256);
+    assert_eq!(report("C = 1, η = 2^-121, n = 256", &tiny_eta), "ok");
+    let Ok(Ok(Some(d_eta))) = tiny_eta else {
+        panic!("no BackwardDone")
+    };
+    assert!(d_eta.as_slice().iter().all(|x| x.bits() == 0), "Dη ≠ 0");
+    let huge_clip = outcome(1e25, 0.15, 4);
+    let s = report("C = 1e25, η = 0.15", &huge_clip);
     assert!(
-        tiny_eta == "PANIC" || huge_clip == "PANIC",
-        "both overflow cases now return errors: finding P1 is fixed"
+        matches!(
+            huge_clip,
+            Ok(Err(Error::ApiMisuse(ApiMisuse::InvalidConfig { ref reason }))) if reason.contains("clip_norm")
+        ),
+        "{s}"
     );
 }
