@@ -48,6 +48,8 @@ use rand::SeedableRng;
 use rand::rngs::{ChaCha20Rng, SysRng};
 
 const GUEST_CSV: &str = include_str!("../data/breast_hetero_guest.csv");
+/// δ of the label guarantee in the privacy reports.
+const DELTA: f64 = 1e-5;
 const HOST_CSV: &str = include_str!("../data/breast_hetero_host.csv");
 
 struct Args {
@@ -205,6 +207,11 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
+/// A privacy report as one line (or why there is none).
+fn report_line(r: Result<fl_hetero_nn::defences::PrivacyReport, Error>) -> String {
+    r.map_or_else(|e| format!("no report: {e}"), |r| r.to_string())
+}
+
 fn number<T: std::str::FromStr>(v: &str, what: &str) -> Result<T, String> {
     v.parse().map_err(|_| format!("{what}, not {v:?}"))
 }
@@ -330,12 +337,14 @@ impl HostPart for FloatPart {
         &mut self,
         _p: fl_hetero_nn::Purpose,
         a: &Matrix<f64>,
+        _row_ids: &[u64],
     ) -> Result<Matrix<f64>, Error> {
         self.lin.forward(a)
     }
     fn backward(
         &mut self,
         delta: &Matrix<f64>,
+        _row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
         let g = self.lin.backward(delta)?;
         self.lin
@@ -405,9 +414,10 @@ fn run_tcp(
         .local_addr()
         .map_err(fl_hetero_nn::error::TransportError::from)?;
     let cps = checkpoints(args.epochs);
-    let (cfg2, host_x, cps2) = (*cfg, data.host.clone(), cps.clone());
+    let (cfg2, host_x, row_ids, cps2) =
+        (*cfg, data.host.clone(), data.row_ids.clone(), cps.clone());
     let mut host_model = HostModel::new(init);
-    let host_thread = std::thread::spawn(move || -> Result<TrafficStats, Error> {
+    let host_thread = std::thread::spawn(move || -> Result<(TrafficStats, String), Error> {
         let (sock, _) = listener
             .accept()
             .map_err(fl_hetero_nn::error::TransportError::from)?;
@@ -415,13 +425,14 @@ fn run_tcp(
         fl_hetero_nn::split::tcp::run_host(
             &cfg2,
             &host_x,
+            &row_ids,
             &mut host_model,
             &mut host,
             &mut stream,
             &cps2,
             &mut host_rng,
         )?;
-        Ok(stream.stats)
+        Ok((stream.stats, report_line(host.privacy_report(DELTA))))
     });
     let sock = TcpStream::connect(addr).map_err(fl_hetero_nn::error::TransportError::from)?;
     let mut stream = FramedStream::new(sock, TcpConfig::default(), false)?;
@@ -432,6 +443,7 @@ fn run_tcp(
         cfg,
         &data.guest,
         &data.labels,
+        &data.row_ids,
         &mut model,
         &mut guest,
         &mut stream,
@@ -445,9 +457,14 @@ fn run_tcp(
         },
     )?;
     // A panic in the host thread is a bug: re-raise it with its own message.
-    let stats = host_thread
+    let (stats, host_report) = host_thread
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+    println!("{name} over TCP, host's report: {host_report}");
+    println!(
+        "{name} over TCP, guest's report: {}",
+        report_line(guest.privacy_report(DELTA))
+    );
     let steps = (cfg.batches(data.len()).len() * args.epochs) as f64;
     Ok(Run {
         name: name.into(),
@@ -503,6 +520,7 @@ fn run_role(
             fl_hetero_nn::split::tcp::run_host(
                 cfg,
                 &data.host,
+                &data.row_ids,
                 &mut HostModel::new(init),
                 &mut host,
                 &mut stream,
@@ -510,10 +528,7 @@ fn run_role(
                 &mut rng,
             )?;
             eprintln!("host done: {:?}", stream.stats);
-            match host.privacy_report(data.len() as u64, 1e-5) {
-                Ok(r) => println!("host's report: {r}"),
-                Err(e) => eprintln!("privacy report: {e}"),
-            }
+            println!("host's report: {}", report_line(host.privacy_report(DELTA)));
         }
         Role::Guest => {
             let mut guest = Guest::<Paillier>::new(pc, &init.host_part_bias, &own_share)?;
@@ -531,6 +546,7 @@ fn run_role(
                 cfg,
                 &data.guest,
                 &data.labels,
+                &data.row_ids,
                 &mut GuestModel::new(init, cfg),
                 &mut guest,
                 &mut stream,
@@ -546,10 +562,10 @@ fn run_role(
                 },
             )?;
             eprintln!("guest done: {:?}", stream.stats);
-            match guest.privacy_report(data.len() as u64, 1e-5) {
-                Ok(r) => println!("guest's report: {r}"),
-                Err(e) => eprintln!("privacy report: {e}"),
-            }
+            println!(
+                "guest's report: {}",
+                report_line(guest.privacy_report(DELTA))
+            );
         }
     }
     Ok(())
@@ -657,7 +673,18 @@ fn main() -> Result<(), Error> {
                     let mut pair = Pair::new(host, guest, hr, gr);
                     pair.drive().map_err(|e| e.error)?;
                     let _ = pair.poll_guest_event();
-                    run_in_process(name, &cfg, &data, &train, &init, &mut pair, cfg.epochs)?
+                    let run =
+                        run_in_process(name, &cfg, &data, &train, &init, &mut pair, cfg.epochs)?;
+                    // The guarantee each party got, counted per row by the parties.
+                    println!(
+                        "{name}, host's report: {}",
+                        report_line(pair.host.privacy_report(DELTA))
+                    );
+                    println!(
+                        "{name}, guest's report: {}",
+                        report_line(pair.guest.privacy_report(DELTA))
+                    );
+                    run
                 }
             }
         };
@@ -669,15 +696,6 @@ fn main() -> Result<(), Error> {
             args.label_dp.map_or("off".into(), |e| e.to_string()),
             args.embedding_dp.map_or("off".into(), |e| e.to_string())
         );
-    }
-    // The guarantee each party got (the same for both secure profiles' configuration).
-    let pc = config(&cfg, Profile::Hardened, args.key_bits, args.encryption);
-    let rows = data.len() as u64;
-    let trained = rows * cfg.epochs as u64;
-    let sent = trained + rows * checkpoints(cfg.epochs).len() as u64;
-    match fl_hetero_nn::defences::privacy_report(&pc, trained, sent, rows, 1e-5) {
-        Ok(r) => println!("privacy (Hardened): {r}"),
-        Err(e) => eprintln!("privacy report: {e}"),
     }
     // EmbeddingDP randomises the secure runs' activations with coins the plaintext runs do
     // not share, so they are not compared bit for bit then.

@@ -108,7 +108,12 @@ struct Observed {
 }
 
 impl HostPart for Observed {
-    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+    fn forward(
+        &mut self,
+        purpose: Purpose,
+        a: &Matrix<f64>,
+        _row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error> {
         let sent = match &self.embedding {
             Some(m) => embedding_dp_rows(m, a, &mut self.rng)?,
             None => a.clone(),
@@ -130,6 +135,7 @@ impl HostPart for Observed {
     fn backward(
         &mut self,
         delta: &Matrix<f64>,
+        _row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
         let (g, exact, released) = self.inner.backward_defended(delta, &mut self.guest_rng)?;
         if self.recording {
@@ -145,14 +151,6 @@ impl HostPart for Observed {
     fn traffic(&self) -> TrafficStats {
         TrafficStats::default()
     }
-}
-
-fn subset(data: &VerticalData, rows: &[usize]) -> Result<VerticalData, Error> {
-    Ok(VerticalData {
-        labels: rows.iter().map(|&i| data.labels[i]).collect(),
-        guest: data.guest.select_rows(rows)?,
-        host: data.host.select_rows(rows)?,
-    })
 }
 
 /// Solves X·B = Y (square) by Gauss–Jordan; `None` when singular.
@@ -299,12 +297,12 @@ fn run(
             cfg.label_dp = Some(LabelDefence::RrWithPrior { epsilon, prior });
         }
         Defence::GradientPerturbation => {
+            // Each training row is released once per epoch.
             cfg.gradient_perturbation = Some(GradientPerturbation::for_target(
                 1.0,
                 eps,
                 DELTA,
                 cfg.epochs as u64,
-                train.len() as u64,
             )?);
         }
         Defence::EmbeddingDp => cfg.embedding_dp = Some(epsilon),
@@ -461,8 +459,8 @@ fn prepare(
     let cut = data.len() * 4 / 5;
     let mut train_rows = order[..cut].to_vec();
     train_rows.sort_unstable();
-    let mut train = subset(&data, &train_rows)?;
-    let test = subset(&data, &order[cut..])?;
+    let mut train = data.subset(&train_rows)?;
+    let test = data.subset(&order[cut..])?;
     let mut idx: Vec<usize> = (0..train.len()).collect();
     idx.shuffle(&mut rng);
     let canary_rows: Vec<usize> = idx[..canaries.min(train.len())].to_vec();

@@ -104,12 +104,16 @@ impl Encryption {
 ///
 /// Privacy claim: with one-label neighbours (two label vectors differing in one
 /// example's label), a row's L2 sensitivity is 2·`clip_norm`, so each release of a row is
-/// (α, α/(2z²))-RDP (z = `noise_multiplier`; CKS 2020 Theorem 14); a row released once
-/// per epoch for E epochs composes to E·α/(2z²), converted to (ε, δ) by
-/// [`fl_ldp::RdpAccountant`]. The claim covers the host's whole view **only if** the
-/// guest's other label-dependent state (top model, guest bottom model, W_B) is trained
-/// only from released quantities: `crate::split` freezes the top model and trains the
-/// guest's layers on the released error. Proof: `docs/proofs/fl-hetero-nn/gradient-perturbation.md`.
+/// (α, α/(2z²))-RDP (z = `noise_multiplier`; CKS 2020 Theorem 14); an example released
+/// k times composes to k·α/(2z²), converted to (ε, δ) by [`fl_ldp::RdpAccountant`]. The
+/// guest counts the releases of every example by the row ids its application passes to
+/// [`crate::Guest::backward`], refuses a batch that would release an example more than
+/// `releases_per_row` times ([`ApiMisuse::PrivacyBudgetExhausted`]), and reports the
+/// ε of the most-released example ([`crate::Guest::privacy_report`]). The claim covers
+/// the host's whole view **only if** the guest's other label-dependent state (top model,
+/// guest bottom model, W_B) is trained only from released quantities: `crate::split`
+/// freezes the top model and trains the guest's layers on the released error. Proof:
+/// `docs/proofs/fl-hetero-nn/gradient-perturbation.md`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct GradientPerturbation {
@@ -117,61 +121,64 @@ pub struct GradientPerturbation {
     pub clip_norm: f64,
     /// z = σ/Δ₂ with Δ₂ = 2C.
     pub noise_multiplier: f64,
-    /// Rows released per epoch (the training set size): each example's row is released
-    /// once per epoch, in the batches that partition the set (the caller's schedule).
-    pub examples_per_epoch: u64,
+    /// The budget: the most times one example's row may be released (E epochs of a
+    /// schedule that visits each example once per epoch: E). Enforced by the guest per row
+    /// id.
+    pub releases_per_row: u64,
 }
 
 impl GradientPerturbation {
-    /// A perturbation with clip norm C and noise multiplier z.
+    /// A perturbation with clip norm C, noise multiplier z and a budget of
+    /// `releases_per_row` releases of each example.
     ///
     /// # Errors
     /// [`ApiMisuse::InvalidConfig`] unless C and z are finite and > 0 and
-    /// `examples_per_epoch` ≥ 1.
+    /// `releases_per_row` ≥ 1.
     pub fn new(
         clip_norm: f64,
         noise_multiplier: f64,
-        examples_per_epoch: u64,
+        releases_per_row: u64,
     ) -> Result<Self, Error> {
         let g = Self {
             clip_norm,
             noise_multiplier,
-            examples_per_epoch,
+            releases_per_row,
         };
         g.validate()?;
         Ok(g)
     }
 
-    /// The noise multiplier that makes `epochs` epochs (ε, δ)-label-DP, derived with the
-    /// accountant ([`fl_ldp::RdpAccountant::noise_multiplier_for`]).
+    /// The noise multiplier that makes `releases_per_row` releases of each example
+    /// (ε, δ)-label-DP, derived with the accountant
+    /// ([`fl_ldp::RdpAccountant::noise_multiplier_for`]); the budget is `releases_per_row`.
     ///
     /// # Errors
-    /// Invalid C, ε, δ or a zero epoch count.
+    /// Invalid C, ε, δ or a zero release count.
     pub fn for_target(
         clip_norm: f64,
         epsilon: f64,
         delta: f64,
-        epochs: u64,
-        examples_per_epoch: u64,
+        releases_per_row: u64,
     ) -> Result<Self, Error> {
-        let z = fl_ldp::RdpAccountant::noise_multiplier_for(epsilon, delta, epochs).map_err(
-            |e| ApiMisuse::InvalidConfig {
-                reason: format!("gradient perturbation target (ε = {epsilon}, δ = {delta}, {epochs} epochs): {e}"),
-            },
-        )?;
-        Self::new(clip_norm, z, examples_per_epoch)
+        let z = fl_ldp::RdpAccountant::noise_multiplier_for(epsilon, delta, releases_per_row)
+            .map_err(|e| ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "gradient perturbation target (ε = {epsilon}, δ = {delta}, {releases_per_row} releases per row): {e}"
+                ),
+            })?;
+        Self::new(clip_norm, z, releases_per_row)
     }
 
-    /// The (ε, δ)-label-DP of `epochs` epochs.
+    /// The (ε, δ)-label-DP of an example released `releases` times (0 releases: ε = 0).
     ///
     /// # Errors
     /// An invalid δ.
-    pub fn guarantee(&self, epochs: u64, delta: f64) -> Result<fl_ldp::PrivacyLoss, Error> {
+    pub fn guarantee(&self, releases: u64, delta: f64) -> Result<fl_ldp::PrivacyLoss, Error> {
         let mut acc = fl_ldp::RdpAccountant::new();
         let bad = |e: fl_ldp::Error| ApiMisuse::InvalidConfig {
             reason: format!("accountant: {e}"),
         };
-        acc.compose_gaussian(self.noise_multiplier, epochs)
+        acc.compose_gaussian(self.noise_multiplier, releases)
             .map_err(bad)?;
         Ok(acc.epsilon(delta).map_err(bad)?)
     }
@@ -212,11 +219,11 @@ impl GradientPerturbation {
 
     fn validate(&self) -> Result<(), Error> {
         let ok = |x: f64| x.is_finite() && x > 0.0;
-        if !(ok(self.clip_norm) && ok(self.noise_multiplier) && self.examples_per_epoch >= 1) {
+        if !(ok(self.clip_norm) && ok(self.noise_multiplier) && self.releases_per_row >= 1) {
             return Err(ApiMisuse::InvalidConfig {
                 reason: format!(
-                    "gradient perturbation: clip_norm = {}, noise_multiplier = {}, examples_per_epoch = {}; C and z must be finite and > 0, at least one example",
-                    self.clip_norm, self.noise_multiplier, self.examples_per_epoch
+                    "gradient perturbation: clip_norm = {}, noise_multiplier = {}, releases_per_row = {}; C and z must be finite and > 0, at least one release",
+                    self.clip_norm, self.noise_multiplier, self.releases_per_row
                 ),
             }
             .into());
@@ -308,7 +315,8 @@ pub struct ProtocolConfig {
     /// Privacy claim: each row the host sends is (d_A·ε/2)-LDP with respect to replacing
     /// that row's bottom output by any other (ε/2 per coordinate), from the guest's view
     /// and everything derived from it; fresh coins every round, so a row sent in T rounds
-    /// composes to T·d_A·ε/2. Training then runs on the randomised bits (the bottom model
+    /// composes to T·d_A·ε/2 ([`crate::Host::privacy_report`] counts T per row id and
+    /// states the most-sent row's ε). Training then runs on the randomised bits (the bottom model
     /// receives δ_A as the gradient of its output: straight-through). The host chooses
     /// it; the hello carries it so the guest knows, but the guest does not require it.
     pub embedding_dp: Option<fl_ldp::Epsilon>,
@@ -706,7 +714,7 @@ mod tests {
         assert!(GradientPerturbation::new(0.0, 1.0, 1).is_err());
         assert!(GradientPerturbation::new(1.0, f64::NAN, 1).is_err());
         assert!(GradientPerturbation::new(1.0, 1.0, 0).is_err());
-        let g = GradientPerturbation::for_target(1.0, 2.0, 1e-5, 10, 100).unwrap();
+        let g = GradientPerturbation::for_target(1.0, 2.0, 1e-5, 10).unwrap();
         let got = g.guarantee(10, 1e-5).unwrap().epsilon;
         assert!(got <= 2.0 && got > 1.99, "{got}");
     }

@@ -223,18 +223,96 @@ pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
     Ok((d, Matrix::from_vec(n, m, d_eta)?, Some(released)))
 }
 
+/// How many times each row took part in a release, keyed by the row ids the application
+/// passes with each batch ([`crate::Host::start_round`], [`crate::Guest::backward`]).
+///
+/// A row id names one record of the data set (e.g. its index in the aligned set, or the
+/// sample id both parties aligned on) and must be the same every time that record is
+/// used: the guarantee of a record is the composition over the releases of *its* id.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RowLedger {
+    counts: std::collections::HashMap<u64, u64>,
+    most: u64,
+}
+
+impl RowLedger {
+    /// Checks a batch of `rows` rows: one id per row, no id twice; with `budget`, no row
+    /// released `budget` times already.
+    pub(crate) fn check(
+        &self,
+        row_ids: &[u64],
+        rows: usize,
+        budget: Option<u64>,
+    ) -> Result<(), Error> {
+        if row_ids.len() != rows {
+            return Err(ApiMisuse::InvalidRowIds {
+                reason: format!(
+                    "{} row ids for a batch of {rows} rows; pass one id per row",
+                    row_ids.len()
+                ),
+            }
+            .into());
+        }
+        let mut seen = std::collections::HashSet::with_capacity(rows);
+        for &id in row_ids {
+            if !seen.insert(id) {
+                return Err(ApiMisuse::InvalidRowIds {
+                    reason: format!(
+                        "row id {id} appears twice in one batch; a batch holds each record at most once"
+                    ),
+                }
+                .into());
+            }
+            if let Some(budget) = budget {
+                let releases = self.count(id);
+                if releases >= budget {
+                    return Err(ApiMisuse::PrivacyBudgetExhausted {
+                        row_id: id,
+                        releases,
+                        budget,
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts one more release of each row of a checked batch.
+    pub(crate) fn record(&mut self, row_ids: &[u64]) {
+        for &id in row_ids {
+            let c = self.counts.entry(id).or_insert(0);
+            *c = c.saturating_add(1);
+            self.most = self.most.max(*c);
+        }
+    }
+
+    /// Releases of row `id` so far.
+    pub(crate) fn count(&self, id: u64) -> u64 {
+        self.counts.get(&id).copied().unwrap_or(0)
+    }
+
+    /// The most releases of any one row.
+    pub(crate) fn most(&self) -> u64 {
+        self.most
+    }
+}
+
 /// What a party's labels got from a training run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum LabelGuarantee {
-    /// (ε, δ)-label-DP from gradient perturbation over `epochs` epochs (accountant).
+    /// (ε, δ)-label-DP for every example from gradient perturbation: the ε of the
+    /// most-released example (accountant), counted per row id.
     LabelDp {
-        /// ε.
+        /// ε of the most-released example (0 before any release).
         epsilon: f64,
         /// δ.
         delta: f64,
-        /// Epochs composed.
-        epochs: u64,
+        /// Releases of the most-released example.
+        releases: u64,
+        /// The configured budget of releases per example, enforced by the guest.
+        budget: u64,
     },
     /// ε-label-DP declared by the application (labels randomised once before training).
     DeclaredLabelDp {
@@ -254,15 +332,23 @@ pub enum LabelGuarantee {
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum FeatureGuarantee {
-    /// Each row is ε-LDP (any two rows), composed over the `rounds` times it was sent
-    /// (pure composition: `epsilon` = rounds·d_A·ε_EmbeddingDP/2).
+    /// Each row is ε-LDP (any two rows), composed over the rounds it was sent, counted per
+    /// row id by the host (pure composition: `epsilon` = rounds·d_A·ε_EmbeddingDP/2 for the
+    /// most-sent row).
     LocalDp {
         /// ε per row per round (d_A·ε/2).
         per_round: f64,
-        /// Times each row was sent (training and prediction rounds).
+        /// Rounds (training and prediction) in which the most-sent row was sent.
         rounds: u64,
-        /// The composed ε per row.
+        /// The composed ε of the most-sent row.
         epsilon: f64,
+    },
+    /// The guest's view of EmbeddingDP: `per_round` per row and round. The guest cannot
+    /// tell the host's rows apart, so the composition per row is the host's report
+    /// ([`crate::Host::privacy_report`]).
+    LocalDpPerRound {
+        /// ε per row per round (d_A·ε/2).
+        per_round: f64,
     },
     /// None: the guest recovers a_A exactly (`crate::attacks::guest_multi_step`).
     None {
@@ -289,10 +375,11 @@ impl core::fmt::Display for PrivacyReport {
             LabelGuarantee::LabelDp {
                 epsilon,
                 delta,
-                epochs,
+                releases,
+                budget,
             } => write!(
                 f,
-                "labels: ({epsilon:.4}, {delta:e})-label-DP over {epochs} epochs (gradient perturbation)"
+                "labels: ({epsilon:.4}, {delta:e})-label-DP per example (gradient perturbation; the most-released example: {releases} of at most {budget} releases)"
             )?,
             LabelGuarantee::DeclaredLabelDp { epsilon } => write!(
                 f,
@@ -311,7 +398,11 @@ impl core::fmt::Display for PrivacyReport {
                 epsilon,
             } => write!(
                 f,
-                "features: {epsilon:.4}-LDP per row ({per_round} per round × {rounds} rounds, EmbeddingDP)"
+                "features: {epsilon:.4}-LDP per row (EmbeddingDP, {per_round} per round × {rounds} rounds of the most-sent row)"
+            ),
+            FeatureGuarantee::LocalDpPerRound { per_round } => write!(
+                f,
+                "features: {per_round}-LDP per row per round (EmbeddingDP; the composition per row is in the host's report)"
             ),
             FeatureGuarantee::None { host_dim, out_dim } => write!(
                 f,
@@ -321,34 +412,32 @@ impl core::fmt::Display for PrivacyReport {
     }
 }
 
-/// The report for a session with `config` after `rows_trained` training rows (counted
-/// over all steps) and `rows_sent` rows forwarded (training and prediction), over a data
-/// set of `dataset_rows` rows; δ for the label guarantee is `delta`.
+/// The report for a session with `config`: `label_releases` is the most releases of any
+/// one example's error (per row id), `feature_rounds` the most rounds any one row of the
+/// host's bottom output was sent in (`None`: not countable by this party, report per
+/// round); δ for the label guarantee is `delta`.
 ///
 /// # Errors
-/// An invalid δ or a zero `dataset_rows`.
-pub fn privacy_report(
+/// An invalid δ.
+pub(crate) fn privacy_report(
     config: &ProtocolConfig,
-    rows_trained: u64,
-    rows_sent: u64,
-    dataset_rows: u64,
+    label_releases: u64,
+    feature_rounds: Option<u64>,
     delta: f64,
 ) -> Result<PrivacyReport, Error> {
-    if dataset_rows == 0 {
-        return Err(ApiMisuse::InvalidConfig {
-            reason: "dataset_rows = 0; a report needs the data set size".into(),
-        }
-        .into());
-    }
     let (host_dim, out_dim) = (config.host_dim, config.out_dim);
     let labels = match config.label_defence {
         Some(LabelDefence::GradientPerturbation(g)) => {
-            let epochs = rows_trained.div_ceil(g.examples_per_epoch);
-            let loss = g.guarantee(epochs.max(1), delta)?;
+            let loss = g.guarantee(label_releases.max(1), delta)?;
             LabelGuarantee::LabelDp {
-                epsilon: if epochs == 0 { 0.0 } else { loss.epsilon },
+                epsilon: if label_releases == 0 {
+                    0.0
+                } else {
+                    loss.epsilon
+                },
                 delta,
-                epochs,
+                releases: label_releases,
+                budget: g.releases_per_row,
             }
         }
         Some(LabelDefence::RandomizedLabels { epsilon }) => LabelGuarantee::DeclaredLabelDp {
@@ -356,22 +445,19 @@ pub fn privacy_report(
         },
         None => LabelGuarantee::None { host_dim, out_dim },
     };
-    let features = match config.embedding_dp {
-        Some(eps) => {
+    let features = match (config.embedding_dp, feature_rounds) {
+        (Some(eps), Some(rounds)) => {
             let per_round = host_dim as f64 * eps.value() / 2.0;
-            let rounds = rows_sent.div_ceil(dataset_rows);
-            let mut acc = fl_ldp::RdpAccountant::new();
-            acc.compose_pure(per_round, rounds)
-                .map_err(|e| ApiMisuse::InvalidConfig {
-                    reason: format!("accountant: {e}"),
-                })?;
             FeatureGuarantee::LocalDp {
                 per_round,
                 rounds,
                 epsilon: per_round * rounds as f64,
             }
         }
-        None => FeatureGuarantee::None { host_dim, out_dim },
+        (Some(eps), None) => FeatureGuarantee::LocalDpPerRound {
+            per_round: host_dim as f64 * eps.value() / 2.0,
+        },
+        (None, _) => FeatureGuarantee::None { host_dim, out_dim },
     };
     Ok(PrivacyReport { labels, features })
 }

@@ -498,7 +498,7 @@ fn put_config(w: &mut Vec<u8>, c: &ProtocolConfig) {
             w.push(1);
             w.extend_from_slice(&g.clip_norm.to_bits().to_be_bytes());
             w.extend_from_slice(&g.noise_multiplier.to_bits().to_be_bytes());
-            w.extend_from_slice(&g.examples_per_epoch.to_be_bytes());
+            w.extend_from_slice(&g.releases_per_row.to_be_bytes());
         }
         Some(LabelDefence::RandomizedLabels { epsilon }) => {
             w.push(2);
@@ -543,9 +543,9 @@ fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
         1 => {
             let clip = f64::from_bits(r.u64()?);
             let z = f64::from_bits(r.u64()?);
-            let per_epoch = r.u64()?;
+            let releases = r.u64()?;
             Some(LabelDefence::GradientPerturbation(
-                GradientPerturbation::new(clip, z, per_epoch)
+                GradientPerturbation::new(clip, z, releases)
                     .map_err(|_| DecodeError::InvalidField("label_defence"))?,
             ))
         }

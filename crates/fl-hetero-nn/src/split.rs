@@ -374,27 +374,42 @@ impl GuestModel {
 }
 
 /// Where the interactive layer's host part is computed.
+///
+/// `row_ids` names the batch's records (one id per row; [`VerticalData::row_ids`]): the
+/// secure parties count each record's releases by them (privacy report, budget).
 pub trait HostPart {
     /// z_A for a batch a_A (n × d_A).
-    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error>;
+    fn forward(
+        &mut self,
+        purpose: Purpose,
+        a: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error>;
     /// δ_A for δ (n × m), and the released error the guest must train on when a
     /// gradient perturbation replaced δ (`None`: δ itself); also applies the layer's
     /// update.
     fn backward(
         &mut self,
         delta: &Matrix<f64>,
+        row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error>;
     /// Traffic so far.
     fn traffic(&self) -> TrafficStats;
 }
 
 impl HostPart for PlainInteractiveLayer {
-    fn forward(&mut self, _purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+    fn forward(
+        &mut self,
+        _purpose: Purpose,
+        a: &Matrix<f64>,
+        _row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error> {
         Ok(Self::forward(self, a)?.0)
     }
     fn backward(
         &mut self,
         delta: &Matrix<f64>,
+        _row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
         if self
             .config()
@@ -416,7 +431,8 @@ impl HostPart for PlainInteractiveLayer {
 
 /// The plaintext fixed-point twin of the two-party layer with its own randomness, so that
 /// the guest's label defence (gradient perturbation) is applied exactly as the guest
-/// applies it ([`PlainInteractiveLayer::backward_defended`]).
+/// applies it ([`PlainInteractiveLayer::backward_defended`]). It does not count releases
+/// per row or enforce the budget (the guest does).
 #[derive(Debug)]
 pub struct PlainTwin {
     /// The layer.
@@ -426,12 +442,18 @@ pub struct PlainTwin {
 }
 
 impl HostPart for PlainTwin {
-    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        HostPart::forward(&mut self.layer, purpose, a)
+    fn forward(
+        &mut self,
+        purpose: Purpose,
+        a: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error> {
+        HostPart::forward(&mut self.layer, purpose, a, row_ids)
     }
     fn backward(
         &mut self,
         delta: &Matrix<f64>,
+        _row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
         let (g, _, released) = self.layer.backward_defended(delta, &mut self.rng)?;
         Ok((g, released))
@@ -446,8 +468,14 @@ fn pair_err(e: crate::transport::memory::PairError) -> Error {
 }
 
 impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
-    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        self.host.start_round(purpose, a, &mut self.host_rng)?;
+    fn forward(
+        &mut self,
+        purpose: Purpose,
+        a: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error> {
+        self.host
+            .start_round(purpose, a, row_ids, &mut self.host_rng)?;
         self.drive().map_err(pair_err)?;
         let mut out = None;
         while let Some(e) = self.poll_guest_event() {
@@ -464,8 +492,9 @@ impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
     fn backward(
         &mut self,
         delta: &Matrix<f64>,
+        row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
-        self.guest.backward(delta, &mut self.guest_rng)?;
+        self.guest.backward(delta, row_ids, &mut self.guest_rng)?;
         self.drive().map_err(pair_err)?;
         let mut out = None;
         while let Some(e) = self.poll_host_event() {
@@ -502,12 +531,13 @@ pub fn train_epoch(
     let mut total = 0.0;
     for &(lo, hi) in &batches {
         let idx: Vec<usize> = (lo..hi).collect();
+        let ids = data.batch_ids(lo, hi)?;
         let a = host.forward(&data.host.select_rows(&idx)?)?;
         let gp = guest.start_forward(&data.guest.select_rows(&idx)?)?;
-        let z_a = part.forward(Purpose::Train, &a)?;
+        let z_a = part.forward(Purpose::Train, &a, ids)?;
         let p = guest.finish_forward(&gp, &z_a)?;
         let (loss, delta) = guest.error(&p, &data.labels[lo..hi])?;
-        let (da, released) = part.backward(&delta)?;
+        let (da, released) = part.backward(&delta, ids)?;
         guest.apply(released.as_ref().unwrap_or(&delta))?;
         host.backward(&da)?;
         total += loss;
@@ -526,9 +556,10 @@ pub fn evaluate(
     let mut preds = Vec::with_capacity(data.len());
     for (lo, hi) in cfg.batches(data.len()) {
         let idx: Vec<usize> = (lo..hi).collect();
+        let ids = data.batch_ids(lo, hi)?;
         let a = host.forward(&data.host.select_rows(&idx)?)?;
         let gp = guest.start_forward(&data.guest.select_rows(&idx)?)?;
-        let z_a = part.forward(Purpose::Predict, &a)?;
+        let z_a = part.forward(Purpose::Predict, &a, ids)?;
         let p = guest.finish_forward(&gp, &z_a)?;
         guest.cache = None;
         preds.extend_from_slice(p.as_slice());
@@ -556,11 +587,23 @@ pub mod tcp {
         })
     }
 
+    fn batch_ids(row_ids: &[u64], lo: usize, hi: usize) -> Result<&[u64], Error> {
+        row_ids.get(lo..hi).ok_or_else(|| {
+            ApiMisuse::InvalidRowIds {
+                reason: format!("no row ids for rows {lo}..{hi}: pass one id per row"),
+            }
+            .into()
+        })
+    }
+
     /// Runs the host's side: `epochs` epochs, with a prediction pass over all rows after
-    /// every epoch listed in `checkpoints`.
+    /// every epoch listed in `checkpoints`. `row_ids` names `host_x`'s rows (one id per
+    /// row; [`VerticalData::row_ids`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn run_host<S: HomomorphicScheme, R: CryptoRng>(
         cfg: &SplitConfig,
         host_x: &Matrix<f64>,
+        row_ids: &[u64],
         model: &mut HostModel,
         host: &mut Host<S>,
         stream: &mut FramedStream,
@@ -572,7 +615,7 @@ pub mod tcp {
             for (lo, hi) in cfg.batches(host_x.rows()) {
                 let idx: Vec<usize> = (lo..hi).collect();
                 let a = model.forward(&host_x.select_rows(&idx)?)?;
-                host.start_round(Purpose::Train, &a, rng)?;
+                host.start_round(Purpose::Train, &a, batch_ids(row_ids, lo, hi)?, rng)?;
                 let HostEvent::ForwardServed { .. } = next_host_event(host, stream, rng)? else {
                     return Err(unexpected("training forward"));
                 };
@@ -586,7 +629,7 @@ pub mod tcp {
                 for (lo, hi) in cfg.batches(host_x.rows()) {
                     let idx: Vec<usize> = (lo..hi).collect();
                     let a = model.forward(&host_x.select_rows(&idx)?)?;
-                    host.start_round(Purpose::Predict, &a, rng)?;
+                    host.start_round(Purpose::Predict, &a, batch_ids(row_ids, lo, hi)?, rng)?;
                     let HostEvent::ForwardServed { .. } = next_host_event(host, stream, rng)?
                     else {
                         return Err(unexpected("prediction"));
@@ -611,12 +654,14 @@ pub mod tcp {
     }
 
     /// Runs the guest's side; calls `report` after each epoch with (epoch, mean loss, the
-    /// checkpoint if one was evaluated).
+    /// checkpoint if one was evaluated). `row_ids` names `guest_x`'s rows (one id per row,
+    /// the same ids the host uses).
     #[allow(clippy::too_many_arguments)]
     pub fn run_guest<S: HomomorphicScheme, R: CryptoRng>(
         cfg: &SplitConfig,
         guest_x: &Matrix<f64>,
         labels: &[f64],
+        row_ids: &[u64],
         model: &mut GuestModel,
         guest: &mut Guest<S>,
         stream: &mut FramedStream,
@@ -639,7 +684,7 @@ pub mod tcp {
                 };
                 let p = model.finish_forward(&gp, &output)?;
                 let (loss, delta) = model.error(&p, &labels[lo..hi])?;
-                guest.backward(&delta, rng)?;
+                guest.backward(&delta, batch_ids(row_ids, lo, hi)?, rng)?;
                 let GuestEvent::BackwardDone { released_error, .. } =
                     next_guest_event(guest, stream, rng)?
                 else {

@@ -10,6 +10,8 @@ mod common;
 use common::*;
 use fl_hetero_nn::attacks::{self, HostView};
 use fl_hetero_nn::config::{GradientPerturbation, LabelDefence};
+use fl_hetero_nn::defences::LabelGuarantee;
+use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
 use fl_hetero_nn::{GuestEvent, HostEvent, Matrix, Profile, ProtocolConfig, Purpose};
 use fl_stats::{Confidence, clopper_pearson};
@@ -60,7 +62,7 @@ fn run(perturbation: Option<GradientPerturbation>, seed: u64) -> Run {
     let mut steps = Vec::new();
     for _ in 0..STEPS {
         pair.host
-            .start_round(Purpose::Train, &a, &mut pair.host_rng)
+            .start_round(Purpose::Train, &a, &ids(N), &mut pair.host_rng)
             .unwrap();
         pair.drive().unwrap();
         let mut z = None;
@@ -79,7 +81,9 @@ fn run(perturbation: Option<GradientPerturbation>, seed: u64) -> Run {
             let p = 1.0 / (1.0 + (-s).exp());
             (p - labels[i]) * v[j] / N as f64
         });
-        pair.guest.backward(&delta, &mut pair.guest_rng).unwrap();
+        pair.guest
+            .backward(&delta, &ids(N), &mut pair.guest_rng)
+            .unwrap();
         pair.drive().unwrap();
         let mut da = None;
         while let Some(e) = pair.poll_host_event() {
@@ -153,7 +157,7 @@ fn guesses(outcome: &attacks::AttackOutcome, r: &Run) -> Option<Vec<bool>> {
 
 #[test]
 fn the_host_view_is_a_function_of_the_release_and_the_attack_recovers_only_it() {
-    let g = GradientPerturbation::new(1.0, 2.0, N as u64).unwrap();
+    let g = GradientPerturbation::new(1.0, 2.0, STEPS as u64).unwrap();
     let r = run(Some(g), 5);
     let outcome = attacks::host_multi_step(&r.host);
     let mut differs = false;
@@ -169,9 +173,9 @@ fn the_host_view_is_a_function_of_the_release_and_the_attack_recovers_only_it() 
 
 #[test]
 fn label_guesses_stay_within_the_dp_bound_on_random_label_canaries() {
-    // ε = 1, δ = 1e-5 over the 3 epochs (each row released once per step here).
+    // ε = 1, δ = 1e-5 over the 3 steps (each row released once per step here).
     let (eps, delta) = (1.0, 1e-5);
-    let g = GradientPerturbation::for_target(1.0, eps, delta, STEPS as u64, N as u64).unwrap();
+    let g = GradientPerturbation::for_target(1.0, eps, delta, STEPS as u64).unwrap();
     let bound = (eps.exp() + delta) / (1.0 + eps.exp());
     let (mut correct, mut total) = (0u64, 0u64);
     let (mut correct_undefended, mut total_undefended) = (0u64, 0u64);
@@ -276,17 +280,17 @@ fn session_in_config_space(
         let a_max = scale * 2f64.powi(config.activation_bound_bits as i32);
         let a = random_matrix(&mut rng, n, d_a, -a_max, a_max);
         pair.host
-            .start_round(Purpose::Train, &a, &mut pair.host_rng)?;
+            .start_round(Purpose::Train, &a, &ids(n), &mut pair.host_rng)?;
         pair.drive().map_err(|e| e.error)?;
         let d_max = scale * 2f64.powi(config.delta_bound_bits as i32);
         let delta = random_matrix(&mut rng, n, m, -d_max, d_max);
-        pair.guest.backward(&delta, &mut pair.guest_rng)?;
+        pair.guest.backward(&delta, &ids(n), &mut pair.guest_rng)?;
         pair.drive().map_err(|e| e.error)?;
         while pair.poll_guest_event().is_some() {}
         while pair.poll_host_event().is_some() {}
     }
-    let _ = pair.host.privacy_report(n as u64, 1e-5);
-    let _ = pair.guest.privacy_report(n as u64, 1e-5);
+    let _ = pair.host.privacy_report(1e-5);
+    let _ = pair.guest.privacy_report(1e-5);
     Ok(())
 }
 
@@ -323,6 +327,127 @@ proptest::proptest! {
             embedding,
             10f64.powf(log_scale),
             seed,
+        );
+    }
+}
+
+/// The guest counts each example's releases by row id and refuses a batch that would
+/// exceed the budget (`GradientPerturbation::releases_per_row`) before anything derived
+/// from δ is computed; the reports of both parties state the most-released example's ε.
+/// Controls: fresh rows pass, and the same schedule with a larger budget runs.
+#[test]
+fn the_guest_enforces_the_release_budget_per_row_and_reports_the_worst_row() {
+    let n = 4;
+    let session = |budget: u64| {
+        let g = GradientPerturbation::new(1.0, 2.0, budget).unwrap();
+        let mut config = ProtocolConfig::new(Profile::Hardened, D_A, M);
+        config.label_defence = Some(LabelDefence::GradientPerturbation(g));
+        config.accepted_leaks.guest_recovers_exact_activations = true;
+        config.min_key_bits = 64;
+        config.max_batch_rows = n;
+        let mut rng = ChaCha20Rng::seed_from_u64(31);
+        let dk = IdentityDecryptionKey::generate(2048, &mut rng).unwrap();
+        let init = init(&config, 32);
+        (
+            make_pair::<InsecureIdentityScheme>(config, dk, &init, 33),
+            g,
+        )
+    };
+    let a = Matrix::from_fn(n, D_A, |i, j| ((i + j) % 3) as f64 * 0.5);
+    let delta = Matrix::from_fn(n, M, |i, _| if i % 2 == 0 { 0.01 } else { -0.01 });
+    let step = |pair: &mut fl_hetero_nn::transport::memory::Pair<_, _>, ids: &[u64]| {
+        pair.host
+            .start_round(Purpose::Train, &a, ids, &mut pair.host_rng)
+            .unwrap();
+        pair.drive().unwrap();
+        let r = pair.guest.backward(&delta, ids, &mut pair.guest_rng);
+        if r.is_ok() {
+            pair.drive().unwrap();
+        }
+        while pair.poll_guest_event().is_some() {}
+        while pair.poll_host_event().is_some() {}
+        r
+    };
+    let (mut pair, g) = session(2);
+    // Records 0..4 twice, records 4..8 once: the most-released example has 2 releases.
+    step(&mut pair, &[0, 1, 2, 3]).unwrap();
+    step(&mut pair, &[4, 5, 6, 7]).unwrap();
+    step(&mut pair, &[3, 2, 1, 0]).unwrap();
+    let want = g.guarantee(2, 1e-5).unwrap().epsilon;
+    for r in [
+        pair.guest.privacy_report(1e-5).unwrap(),
+        pair.host.privacy_report(1e-5).unwrap(),
+    ] {
+        println!("after 3 steps: {r}");
+        assert!(
+            matches!(r.labels, LabelGuarantee::LabelDp { releases: 2, budget: 2, epsilon, .. } if epsilon == want),
+            "{r}"
+        );
+    }
+    // Control: fresh records still train.
+    step(&mut pair, &[8, 9, 10, 11]).unwrap();
+    // A third release of record 2 is refused, with the row and the budget, and the
+    // session closes.
+    let e = step(&mut pair, &[8, 9, 2, 12]).unwrap_err();
+    println!("refused: {e}");
+    assert!(
+        matches!(
+            e,
+            fl_hetero_nn::Error::ApiMisuse(ApiMisuse::PrivacyBudgetExhausted {
+                row_id: 2,
+                releases: 2,
+                budget: 2
+            })
+        ),
+        "{e}"
+    );
+    assert!(pair.guest.is_closed());
+    // Control: the same five steps with a budget of 3 run, and report 3 releases.
+    let (mut pair, g) = session(3);
+    for ids in [
+        [0, 1, 2, 3],
+        [4, 5, 6, 7],
+        [3, 2, 1, 0],
+        [8, 9, 10, 11],
+        [8, 9, 2, 12],
+    ] {
+        step(&mut pair, &ids).unwrap();
+    }
+    let r = pair.guest.privacy_report(1e-5).unwrap();
+    let want = g.guarantee(3, 1e-5).unwrap().epsilon;
+    assert!(
+        matches!(r.labels, LabelGuarantee::LabelDp { releases: 3, epsilon, .. } if epsilon == want),
+        "{r}"
+    );
+    // Row ids that do not name the batch's rows: a typed error from either party.
+    for bad in [&[0u64, 1, 2][..], &[0, 1, 1, 2][..]] {
+        let (mut pair, _) = session(3);
+        let e = pair
+            .host
+            .start_round(Purpose::Train, &a, bad, &mut pair.host_rng)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                fl_hetero_nn::Error::ApiMisuse(ApiMisuse::InvalidRowIds { .. })
+            ),
+            "{e}"
+        );
+        let (mut pair, _) = session(3);
+        pair.host
+            .start_round(Purpose::Train, &a, &[0, 1, 2, 3], &mut pair.host_rng)
+            .unwrap();
+        pair.drive().unwrap();
+        let e = pair
+            .guest
+            .backward(&delta, bad, &mut pair.guest_rng)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                fl_hetero_nn::Error::ApiMisuse(ApiMisuse::InvalidRowIds { .. })
+            ),
+            "{e}"
         );
     }
 }
