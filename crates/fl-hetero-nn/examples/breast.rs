@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 use fl_hetero_nn::data::{VerticalData, parse_csv};
 use fl_hetero_nn::nn::weight_share;
 use fl_hetero_nn::split::{
-    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, evaluate, train_epoch,
+    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, TrainingLabels,
+    evaluate, train_epoch,
 };
 use fl_hetero_nn::transport::memory::{Pair, TrafficStats};
 use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig};
@@ -257,20 +258,26 @@ fn encryption(profile: Profile, chosen: Option<Encryption>) -> Encryption {
     })
 }
 
+/// A party's protocol configuration: the host's (`labels = None`), or the guest's with the
+/// evidence of its label randomisation (`SplitConfig::guest_protocol_config`).
 fn config(
     cfg: &SplitConfig,
     profile: Profile,
     key_bits: u32,
     chosen: Option<Encryption>,
-) -> ProtocolConfig {
-    let mut c = cfg.protocol_config(profile);
+    labels: Option<&TrainingLabels>,
+) -> Result<ProtocolConfig, Error> {
+    let mut c = match labels {
+        Some(l) => cfg.guest_protocol_config(profile, l)?,
+        None => cfg.protocol_config(profile),
+    };
     // The demo runs undefended by default: accept, by name, exactly the leaks of the
     // defences that are off (the run's report below says what each party got).
     c.accepted_leaks.host_recovers_exact_error_and_labels = c.label_defence.is_none();
     c.accepted_leaks.guest_recovers_exact_activations = c.embedding_dp.is_none();
     c.min_key_bits = u64::from(key_bits.min(2048));
     c.encryption = encryption(profile, chosen);
-    c
+    Ok(c)
 }
 
 fn run_in_process(
@@ -370,12 +377,14 @@ fn key(bits: u32, seed: u64) -> Result<fl_paillier::DecryptionKey, Error> {
 fn secure_parties(
     cfg: &SplitConfig,
     init: &SplitInit,
+    labels: &TrainingLabels,
     profile: Profile,
     key_bits: u32,
     seed: u64,
     chosen: Option<Encryption>,
 ) -> Result<(Host<Paillier>, Guest<Paillier>, ChaCha20Rng, ChaCha20Rng), Error> {
-    let pc = config(cfg, profile, key_bits, chosen);
+    let pc = config(cfg, profile, key_bits, chosen, None)?;
+    let guest_pc = config(cfg, profile, key_bits, chosen, Some(labels))?;
     let mut host_rng = ChaCha20Rng::seed_from_u64(seed ^ 1);
     let guest_rng = ChaCha20Rng::seed_from_u64(seed ^ 2);
     // Hardened: each party holds its own share of W₀ (neither is sent); FateFaithful: the
@@ -388,7 +397,7 @@ fn secure_parties(
         _ => (None, &init.host_part_weight),
     };
     let host = Host::<Paillier>::new(pc, key(key_bits, seed)?, hw, &mut host_rng)?;
-    let guest = Guest::<Paillier>::new(pc, &init.host_part_bias, gw)?;
+    let guest = Guest::<Paillier>::new(guest_pc, &init.host_part_bias, gw)?;
     Ok((host, guest, host_rng, guest_rng))
 }
 
@@ -397,12 +406,14 @@ fn run_tcp(
     cfg: &SplitConfig,
     data: &VerticalData,
     init: &SplitInit,
+    labels: &TrainingLabels,
     profile: Profile,
     args: &Args,
 ) -> Result<Run, Error> {
     let (mut host, mut guest, mut host_rng, mut guest_rng) = secure_parties(
         cfg,
         init,
+        labels,
         profile,
         args.key_bits,
         args.seed,
@@ -484,6 +495,7 @@ fn run_role(
     cfg: &SplitConfig,
     data: &VerticalData,
     init: &SplitInit,
+    labels: &TrainingLabels,
     args: &Args,
 ) -> Result<(), Error> {
     let cps = checkpoints(args.epochs);
@@ -494,7 +506,7 @@ fn run_role(
             reason: format!("the OS random number generator failed: {e}"),
         }
     })?;
-    let pc = config(cfg, Profile::Hardened, args.key_bits, args.encryption);
+    let pc = config(cfg, Profile::Hardened, args.key_bits, args.encryption, None)?;
     let own_share = weight_share(
         &mut rng,
         cfg.bottom_width,
@@ -531,7 +543,14 @@ fn run_role(
             println!("host's report: {}", report_line(host.privacy_report(DELTA)));
         }
         Role::Guest => {
-            let mut guest = Guest::<Paillier>::new(pc, &init.host_part_bias, &own_share)?;
+            let guest_pc = config(
+                cfg,
+                Profile::Hardened,
+                args.key_bits,
+                args.encryption,
+                Some(labels),
+            )?;
+            let mut guest = Guest::<Paillier>::new(guest_pc, &init.host_part_bias, &own_share)?;
             let mut sock = None;
             for _ in 0..600 {
                 if let Ok(s) = TcpStream::connect(&args.addr) {
@@ -592,12 +611,14 @@ fn main() -> Result<(), Error> {
     let data = VerticalData::align(parse_csv(GUEST_CSV, true)?, parse_csv(HOST_CSV, false)?)?;
     // LabelDP: the guest randomises its training labels once (every run trains on the same
     // randomised labels); AUC and loss are measured against the true labels.
-    let mut train = data.clone();
-    train.labels =
+    // The randomised labels come with the evidence the guest's configuration needs.
+    let labels =
         cfg.privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(args.seed ^ 3))?;
+    let mut train = data.clone();
+    train.labels = labels.labels().to_vec();
     let init = SplitInit::new(&cfg, args.seed)?;
     if let Some(role) = args.role {
-        return run_role(role, &cfg, &data, &init, &args);
+        return run_role(role, &cfg, &data, &init, &labels, &args);
     }
     println!(
         "FATE hetero_nn-binary-0 on breast ({} rows; guest 10 + host 20 features), {} epochs, batch {}, seed {}, {}-bit Paillier, transport: {}",
@@ -640,7 +661,7 @@ fn main() -> Result<(), Error> {
                 )?
             }
             RunKind::Fixed => {
-                let pc = config(&cfg, Profile::Hardened, args.key_bits, None);
+                let pc = config(&cfg, Profile::Hardened, args.key_bits, None, None)?;
                 let mut part =
                     PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)?;
                 run_in_process(
@@ -660,11 +681,12 @@ fn main() -> Result<(), Error> {
                     (Profile::Hardened, "Hardened")
                 };
                 if args.tcp {
-                    run_tcp(name, &cfg, &data, &init, profile, &args)?
+                    run_tcp(name, &cfg, &data, &init, &labels, profile, &args)?
                 } else {
                     let (host, guest, hr, gr) = secure_parties(
                         &cfg,
                         &init,
+                        &labels,
                         profile,
                         args.key_bits,
                         args.seed,

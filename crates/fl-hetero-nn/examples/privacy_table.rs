@@ -309,8 +309,9 @@ fn run(
         Defence::None => {}
     }
     let mut noisy = train.clone();
-    noisy.labels =
-        cfg.privatize_labels(&train.labels, &mut ChaCha20Rng::seed_from_u64(seed ^ 3))?;
+    noisy.labels = cfg
+        .privatize_labels(&train.labels, &mut ChaCha20Rng::seed_from_u64(seed ^ 3))?
+        .into_labels();
     let init = SplitInit::new(&cfg, seed)?;
     let mut pc = cfg.protocol_config(Profile::Hardened);
     // Noisy training (gradient perturbation) can drive activations and weights past the

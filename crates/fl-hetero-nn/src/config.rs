@@ -19,7 +19,8 @@ pub enum Profile {
     /// FATE 1.x's choices: acc₀ = 0 (so the guest knows W₀ = W̃₀), masks uniform in
     /// [−1024, 1024] (in the units of the masked value), no re-randomisation, no packing.
     /// For cross-checking against FATE and for demonstrating its leaks. **Not for
-    /// production.**
+    /// production**: like `Hardened`, a session without the DP defences is refused unless
+    /// its leaks are accepted by name ([`AcceptedLeaks`]).
     FateFaithful,
     /// The default: CSPRNG masks with `statistical_security_bits` (≥ 40) of slack above
     /// the public bound of the masked value, every guest→host ciphertext re-randomised,
@@ -238,18 +239,74 @@ impl GradientPerturbation {
 pub enum LabelDefence {
     /// Enforced by the protocol: [`GradientPerturbation`] in [`crate::Guest::backward`].
     GradientPerturbation(GradientPerturbation),
-    /// Declared by the application: it trains on labels randomised **once** before
-    /// training by an ε-label-DP mechanism (LabelDP's randomized response or
-    /// RR-with-prior: `crate::split::SplitConfig::label_dp`). The protocol cannot check
-    /// this; it reports it.
-    RandomizedLabels {
-        /// ε of the label randomisation.
-        epsilon: fl_ldp::Epsilon,
-    },
+    /// The guest trains on labels randomised **once** before training by an ε-label-DP
+    /// mechanism (LabelDP's randomized response or RR-with-prior:
+    /// `crate::split::SplitConfig::label_dp`). The value carries the evidence: a guest
+    /// accepts only the one [`crate::split::SplitConfig::privatize_labels`] returned with
+    /// the randomised labels ([`RandomizedLabels`]); a host states it with
+    /// [`RandomizedLabels::announced_by_guest`].
+    RandomizedLabels(RandomizedLabels),
 }
 
-/// Leaks a caller accepts by name in a `Hardened` session without the matching defence
-/// (each field names what the other party then recovers; see `crate::attacks`).
+/// The label randomisation a [`LabelDefence::RandomizedLabels`] declares: its ε, and
+/// whether this value is the evidence that this process randomised the labels.
+///
+/// It cannot be written by hand as evidence: only
+/// [`crate::split::SplitConfig::privatize_labels`] makes one (with the randomised labels
+/// it returns, [`crate::split::TrainingLabels`]), and [`crate::Guest::new`] refuses a
+/// declaration without it ([`ApiMisuse::UndefendedLeak`]), so a guest's configuration
+/// cannot claim label DP for labels that were never randomised. (The protocol still
+/// cannot see which labels the application trains on: training on other labels than the
+/// ones returned with the evidence is a deliberate act outside the claim.) The host,
+/// which never sees the labels, states the guest's defence with
+/// [`Self::announced_by_guest`]; the hello carries the ε, and two declarations compare
+/// equal when their ε are equal, whichever side made them.
+#[derive(Debug, Clone, Copy)]
+pub struct RandomizedLabels {
+    epsilon: fl_ldp::Epsilon,
+    /// Made by `privatize_labels` in this process.
+    applied: bool,
+}
+
+impl RandomizedLabels {
+    /// The evidence, made where the labels are randomised.
+    pub(crate) fn applied(epsilon: fl_ldp::Epsilon) -> Self {
+        Self {
+            epsilon,
+            applied: true,
+        }
+    }
+
+    /// The guest's defence as its peer states it (a host's configuration, or a hello):
+    /// not evidence, so a [`crate::Guest`] refuses a configuration that holds it.
+    pub fn announced_by_guest(epsilon: fl_ldp::Epsilon) -> Self {
+        Self {
+            epsilon,
+            applied: false,
+        }
+    }
+
+    /// ε of the label randomisation.
+    pub fn epsilon(&self) -> fl_ldp::Epsilon {
+        self.epsilon
+    }
+
+    /// Whether this value is the evidence made by
+    /// [`crate::split::SplitConfig::privatize_labels`] in this process.
+    pub fn is_evidence(&self) -> bool {
+        self.applied
+    }
+}
+
+impl PartialEq for RandomizedLabels {
+    /// The same declared defence: equal ε (the evidence is local to the guest).
+    fn eq(&self, other: &Self) -> bool {
+        self.epsilon == other.epsilon
+    }
+}
+
+/// Leaks a caller accepts by name in a session (either profile) without the matching
+/// defence (each field names what the other party then recovers; see `crate::attacks`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct AcceptedLeaks {
@@ -323,8 +380,12 @@ pub struct ProtocolConfig {
     /// The guest's label defence (`None` by default: the host recovers D exactly, see
     /// [`AcceptedLeaks`]).
     pub label_defence: Option<LabelDefence>,
-    /// Leaks accepted in a `Hardened` session without the matching defence; without the
-    /// acceptance such a session is refused ([`ApiMisuse::UndefendedLeak`]).
+    /// Leaks accepted in a session without the matching defence; without the acceptance
+    /// such a session is refused ([`ApiMisuse::UndefendedLeak`]), in both profiles.
+    ///
+    /// The refusal checks that a defence is present, not how strong it is: ε is the
+    /// caller's policy, and the privacy reports state it as it is (an EmbeddingDP at
+    /// ε = 10⁶ is reported as a 10⁶-LDP guarantee per round, not as a protection).
     pub accepted_leaks: AcceptedLeaks,
 }
 
@@ -427,26 +488,29 @@ impl ProtocolConfig {
         if let Some(LabelDefence::GradientPerturbation(g)) = self.label_defence {
             g.validate_on_lattice(f)?;
         }
-        if self.profile == Profile::Hardened {
-            if self.label_defence.is_none()
-                && !self.accepted_leaks.host_recovers_exact_error_and_labels
-            {
-                return Err(ApiMisuse::UndefendedLeak {
-                    missing: "label defence",
-                    leak: "the host recovers the guest's exact error D_t (and so its labels) from step 2 on when d_A ≥ 2m (fl_hetero_nn::attacks::host_multi_step)",
-                    remedy: "set label_defence (gradient perturbation, or declared randomized labels) or accepted_leaks.host_recovers_exact_error_and_labels",
-                }
-                .into());
+        // Both profiles: FateFaithful leaks at least what Hardened does (its guest also
+        // holds W₀ from step 0), so it needs the same named acceptance.
+        let fate = self.profile == Profile::FateFaithful;
+        if self.label_defence.is_none() && !self.accepted_leaks.host_recovers_exact_error_and_labels
+        {
+            return Err(ApiMisuse::UndefendedLeak {
+                missing: "label defence",
+                leak: "the host recovers the guest's exact error D_t (and so its labels) from step 2 on when d_A ≥ 2m (fl_hetero_nn::attacks::host_multi_step), and reads the labels off δ_A directly (H1)",
+                remedy: "set label_defence (gradient perturbation, or the randomized labels privatize_labels returns) or accepted_leaks.host_recovers_exact_error_and_labels",
             }
-            if self.embedding_dp.is_none() && !self.accepted_leaks.guest_recovers_exact_activations
-            {
-                return Err(ApiMisuse::UndefendedLeak {
-                    missing: "feature defence",
-                    leak: "the guest recovers the host's exact activations a_A when m ≥ 2·d_A (fl_hetero_nn::attacks::guest_multi_step), and from d_A + 1 known rows always",
-                    remedy: "set embedding_dp or accepted_leaks.guest_recovers_exact_activations",
-                }
-                .into());
+            .into());
+        }
+        if self.embedding_dp.is_none() && !self.accepted_leaks.guest_recovers_exact_activations {
+            return Err(ApiMisuse::UndefendedLeak {
+                missing: "feature defence",
+                leak: if fate {
+                    "the FateFaithful guest holds W₀ and recovers the host's exact activations a_A from step 0 when m ≥ d_A, and from d_A + 1 known rows always"
+                } else {
+                    "the guest recovers the host's exact activations a_A when m ≥ 2·d_A (fl_hetero_nn::attacks::guest_multi_step), and from d_A + 1 known rows always"
+                },
+                remedy: "set embedding_dp or accepted_leaks.guest_recovers_exact_activations",
             }
+            .into());
         }
         if self.packing && self.profile == Profile::FateFaithful {
             return bad("packing is a hardened-profile feature; FateFaithful sends one value per ciphertext".into());
@@ -654,7 +718,9 @@ mod tests {
                 .to_string()
                 .contains("statistical_security_bits")
         );
-        let mut c = ProtocolConfig::new(Profile::FateFaithful, 2, 2);
+        let mut c = ProtocolConfig::new(Profile::FateFaithful, 2, 2)
+            .accepting_exact_error_and_activation_leaks();
+        assert!(c.validate().is_ok());
         c.packing = true;
         assert!(c.validate().is_err());
         let mut c = ProtocolConfig::new(Profile::Hardened, 0, 2)
@@ -704,9 +770,15 @@ mod tests {
         assert!(c.validate().is_ok());
         c.label_defence = None;
         assert!(c.validate().is_err());
-        // FateFaithful is FATE's protocol for cross-checks, not refused.
+        // FateFaithful (FATE's protocol, for cross-checks) needs the same acceptance.
         assert!(
             ProtocolConfig::new(Profile::FateFaithful, 2, 2)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            ProtocolConfig::new(Profile::FateFaithful, 2, 2)
+                .accepting_exact_error_and_activation_leaks()
                 .validate()
                 .is_ok()
         );

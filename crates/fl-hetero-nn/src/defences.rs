@@ -314,7 +314,14 @@ pub enum LabelGuarantee {
         /// The configured budget of releases per example, enforced by the guest.
         budget: u64,
     },
-    /// ε-label-DP declared by the application (labels randomised once before training).
+    /// ε-label-DP from labels randomised once before training, with the evidence
+    /// (the guest's report: `SplitConfig::privatize_labels` made its declaration).
+    RandomizedLabels {
+        /// ε.
+        epsilon: f64,
+    },
+    /// ε-label-DP as the guest announced it (the host's report: the host cannot see the
+    /// labels; the guest accepts the declaration only with the evidence).
     DeclaredLabelDp {
         /// ε.
         epsilon: f64,
@@ -381,9 +388,13 @@ impl core::fmt::Display for PrivacyReport {
                 f,
                 "labels: ({epsilon:.4}, {delta:e})-label-DP per example (gradient perturbation; the most-released example: {releases} of at most {budget} releases)"
             )?,
+            LabelGuarantee::RandomizedLabels { epsilon } => write!(
+                f,
+                "labels: {epsilon}-label-DP (labels randomised once before training by SplitConfig::privatize_labels)"
+            )?,
             LabelGuarantee::DeclaredLabelDp { epsilon } => write!(
                 f,
-                "labels: {epsilon}-label-DP (labels randomised once before training, declared)"
+                "labels: {epsilon}-label-DP (labels randomised once before training, as the guest announced)"
             )?,
             LabelGuarantee::None { host_dim, out_dim } => write!(
                 f,
@@ -440,8 +451,13 @@ pub(crate) fn privacy_report(
                 budget: g.releases_per_row,
             }
         }
-        Some(LabelDefence::RandomizedLabels { epsilon }) => LabelGuarantee::DeclaredLabelDp {
-            epsilon: epsilon.value(),
+        Some(LabelDefence::RandomizedLabels(r)) if r.is_evidence() => {
+            LabelGuarantee::RandomizedLabels {
+                epsilon: r.epsilon().value(),
+            }
+        }
+        Some(LabelDefence::RandomizedLabels(r)) => LabelGuarantee::DeclaredLabelDp {
+            epsilon: r.epsilon().value(),
         },
         None => LabelGuarantee::None { host_dim, out_dim },
     };

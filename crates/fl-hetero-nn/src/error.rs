@@ -208,8 +208,10 @@ pub enum ApiMisuse {
         /// What is wrong (line and field).
         reason: String,
     },
-    /// A `Hardened` session without a label defence or a feature defence, whose leak the
-    /// caller has not accepted by name ([`crate::config::AcceptedLeaks`]).
+    /// A session (either profile) without a label defence or a feature defence, whose
+    /// leak the caller has not accepted by name ([`crate::config::AcceptedLeaks`]), or a
+    /// guest whose declared label defence carries no evidence that the labels were
+    /// randomised ([`crate::config::RandomizedLabels`]).
     UndefendedLeak {
         /// The missing defence.
         missing: &'static str,
@@ -272,7 +274,7 @@ impl fmt::Display for ApiMisuse {
                 remedy,
             } => write!(
                 f,
-                "refusing a Hardened session without a {missing}: {leak}; {remedy}"
+                "refusing a session without a {missing}: {leak}; {remedy}"
             ),
             Self::InvalidRowIds { reason } => write!(f, "invalid row ids: {reason}"),
             Self::PrivacyBudgetExhausted {

@@ -10,7 +10,7 @@
 use rand::rngs::ChaCha20Rng;
 use rand::{CryptoRng, SeedableRng};
 
-use crate::config::{Profile, ProtocolConfig};
+use crate::config::{Profile, ProtocolConfig, RandomizedLabels};
 use crate::data::{VerticalData, roc_auc};
 use crate::error::{ApiMisuse, Error};
 use crate::matrix::Matrix;
@@ -59,6 +59,32 @@ pub struct SplitConfig {
     pub accepted_leaks: crate::config::AcceptedLeaks,
 }
 
+/// The labels the guest trains on, as [`SplitConfig::privatize_labels`] returns them: the
+/// (randomised) labels, and the evidence of their randomisation that the guest's
+/// configuration needs ([`SplitConfig::guest_protocol_config`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingLabels {
+    labels: Vec<f64>,
+    randomization: Option<RandomizedLabels>,
+}
+
+impl TrainingLabels {
+    /// The labels to train on (0.0 or 1.0).
+    pub fn labels(&self) -> &[f64] {
+        &self.labels
+    }
+
+    /// The labels, consumed.
+    pub fn into_labels(self) -> Vec<f64> {
+        self.labels
+    }
+
+    /// The evidence of the randomisation (`None`: the labels are the true ones).
+    pub fn randomization(&self) -> Option<RandomizedLabels> {
+        self.randomization
+    }
+}
+
 /// How the guest randomises its binary training labels (fl-ldp's mechanisms).
 ///
 /// Privacy claim (both): the randomised label vector is ε-label-DP (neighbouring datasets
@@ -105,8 +131,11 @@ impl SplitConfig {
     }
 
     /// The training labels the guest uses: `labels` (each 0.0 or 1.0) randomised by
-    /// [`SplitConfig::label_dp`], or unchanged when it is `None`. Call it once per training
-    /// run (fresh coins per call: randomising again composes the privacy loss).
+    /// [`SplitConfig::label_dp`], or unchanged when it is `None`, with the evidence of the
+    /// randomisation ([`TrainingLabels::randomization`]) — the only way to make the
+    /// guest's [`crate::config::LabelDefence::RandomizedLabels`]
+    /// ([`SplitConfig::guest_protocol_config`]). Call it once per training run (fresh
+    /// coins per call: randomising again composes the privacy loss).
     ///
     /// # Errors
     /// [`ApiMisuse::InvalidData`] when a label is not 0 or 1, or the RR-with-prior prior is
@@ -115,9 +144,12 @@ impl SplitConfig {
         &self,
         labels: &[f64],
         rng: &mut R,
-    ) -> Result<Vec<f64>, Error> {
+    ) -> Result<TrainingLabels, Error> {
         let Some(defence) = self.label_dp else {
-            return Ok(labels.to_vec());
+            return Ok(TrainingLabels {
+                labels: labels.to_vec(),
+                randomization: None,
+            });
         };
         let binary: Vec<u8> = labels
             .iter()
@@ -132,23 +164,30 @@ impl SplitConfig {
         let ldp = |e: fl_ldp::Error| ApiMisuse::InvalidData {
             reason: format!("label DP on the labels: {e}"),
         };
-        let noisy: Vec<u8> = match defence {
-            LabelDefence::RandomizedResponse(eps) => fl_ldp::LabelDp::new(eps)
-                .privatize(&binary, &[binary.len()], rng)
-                .map_err(ldp)?,
+        let (noisy, epsilon): (Vec<u8>, fl_ldp::Epsilon) = match defence {
+            LabelDefence::RandomizedResponse(eps) => (
+                fl_ldp::LabelDp::new(eps)
+                    .privatize(&binary, &[binary.len()], rng)
+                    .map_err(ldp)?,
+                eps,
+            ),
             LabelDefence::RrWithPrior { epsilon, prior } => {
                 let m = fl_ldp::RrWithPrior::new(epsilon, &prior).map_err(ldp)?;
-                binary
+                let noisy = binary
                     .iter()
                     .map(|&y| {
                         m.randomize(usize::from(y), rng)
                             .map(|c| u8::from(c == 1))
                             .map_err(ldp)
                     })
-                    .collect::<Result<_, _>>()?
+                    .collect::<Result<_, _>>()?;
+                (noisy, epsilon)
             }
         };
-        Ok(noisy.into_iter().map(f64::from).collect())
+        Ok(TrainingLabels {
+            labels: noisy.into_iter().map(f64::from).collect(),
+            randomization: Some(RandomizedLabels::applied(epsilon)),
+        })
     }
 
     /// FATE v1.11.4 `hetero_nn-binary-1` on default-credit: guest 13 and host 10 features,
@@ -170,7 +209,10 @@ impl SplitConfig {
         }
     }
 
-    /// The protocol configuration for this model under `profile`.
+    /// The protocol configuration for this model under `profile`, as the **host** holds
+    /// it: a [`SplitConfig::label_dp`] becomes the guest's announced defence
+    /// ([`RandomizedLabels::announced_by_guest`]), which a [`crate::Guest`] refuses; the
+    /// guest's configuration is [`SplitConfig::guest_protocol_config`].
     pub fn protocol_config(&self, profile: Profile) -> ProtocolConfig {
         let mut c = ProtocolConfig::new(profile, self.bottom_width, self.interactive_width);
         c.learning_rate = self.learning_rate;
@@ -180,12 +222,51 @@ impl SplitConfig {
             (Some(g), _) => Some(crate::config::LabelDefence::GradientPerturbation(g)),
             (None, Some(LabelDefence::RandomizedResponse(epsilon)))
             | (None, Some(LabelDefence::RrWithPrior { epsilon, .. })) => {
-                Some(crate::config::LabelDefence::RandomizedLabels { epsilon })
+                Some(crate::config::LabelDefence::RandomizedLabels(
+                    RandomizedLabels::announced_by_guest(epsilon),
+                ))
             }
             (None, None) => None,
         };
         c.accepted_leaks = self.accepted_leaks;
         c
+    }
+
+    /// The guest's protocol configuration: [`SplitConfig::protocol_config`] with the
+    /// label randomisation's evidence from `labels` (what
+    /// [`SplitConfig::privatize_labels`] returned) in place of the announcement. Both
+    /// parties' configurations compare equal in the hello.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] when `labels` and [`SplitConfig::label_dp`] disagree
+    /// (labels randomised at another ε, or not randomised although `label_dp` is set).
+    pub fn guest_protocol_config(
+        &self,
+        profile: Profile,
+        labels: &TrainingLabels,
+    ) -> Result<ProtocolConfig, Error> {
+        let mut c = self.protocol_config(profile);
+        if let Some(crate::config::LabelDefence::RandomizedLabels(declared)) = c.label_defence {
+            match labels.randomization {
+                Some(evidence) if evidence == declared => {
+                    c.label_defence = Some(crate::config::LabelDefence::RandomizedLabels(evidence));
+                }
+                other => {
+                    return Err(ApiMisuse::InvalidConfig {
+                        reason: format!(
+                            "label_dp declares ε = {} but the training labels were {}; pass the TrainingLabels privatize_labels returned for this configuration",
+                            declared.epsilon().value(),
+                            other.map_or("not randomised".to_string(), |r| format!(
+                                "randomised at ε = {}",
+                                r.epsilon().value()
+                            ))
+                        ),
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(c)
     }
 
     /// Row ranges of the batches of one epoch (FATE: no shuffling).

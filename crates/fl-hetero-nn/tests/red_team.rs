@@ -512,7 +512,10 @@ fn rr_with_prior_on_the_training_base_rate_is_not_label_dp() {
         let mut hits = 0;
         for t in 0..trials {
             let mut rng = ChaCha20Rng::seed_from_u64(seed + t);
-            let noisy = cfg.privatize_labels(labels, &mut rng).unwrap();
+            let noisy = cfg
+                .privatize_labels(labels, &mut rng)
+                .unwrap()
+                .into_labels();
             hits += u64::from(noisy.iter().all(|&y| y == 0.0));
         }
         hits
@@ -733,36 +736,146 @@ fn discrete_gaussian_at_protocol_scale_has_the_right_variance() {
 // 7. The refusal of undefended Hardened sessions and the hello
 // ----------------------------------------------------------------------------------------
 
-/// A caller passes the refusal by *declaring* `RandomizedLabels` (the protocol cannot
-/// check it) and trains on the true labels: the session runs, the guest's report says
-/// "0.5-label-DP", and the host's one-step norm attack on δ_A labels the rows with AUC 1.
-/// (Documented as "declared", but it makes the refusal a formality; finding R1.)
+/// Finding R1 (resolved). A caller used to pass the refusal by *declaring*
+/// `RandomizedLabels { ε }` (the protocol cannot check it) while training on the true
+/// labels: the session ran, the guest's report said "0.5-label-DP", and the host's
+/// one-step norm attack on δ_A labelled the rows with AUC 1. Now the guest's declaration
+/// must be the evidence `SplitConfig::privatize_labels` returns with the randomised labels;
+/// the declaration a config can be given by hand (`RandomizedLabels::announced_by_guest`,
+/// the host's statement) is refused by `Guest::new`. Control: the evidence path runs, and
+/// both reports say which kind of declaration they hold. FateFaithful now needs the same
+/// named acceptance; an ε of 10⁶ is accepted as a defence but reported as it is.
 #[test]
-fn declared_label_defence_satisfies_the_refusal_without_any_protection() {
+fn declared_label_defence_needs_the_evidence_of_randomised_labels() {
+    use fl_hetero_nn::config::RandomizedLabels;
+    use fl_hetero_nn::defences::{FeatureGuarantee, LabelGuarantee};
     let n = 64;
+    let eps = Epsilon::new(0.5).unwrap();
     let mut config = ProtocolConfig::new(Profile::Hardened, 4, 2);
-    config.label_defence = Some(LabelDefence::RandomizedLabels {
-        epsilon: Epsilon::new(0.5).unwrap(),
-    });
+    config.label_defence = Some(LabelDefence::RandomizedLabels(
+        RandomizedLabels::announced_by_guest(eps),
+    ));
     config.embedding_dp = Some(Epsilon::new(8.0).unwrap());
     config.min_key_bits = 64;
     config.max_batch_rows = n;
+    // The host's statement is a valid configuration; a guest refuses it.
     assert!(config.validate().is_ok());
     let init = init(&config, 1);
-    let mut pair = identity_pair(config, &init, 2);
-    let mut rng = ChaCha20Rng::seed_from_u64(3);
-    let labels: Vec<f64> = (0..n).map(|i| f64::from(u8::from(i % 4 == 0))).collect();
-    let a = random_matrix(&mut rng, n, 4, 0.0, 2.0);
-    let v = [0.8, -0.6];
-    let _ = forward(&mut pair, Purpose::Train, &a);
-    let delta = Matrix::from_fn(n, 2, |i, j| (0.3 - labels[i]) * v[j] / n as f64);
-    let da = to_dense(&backward(&mut pair, &delta));
-    let auc = roc_auc(&norm_scores(&da), &labels).unwrap();
-    let report = pair.guest.privacy_report(DELTA).unwrap();
-    println!(
-        "declared RandomizedLabels, true labels used: guest's report \"{report}\"; host's norm attack AUC {auc:.3}"
+    let e =
+        Guest::<InsecureIdentityScheme>::new(config, &init.bias, &init.guest_share).unwrap_err();
+    println!("a guest declaring randomized labels without the evidence: {e}");
+    assert!(
+        matches!(
+            e,
+            Error::ApiMisuse(ApiMisuse::UndefendedLeak {
+                missing: "label defence",
+                ..
+            })
+        ),
+        "{e}"
     );
-    assert!(auc > 0.99);
+    // Control: the evidence path. The guest randomises its labels once, builds its
+    // configuration from them, and the session runs against the host's configuration.
+    let mut split = SplitConfig::hetero_nn_binary_0();
+    split.bottom_width = 4;
+    split.batch_size = n;
+    split.label_dp = Some(SplitLabelDefence::RandomizedResponse(eps));
+    split.embedding_dp = Some(Epsilon::new(8.0).unwrap());
+    let labels: Vec<f64> = (0..n).map(|i| f64::from(u8::from(i % 4 == 0))).collect();
+    let training = split
+        .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(4))
+        .unwrap();
+    let mut guest_cfg = split
+        .guest_protocol_config(Profile::Hardened, &training)
+        .unwrap();
+    let mut host_cfg = split.protocol_config(Profile::Hardened);
+    for c in [&mut guest_cfg, &mut host_cfg] {
+        c.min_key_bits = 64;
+    }
+    assert_eq!(
+        guest_cfg, host_cfg,
+        "the hello compares the declarations' ε"
+    );
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    let dk = IdentityDecryptionKey::generate(2048, &mut rng).unwrap();
+    let host = Host::<InsecureIdentityScheme>::new(host_cfg, dk, Some(&init.host_share), &mut rng)
+        .unwrap();
+    let guest =
+        Guest::<InsecureIdentityScheme>::new(guest_cfg, &init.bias, &init.guest_share).unwrap();
+    let mut pair = Pair::new(host, guest, rng, ChaCha20Rng::seed_from_u64(6));
+    pair.drive().unwrap();
+    let a = random_matrix(&mut ChaCha20Rng::seed_from_u64(7), n, 4, 0.0, 2.0);
+    let _ = forward(&mut pair, Purpose::Train, &a);
+    let v = [0.8, -0.6];
+    let trained = training.labels();
+    let delta = Matrix::from_fn(n, 2, |i, j| (0.3 - trained[i]) * v[j] / n as f64);
+    let da = to_dense(&backward(&mut pair, &delta));
+    let auc_trained = roc_auc(&norm_scores(&da), trained).unwrap();
+    let flipped = trained.iter().zip(&labels).filter(|(x, y)| x != y).count();
+    let guest_report = pair.guest.privacy_report(DELTA).unwrap();
+    let host_report = pair.host.privacy_report(DELTA).unwrap();
+    println!(
+        "evidence path: {flipped}/{n} labels flipped; norm attack AUC on the labels trained on {auc_trained:.3}; guest's report \"{guest_report}\"; host's report \"{host_report}\""
+    );
+    assert!(flipped > 0, "the training labels are randomised");
+    assert!(
+        matches!(guest_report.labels, LabelGuarantee::RandomizedLabels { epsilon } if epsilon == 0.5)
+    );
+    assert!(
+        matches!(host_report.labels, LabelGuarantee::DeclaredLabelDp { epsilon } if epsilon == 0.5)
+    );
+    // Labels randomised at another ε do not make the evidence of this configuration.
+    let mut other = split;
+    other.label_dp = Some(SplitLabelDefence::RandomizedResponse(
+        Epsilon::new(2.0).unwrap(),
+    ));
+    let wrong = other
+        .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(8))
+        .unwrap();
+    assert!(
+        split
+            .guest_protocol_config(Profile::Hardened, &wrong)
+            .is_err()
+    );
+    let mut none = split;
+    none.label_dp = None;
+    let true_labels = none
+        .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(9))
+        .unwrap();
+    assert!(
+        split
+            .guest_protocol_config(Profile::Hardened, &true_labels)
+            .is_err()
+    );
+    // FateFaithful: refused without the named acceptance, like Hardened.
+    let fate = ProtocolConfig::new(Profile::FateFaithful, 4, 2);
+    let e = fate.validate().unwrap_err();
+    println!("FateFaithful without acceptance: {e}");
+    assert!(matches!(
+        e,
+        Error::ApiMisuse(ApiMisuse::UndefendedLeak { .. })
+    ));
+    assert!(
+        fate.accepting_exact_error_and_activation_leaks()
+            .validate()
+            .is_ok()
+    );
+    // No upper limit on ε: EmbeddingDP at ε = 10⁶ passes the refusal, and the report
+    // states the guarantee as it is (d_A·ε/2 = 2·10⁶ per round), not as a protection.
+    let mut weak = ProtocolConfig::new(Profile::Hardened, 4, 2);
+    weak.embedding_dp = Some(Epsilon::new(1e6).unwrap());
+    weak.accepted_leaks.host_recovers_exact_error_and_labels = true;
+    weak.min_key_bits = 64;
+    weak.max_batch_rows = n;
+    let weak_init = common::init(&weak, 10);
+    let mut pair = identity_pair(weak, &weak_init, 11);
+    let _ = forward(&mut pair, Purpose::Predict, &a);
+    let r = pair.host.privacy_report(DELTA).unwrap();
+    println!("EmbeddingDP at ε = 1e6: \"{r}\"");
+    assert!(
+        matches!(r.features, FeatureGuarantee::LocalDp { epsilon, rounds: 1, .. } if epsilon == 2e6)
+    );
+    assert!(r.to_string().contains("2000000.0000-LDP"), "{r}");
 }
 
 /// A host cannot downgrade the guest's label defence through the hello: the guest compares

@@ -195,12 +195,27 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// from the agreed initialiser with half its variance ([`crate::nn::weight_share`]),
     /// while the host draws acc₀. Each must be below 2^`weight_bound_bits` in absolute
     /// value.
+    ///
+    /// A [`crate::config::LabelDefence::RandomizedLabels`] must be the evidence
+    /// [`crate::split::SplitConfig::privatize_labels`] returned
+    /// ([`crate::config::RandomizedLabels`]); a declaration without it is refused
+    /// ([`ApiMisuse::UndefendedLeak`]).
     pub fn new(
         config: ProtocolConfig,
         initial_bias: &[f64],
         initial_weight: &Matrix<f64>,
     ) -> Result<Self, Error> {
         config.validate()?;
+        if let Some(crate::config::LabelDefence::RandomizedLabels(r)) = config.label_defence
+            && !r.is_evidence()
+        {
+            return Err(ApiMisuse::UndefendedLeak {
+                missing: "label defence",
+                leak: "label_defence declares randomized labels without the evidence that SplitConfig::privatize_labels returns, so the labels may be the true ones, which the host recovers exactly",
+                remedy: "build the guest's configuration from the TrainingLabels privatize_labels returns (SplitConfig::guest_protocol_config); RandomizedLabels::announced_by_guest is the host's statement",
+            }
+            .into());
+        }
         let (d_a, m) = (config.host_dim, config.out_dim);
         let fp = config.fixed_point;
         let b = Matrix::from_vec(1, initial_bias.len(), initial_bias.to_vec())?;
