@@ -154,11 +154,13 @@ impl<S: HomomorphicScheme> Host<S> {
     /// * `Hardened`: `initial_share` is required: acc₀ (d_A × m), the host's share of the
     ///   jointly drawn initial weight W₀ = W̃₀ + acc₀, drawn by the host from the agreed
     ///   initialiser with half its variance ([`crate::nn::weight_share`]); the guest draws
-    ///   W̃₀ the same way. Neither share is ever sent, so at step 0 each party knows only
-    ///   its own share (a host that knew W₀ would solve δ_A = D·W₀ᵀ for the guest's
-    ///   error D). From the second step on the exact outputs and the public update give
-    ///   W_t and D_t back to the host ([`crate::attacks::host_multi_step`]); only the DP
-    ///   defences protect D (crate README, "Privacy").
+    ///   W̃₀ the same way. Neither share is ever sent (a host that knew W₀ would solve
+    ///   δ_A = D·W₀ᵀ for the guest's error D). At step 0 the host's estimate of D from
+    ///   acc₀ fails only at d_A = m: for d_A > m the rows of δ_A span W₀'s columns and
+    ///   the estimate reaches R² 0.94–0.99 (`tests/view_attacks.rs`). From the second
+    ///   step on the exact outputs and the public update give W_t and D_t back to the
+    ///   host ([`crate::attacks::host_multi_step`]); only the DP defences protect D
+    ///   (crate README, "Privacy").
     /// * `FateFaithful`: `initial_share` must be `None`: acc₀ = 0 and the guest holds W₀.
     ///
     /// Each share must be below 2^`weight_bound_bits` in absolute value.
