@@ -103,7 +103,10 @@ fn session<S: HomomorphicScheme>(mode: u8, rest: &[u8], dk: S::DecryptionKey, mu
             let _ = guest.handle_frame(f, &mut rng);
         }
         let a = Matrix::filled(3, 2, 0.5);
-        if host.start_round(Purpose::Train, &a, &[0, 1, 2], &mut rng).is_ok() {
+        if host
+            .start_round(Purpose::Train, &a, &[0, 1, 2], &mut rng)
+            .is_ok()
+        {
             while let Some(m) = host.poll_message() {
                 let _ = guest.handle_frame(&m.encode(), &mut rng);
             }
