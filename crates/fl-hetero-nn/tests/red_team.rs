@@ -4,8 +4,10 @@
 //! strongest attack we could from one party's complete view, and prints the measurement
 //! beside a control. Findings and their severity: `tests/red_team/REPORT.md`.
 //!
-//! Tests that *pass* here either confirm a claim (the attack fails as the claim says) or
-//! demonstrate a break (the assertion is that the attack beats the claimed bound).
+//! Tests here either confirm a claim (the attack fails as the claim says) or, for the
+//! breaks found (F1, F2, S1, R1, P1), assert their fix beside the original control: each
+//! such test was inverted when the break was fixed (REPORT.md, "Resolution"). G1's check
+//! (the tight Gaussian bound) is in `tests/dp_defences.rs` and `examples/privacy_table.rs`.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
