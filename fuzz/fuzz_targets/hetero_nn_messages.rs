@@ -103,7 +103,10 @@ fn session<S: HomomorphicScheme>(mode: u8, rest: &[u8], dk: S::DecryptionKey, mu
             let _ = guest.handle_frame(f, &mut rng);
         }
         let a = Matrix::filled(3, 2, 0.5);
-        if host.start_round(Purpose::Train, &a, &mut rng).is_ok() {
+        if host
+            .start_round(Purpose::Train, &a, &[0, 1, 2], &mut rng)
+            .is_ok()
+        {
             while let Some(m) = host.poll_message() {
                 let _ = guest.handle_frame(&m.encode(), &mut rng);
             }
@@ -113,7 +116,7 @@ fn session<S: HomomorphicScheme>(mode: u8, rest: &[u8], dk: S::DecryptionKey, mu
     for (i, f) in frames(rest).into_iter().enumerate() {
         if (i + usize::from(mode >> 2)) % 2 == 0 {
             let _ = guest.handle_frame(f, &mut rng);
-            let _ = guest.backward(&Matrix::filled(3, 2, 0.01), &mut rng);
+            let _ = guest.backward(&Matrix::filled(3, 2, 0.01), &[0, 1, 2], &mut rng);
         } else {
             let _ = host.handle_frame(f, &mut rng);
         }

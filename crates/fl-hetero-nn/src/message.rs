@@ -21,6 +21,7 @@ use num_bigint::{BigInt, Sign};
 
 use crate::config::{
     AcceptedLeaks, Encryption, GradientPerturbation, LabelDefence, Profile, ProtocolConfig,
+    RandomizedLabels,
 };
 use crate::error::{ApiMisuse, DecodeError, Error, PeerMisbehaved};
 use crate::fixed::FixedPoint;
@@ -498,11 +499,11 @@ fn put_config(w: &mut Vec<u8>, c: &ProtocolConfig) {
             w.push(1);
             w.extend_from_slice(&g.clip_norm.to_bits().to_be_bytes());
             w.extend_from_slice(&g.noise_multiplier.to_bits().to_be_bytes());
-            w.extend_from_slice(&g.examples_per_epoch.to_be_bytes());
+            w.extend_from_slice(&g.releases_per_row.to_be_bytes());
         }
-        Some(LabelDefence::RandomizedLabels { epsilon }) => {
+        Some(LabelDefence::RandomizedLabels(r)) => {
             w.push(2);
-            w.extend_from_slice(&epsilon.value().to_bits().to_be_bytes());
+            w.extend_from_slice(&r.epsilon().value().to_bits().to_be_bytes());
         }
     }
     w.push(
@@ -543,16 +544,19 @@ fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
         1 => {
             let clip = f64::from_bits(r.u64()?);
             let z = f64::from_bits(r.u64()?);
-            let per_epoch = r.u64()?;
+            let releases = r.u64()?;
             Some(LabelDefence::GradientPerturbation(
-                GradientPerturbation::new(clip, z, per_epoch)
+                GradientPerturbation::new(clip, z, releases)
                     .map_err(|_| DecodeError::InvalidField("label_defence"))?,
             ))
         }
-        2 => Some(LabelDefence::RandomizedLabels {
-            epsilon: fl_ldp::Epsilon::new(f64::from_bits(r.u64()?))
-                .map_err(|_| DecodeError::InvalidField("label_defence"))?,
-        }),
+        // The peer's statement, never evidence (`RandomizedLabels`).
+        2 => Some(LabelDefence::RandomizedLabels(
+            RandomizedLabels::announced_by_guest(
+                fl_ldp::Epsilon::new(f64::from_bits(r.u64()?))
+                    .map_err(|_| DecodeError::InvalidField("label_defence"))?,
+            ),
+        )),
         _ => return Err(DecodeError::InvalidField("label_defence")),
     };
     let leaks = r.u8()?;

@@ -34,14 +34,20 @@ struct Recorder<P: HostPart> {
 }
 
 impl<P: HostPart> HostPart for Recorder<P> {
-    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        self.inner.forward(purpose, a)
+    fn forward(
+        &mut self,
+        purpose: Purpose,
+        a: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error> {
+        self.inner.forward(purpose, a, row_ids)
     }
     fn backward(
         &mut self,
         delta: &Matrix<f64>,
+        row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
-        let (g, released) = self.inner.backward(delta)?;
+        let (g, released) = self.inner.backward(delta, row_ids)?;
         for i in 0..g.rows() {
             self.gradients.push(g.row(i).to_vec());
         }
@@ -65,6 +71,7 @@ fn synthetic(rows: usize, cfg: &SplitConfig, seed: u64) -> VerticalData {
         labels,
         guest,
         host,
+        row_ids: (0..rows as u64).collect(),
     }
 }
 

@@ -87,10 +87,12 @@ fn samples(which: Masked, secret: f64, kappa: u32, seed: u64) -> (Vec<BigInt>, B
         let before = pair.guest.snapshot().noisy_weight;
         let mut views = Views::default();
         pair.host
-            .start_round(Purpose::Train, &acts, &mut pair.host_rng)
+            .start_round(Purpose::Train, &acts, &[0], &mut pair.host_rng)
             .unwrap();
         drive_recording(&mut pair, &mut views);
-        pair.guest.backward(&delta, &mut pair.guest_rng).unwrap();
+        pair.guest
+            .backward(&delta, &[0], &mut pair.guest_rng)
+            .unwrap();
         drive_recording(&mut pair, &mut views);
         while pair.poll_guest_event().is_some() {}
         while pair.poll_host_event().is_some() {}

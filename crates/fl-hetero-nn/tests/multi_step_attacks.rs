@@ -84,7 +84,7 @@ fn run(cell: &Cell, steps: usize, seed: u64) -> Run {
     for _ in 0..steps {
         let a = random_matrix(&mut rng, cell.n, cell.d_a, 0.0, 2.0);
         pair.host
-            .start_round(Purpose::Train, &a, &mut pair.host_rng)
+            .start_round(Purpose::Train, &a, &ids(cell.n), &mut pair.host_rng)
             .unwrap();
         pair.drive().unwrap();
         let mut z = None;
@@ -105,7 +105,9 @@ fn run(cell: &Cell, steps: usize, seed: u64) -> Run {
                 Matrix::from_fn(cell.n, cell.m, |i, j| c[i] * v.get(0, j).unwrap())
             }
         };
-        pair.guest.backward(&delta, &mut pair.guest_rng).unwrap();
+        pair.guest
+            .backward(&delta, &ids(cell.n), &mut pair.guest_rng)
+            .unwrap();
         pair.drive().unwrap();
         drain(&mut pair, &mut host, &mut guest, &mut None);
         errors.push(fp.encode_matrix(&delta, 1, 8, "delta").unwrap());

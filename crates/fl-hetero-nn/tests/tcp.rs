@@ -58,7 +58,8 @@ fn a_session_over_tcp_matches_the_reference() {
         let mut grads = Vec::new();
         fl_hetero_nn::transport::tcp::flush_host(&mut host, &mut hs).unwrap();
         for (a, _) in &host_batches {
-            host.start_round(Purpose::Train, a, &mut rng).unwrap();
+            host.start_round(Purpose::Train, a, &ids(4), &mut rng)
+                .unwrap();
             assert!(matches!(
                 next_host_event(&mut host, &mut hs, &mut rng).unwrap(),
                 HostEvent::ForwardServed { .. }
@@ -85,7 +86,7 @@ fn a_session_over_tcp_matches_the_reference() {
             panic!("expected the forward output")
         };
         assert_eq!(exact, reference.forward(a).unwrap().1);
-        guest.backward(delta, &mut grng).unwrap();
+        guest.backward(delta, &ids(4), &mut grng).unwrap();
         assert!(matches!(
             next_guest_event(&mut guest, &mut gs, &mut grng).unwrap(),
             GuestEvent::BackwardDone { .. }

@@ -1,9 +1,9 @@
 //! A Rényi-DP accountant: composes Gaussian (continuous or discrete, CKS 2020) and pure-ε
 //! mechanisms adaptively and converts to (ε, δ)-DP.
 //!
-//! No subsampling amplification is used: the callers (fl-hetero-nn's gradient
-//! perturbation) release each example's row once per epoch, so one epoch is one Gaussian
-//! mechanism per example and E epochs compose E of them.
+//! No subsampling amplification is used: the callers count how often each example is
+//! released (fl-hetero-nn's gradient perturbation: per row id, once per step that holds
+//! the example), and k releases compose k Gaussian mechanisms.
 //!
 //! - Gaussian mechanism with noise multiplier z = σ/Δ₂ (L2 sensitivity Δ₂): RDP
 //!   ε(α) = α/(2z²) for every α > 1 (Mironov 2017, Proposition 7; the same bound holds for
