@@ -319,6 +319,14 @@ fn h2(batches: &[(Matrix<f64>, Matrix<f64>)]) -> f64 {
     if total > 0.0 {
         1.0 - residual / total
     } else {
+        // a_A is constant on the held-out rows (e.g. every host unit inactive): R² is
+        // undefined; the table counts such runs apart.
+        if std::env::var_os("PRIVACY_TABLE_DEBUG").is_some() {
+            eprintln!(
+                "H2 undefined: {} held-out coordinates, total sum of squares {total}",
+                truth.len()
+            );
+        }
         f64::NAN
     }
 }
@@ -660,6 +668,20 @@ fn pm(x: &[f64], digits: usize) -> String {
     format!("{m:.digits$} ± {s:.digits$}")
 }
 
+/// As [`pm`] over the defined (non-NaN) values, saying how many runs were undefined.
+fn pm_defined(x: &[f64], digits: usize) -> String {
+    let defined: Vec<f64> = x.iter().copied().filter(|v| !v.is_nan()).collect();
+    match x.len() - defined.len() {
+        0 => pm(x, digits),
+        undefined if defined.is_empty() => format!("undefined ({undefined} runs)"),
+        undefined => format!(
+            "{} (undefined in {undefined} of {} runs)",
+            pm(&defined, digits),
+            x.len()
+        ),
+    }
+}
+
 fn eps_label(eps: f64) -> String {
     if eps.is_finite() {
         eps.to_string()
@@ -851,7 +873,7 @@ fn main() -> Result<(), Error> {
                 rs.iter().filter(|r| r.inverted).count(),
                 pm(&col(|r| r.accuracy_known), 3),
                 pm(&col(|r| r.auc_known), 3),
-                pm(&col(|r| r.h2), 3),
+                pm_defined(&col(|r| r.h2), 3),
             );
             if !defence.protects_labels() {
                 continue;
