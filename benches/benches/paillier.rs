@@ -257,5 +257,40 @@ fn paillier(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, paillier);
+/// The Karatsuba sweep behind the kernels' thresholds: one Montgomery multiplication and
+/// one squaring on p²-sized (32 limbs) and n²-sized (64 limbs) moduli of a 2048-bit key,
+/// schoolbook against one Karatsuba split, on every kernel with a Karatsuba path that the
+/// CPU has (portable, x86-64-adx). `cargo bench -p fl-benches --bench paillier --
+/// kernel_sweep`; docs/PERFORMANCE.md has the figures and the thresholds they chose.
+fn kernel_sweep(c: &mut Criterion) {
+    use fl_paillier::Engine;
+    use fl_paillier::hazmat::KernelProbe;
+    let mut rng = bench_rng(7);
+    let mut g = c.benchmark_group("kernel_sweep");
+    g.sample_size(20);
+    g.warm_up_time(Duration::from_millis(300));
+    g.measurement_time(Duration::from_secs(1));
+    for limbs in [32u64, 64] {
+        let mut m = rng.random_biguint(64 * limbs);
+        m.set_bit(64 * limbs - 1, true);
+        m.set_bit(0, true);
+        for engine in Engine::available() {
+            if !matches!(engine, Engine::Portable | Engine::X86Adx) {
+                continue;
+            }
+            for (variant, karatsuba) in [("schoolbook", false), ("karatsuba", true)] {
+                let mut probe = KernelProbe::new(engine, &m, 11, Some(karatsuba)).unwrap();
+                g.bench_function(format!("{engine}/{limbs}_limbs/mul/{variant}"), |b| {
+                    b.iter(|| probe.mul());
+                });
+                g.bench_function(format!("{engine}/{limbs}_limbs/sqr/{variant}"), |b| {
+                    b.iter(|| probe.sqr());
+                });
+            }
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, paillier, kernel_sweep);
 criterion_main!(benches);

@@ -7,6 +7,8 @@
 //! side by side in one process (the tests build every key on every engine the CPU has).
 
 #[cfg(target_arch = "x86_64")]
+use super::adx::{self, AdxKernel};
+#[cfg(target_arch = "x86_64")]
 use super::ifma::{self, IfmaKernel};
 use super::kernel::Kernel;
 use super::portable::PortableKernel;
@@ -20,6 +22,10 @@ use super::portable::PortableKernel;
 pub enum Engine {
     /// Radix 2^64 CIOS multiplication and a dedicated squaring, safe Rust; every CPU.
     Portable,
+    /// Radix 2^64 with `mulx`, `adcx` and `adox` (x86-64 CPUs with BMI2 and ADX: Intel
+    /// since Broadwell, AMD since Zen): four-row passes with two carry chains in inline
+    /// assembly, a dedicated squaring and a separate Montgomery reduction.
+    X86Adx,
     /// Radix 2^52 almost-Montgomery multiplication with AVX-512 IFMA (x86-64 CPUs with
     /// `avx512f` and `avx512ifma`: Intel since Ice Lake, AMD since Zen 4), with an
     /// eight-lane multi-buffer kernel for batches.
@@ -27,8 +33,9 @@ pub enum Engine {
 }
 
 impl Engine {
-    /// Every engine this build knows, whether or not the running CPU has it.
-    pub const ALL: &'static [Self] = &[Self::Portable, Self::Ifma];
+    /// Every engine this build knows, whether or not the running CPU has it, slowest
+    /// first.
+    pub const ALL: &'static [Self] = &[Self::Portable, Self::X86Adx, Self::Ifma];
 
     /// Whether the running CPU can run this engine.
     #[must_use]
@@ -36,13 +43,15 @@ impl Engine {
         match self {
             Self::Portable => true,
             #[cfg(target_arch = "x86_64")]
+            Self::X86Adx => adx::available(),
+            #[cfg(target_arch = "x86_64")]
             Self::Ifma => ifma::available(),
             #[cfg(not(target_arch = "x86_64"))]
-            Self::Ifma => false,
+            Self::X86Adx | Self::Ifma => false,
         }
     }
 
-    /// The engines the running CPU can run, portable first.
+    /// The engines the running CPU can run, slowest (portable) first, the default last.
     #[must_use]
     pub fn available() -> Vec<Self> {
         Self::ALL
@@ -52,11 +61,12 @@ impl Engine {
             .collect()
     }
 
-    /// A short lower-case name (`"portable"`, `"ifma"`).
+    /// A short lower-case name (`"portable"`, `"x86-64-adx"`, `"ifma"`).
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Self::Portable => "portable",
+            Self::X86Adx => "x86-64-adx",
             Self::Ifma => "ifma",
         }
     }
@@ -69,19 +79,20 @@ impl core::fmt::Display for Engine {
 }
 
 /// The engine keys get when none is named: the fastest the running CPU has
-/// ([`Engine::Ifma`] where available, [`Engine::Portable`] otherwise).
+/// ([`Engine::Ifma`], else [`Engine::X86Adx`], else [`Engine::Portable`]).
 #[must_use]
 pub fn default_engine() -> Engine {
-    if Engine::Ifma.is_available() {
-        Engine::Ifma
-    } else {
-        Engine::Portable
-    }
+    Engine::available()
+        .last()
+        .copied()
+        .unwrap_or(Engine::Portable)
 }
 
 /// The kernel state of one context.
 pub(crate) enum AnyKernel {
     Portable(PortableKernel),
+    #[cfg(target_arch = "x86_64")]
+    Adx(AdxKernel),
     #[cfg(target_arch = "x86_64")]
     Ifma(IfmaKernel),
 }
@@ -91,6 +102,8 @@ macro_rules! with_kernel {
     ($kernel:expr, $k:ident => $body:expr) => {
         match $kernel {
             $crate::arith::engine::AnyKernel::Portable($k) => $body,
+            #[cfg(target_arch = "x86_64")]
+            $crate::arith::engine::AnyKernel::Adx($k) => $body,
             #[cfg(target_arch = "x86_64")]
             $crate::arith::engine::AnyKernel::Ifma($k) => $body,
         }
@@ -109,12 +122,14 @@ impl AnyKernel {
         match engine {
             Engine::Portable => Some(Self::Portable(PortableKernel::new(m))),
             #[cfg(target_arch = "x86_64")]
+            Engine::X86Adx => AdxKernel::new(m).map(Self::Adx),
+            #[cfg(target_arch = "x86_64")]
             Engine::Ifma => Some(
                 IfmaKernel::new(m)
                     .map_or_else(|| Self::Portable(PortableKernel::new(m)), Self::Ifma),
             ),
             #[cfg(not(target_arch = "x86_64"))]
-            Engine::Ifma => None,
+            Engine::X86Adx | Engine::Ifma => None,
         }
     }
 
@@ -122,6 +137,8 @@ impl AnyKernel {
     pub(crate) fn engine(&self) -> Engine {
         match self {
             Self::Portable(_) => Engine::Portable,
+            #[cfg(target_arch = "x86_64")]
+            Self::Adx(_) => Engine::X86Adx,
             #[cfg(target_arch = "x86_64")]
             Self::Ifma(_) => Engine::Ifma,
         }

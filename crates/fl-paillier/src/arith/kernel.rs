@@ -69,6 +69,12 @@ pub(crate) trait Kernel {
         None
     }
 
+    /// Forces Karatsuba on or off for this kernel's products and squarings (kernels that
+    /// have a Karatsuba path; the default follows the kernel's measured thresholds). For
+    /// the benchmark sweep that chose those thresholds (`hazmat::KernelProbe`).
+    #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
+    fn set_karatsuba(&mut self, _on: bool) {}
+
     /// The kernel's constants derived from the modulus (wiped with a secret modulus).
     #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
     fn secret_words(&self) -> Vec<&[u64]>;

@@ -9,6 +9,8 @@
 //! num-bigint is used only for public values (parsing, printing, validation); crypto-bigint
 //! only for the variable-time gcd that validates a public ciphertext.
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod adx;
 pub(crate) mod barrier;
 pub(crate) mod engine;
 #[cfg(target_arch = "x86_64")]
@@ -27,4 +29,4 @@ pub(crate) use limbs::{
     Limbs, add_assign, big_from_limbs, boxed_from_limbs, byte_len, ct_is_zero_mask, ct_lt_mask,
     fit, limbs_for, limbs_from_big, mul_low, mul_wide, sub_assign,
 };
-pub(crate) use monty::{Monty, Table};
+pub(crate) use monty::{Monty, Table, Work};

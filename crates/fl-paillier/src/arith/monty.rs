@@ -149,6 +149,12 @@ impl Monty {
         Some(ctx)
     }
 
+    /// Forces the kernel's Karatsuba path on or off (see [`Kernel::set_karatsuba`]).
+    #[cfg(feature = "hazmat")]
+    pub(crate) fn set_karatsuba(&mut self, on: bool) {
+        with_kernel!(&mut self.kernel, k => k.set_karatsuba(on));
+    }
+
     /// The kernel this context runs on.
     pub(crate) fn engine(&self) -> Engine {
         self.kernel.engine()
@@ -352,29 +358,62 @@ impl Monty {
         acc
     }
 
-    /// base^exp for a **public** exponent below 2^bits (the base may be secret): fixed
-    /// windows with the entry indexed directly by the exponent's digits and zero digits
-    /// skipped, so time depends on the exponent only.
+    /// base^exp for a **public** exponent below 2^bits (the base may be secret): sliding
+    /// windows of up to w bits over a table of the odd powers base, base³, …,
+    /// base^(2^w − 1), indexed directly by the exponent's windows, so the sequence of
+    /// squarings and multiplications (and the entries read) depends on the exponent only.
+    /// About bits squarings and bits/(w + 1) multiplications.
     pub(crate) fn pow_public_exp(&self, base: &MontVal, exp: &[u64], bits: u32) -> MontVal {
-        let w = public_window(bits);
-        let table = self.power_table(base, w);
+        let w = sliding_window(bits);
+        let table = self.odd_power_table(base, w);
         let mut work = self.work();
         let mut acc: Option<MontVal> = None;
-        for i in (0..bits.div_ceil(w)).rev() {
-            if let Some(a) = acc.as_mut() {
-                for _ in 0..w {
+        let bit = |i: u32| window_digit(exp, i, 1) == 1;
+        let mut i = bits;
+        while i > 0 {
+            let top = i - 1;
+            if !bit(top) {
+                if let Some(a) = acc.as_mut() {
                     self.sqr_assign(a, &mut work);
                 }
+                i = top;
+                continue;
             }
-            let digit = window_digit(exp, i * w, w) as usize;
-            if digit != 0 {
-                match acc.as_mut() {
-                    Some(a) => self.mul_assign(a, table.entry(digit), &mut work),
-                    None => acc = Some(table.value(digit)),
+            // The window [low, top] of at most w bits ending in a one.
+            let mut low = (top + 1).saturating_sub(w);
+            while !bit(low) {
+                low += 1;
+            }
+            let len = top - low + 1;
+            let digit = window_digit(exp, low, len) as usize;
+            match acc.as_mut() {
+                Some(a) => {
+                    for _ in 0..len {
+                        self.sqr_assign(a, &mut work);
+                    }
+                    self.mul_assign(a, table.entry(digit / 2), &mut work);
                 }
+                None => acc = Some(table.value(digit / 2)),
             }
+            i = low;
         }
         acc.unwrap_or_else(|| self.one())
+    }
+
+    /// base^1, base^3, …, base^(2^w − 1) (2^(w − 1) entries), contiguous.
+    fn odd_power_table(&self, base: &MontVal, w: u32) -> Table {
+        let size = 1usize << (w.max(1) - 1);
+        let mut table = Table::with_capacity(self.width(), size);
+        table.push(base);
+        let mut buf = self.scratch();
+        let mut square = self.zero();
+        self.sqr_raw(&mut square.0, &base.0, &mut buf);
+        let mut next = self.zero();
+        for i in 1..size {
+            self.mul_raw(&mut next.0, table.entry(i - 1), &square.0, &mut buf);
+            table.push(&next);
+        }
+        table
     }
 
     /// Values per batched operation ([`Monty::pow_batch`]).
@@ -425,7 +464,16 @@ fn ct_window(bits: u32) -> u32 {
     }
 }
 
-/// Window width for a public exponent (no scans, zero digits skipped).
+/// Sliding-window width for a public exponent of `bits` bits: minimises the odd-power
+/// table (2^(w − 1) multiplications) plus about bits/(w + 1) window multiplications.
+fn sliding_window(bits: u32) -> u32 {
+    (1..=8u32)
+        .min_by_key(|&w| (1u64 << (w - 1)) + u64::from(bits) / u64::from(w + 1))
+        .unwrap_or(4)
+}
+
+/// Window width for a public exponent in the fixed-window batch path (no scans, zero
+/// digits skipped).
 fn public_window(bits: u32) -> u32 {
     match bits {
         0..=24 => 2,
