@@ -64,12 +64,13 @@ pub enum Encryption {
     /// h_s = hⁿ mod n² in its hello and encrypts with h_s^α, α of 2κ bits (κ = 112 for
     /// 2048-bit keys): its ciphertexts hide a_A and acc from the guest under DCR **plus**
     /// DJN's short-exponent assumption (see `fl_paillier::djn`). The guest re-randomises
-    /// with h_s^β, β uniform with `statistical_security_bits` of slack above the largest
-    /// randomness exponent Σ kᵢ·αᵢ its products can carry: for a host that follows the
-    /// protocol (semi-honest), the re-randomised ciphertext's randomness is then within
-    /// 2^−κ (statistically) of being independent of the guest's scalars, even for the key
-    /// owner, who can take n-th roots and discrete logarithms. No assumption is needed for
-    /// that step; see the crate README.
+    /// with h_s^β (and a power of a base of its own, so that a host's choice of h_s cannot
+    /// undo it; see the crate README), β uniform with `statistical_security_bits` of slack
+    /// above the largest randomness exponent Σ kᵢ·αᵢ its products can carry: for a host
+    /// that follows the protocol (semi-honest), the re-randomised ciphertext's randomness
+    /// is then within 2^−κ (statistically) of being independent of the guest's scalars,
+    /// even for the key owner, who can take n-th roots and discrete logarithms. No
+    /// assumption is needed for that step; see the crate README.
     Djn,
 }
 

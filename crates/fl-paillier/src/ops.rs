@@ -123,7 +123,7 @@ impl EncryptionKey {
         if r >= &inner.n_big || r.is_zero() || !r.gcd(&inner.n_big).is_one() {
             return Err(bad);
         }
-        let r_words = limbs_from_big(r, inner.n_limbs).ok_or(bad)?;
+        let r_words: Limbs = Zeroizing::new(limbs_from_big(r, inner.n_limbs).ok_or(bad)?);
         let gm = self.g_pow(m)?;
         Ok(self.ciphertext_from_product(&gm, &self.r_pow_n(&r_words)))
     }

@@ -75,7 +75,7 @@ impl RandomizerPool {
     /// Encrypts m with a pooled randomizer (a fresh one from `rng` if the pool is empty).
     ///
     /// # Errors
-    /// [`Error::PlaintextOutOfRange`] if m ≥ n.
+    /// [`crate::Error::PlaintextOutOfRange`] if m ≥ n.
     pub fn encrypt<R: CryptoRng + ?Sized>(
         &mut self,
         m: &Plaintext,
@@ -89,7 +89,7 @@ impl RandomizerPool {
     /// Re-randomizes c with a pooled randomizer.
     ///
     /// # Errors
-    /// [`Error::KeyMismatch`].
+    /// [`crate::Error::KeyMismatch`].
     pub fn rerandomize<R: CryptoRng + ?Sized>(
         &mut self,
         c: &Ciphertext,

@@ -25,7 +25,7 @@ pub const MIN_KEY_BITS: u32 = 256;
 /// The largest modulus accepted on import (a bound on the work a peer's key can cause).
 pub const MAX_KEY_BITS: u32 = 8192;
 
-/// Key sizes [`keygen`] produces without the `insecure-test-keys` feature.
+/// Key sizes [`keygen`](crate::keygen) produces without the `insecure-test-keys` feature.
 pub const SUPPORTED_KEY_BITS: [u32; 3] = [2048, 3072, 4096];
 
 /// Trial division bound for imported moduli: no prime factor below 2^16 is accepted.
@@ -64,6 +64,8 @@ pub(crate) struct PublicInner {
     pub(crate) n_big: BigUint,
     /// ⌊n/3⌋ − 1, python-paillier's max_int.
     pub(crate) max_int: BigUint,
+    /// max_int in `n_limbs` limbs (the signed encoding works on limbs).
+    pub(crate) max_int_limbs: Vec<u64>,
     /// n in `n_limbs` limbs.
     pub(crate) n: Vec<u64>,
     /// n² in `n2_limbs` limbs.
@@ -86,7 +88,7 @@ pub(crate) struct PublicInner {
 /// A Paillier public key: the modulus n (g = n + 1), with n², its Montgomery contexts and
 /// python-paillier's `max_int` = ⌊n/3⌋ − 1 cached.
 ///
-/// Construct it with [`keygen`] (via [`DecryptionKey::encryption_key`]) or import a peer's
+/// Construct it with [`keygen`](crate::keygen) (via [`DecryptionKey::encryption_key`](crate::DecryptionKey::encryption_key)) or import a peer's
 /// modulus with [`EncryptionKey::from_n`], which validates it. Cloning is cheap (shared).
 ///
 /// **Trust model.** Validation (odd, ≥ 2048 bits, not a perfect power, no prime factor
@@ -165,10 +167,12 @@ impl EncryptionKey {
         let mont = Monty::new(&n2_words, n2_bits, engine).ok_or_else(bad)?;
         let mont_n = Monty::new(&n_words, bits, engine).ok_or_else(bad)?;
         let max_int = n / 3u32 - 1u32;
+        let max_int_limbs = limbs_from_big(&max_int, n_limbs).ok_or_else(bad)?;
         Ok(Self {
             inner: Arc::new(PublicInner {
                 n_big: n.clone(),
                 max_int,
+                max_int_limbs,
                 n: n_words,
                 n2: n2_words,
                 bits,
@@ -202,7 +206,7 @@ impl EncryptionKey {
         &self.inner.max_int
     }
 
-    /// Length in bytes of [`Ciphertext::to_bytes_be`]'s fixed-width encoding (the byte
+    /// Length in bytes of [`Ciphertext::to_bytes_be`](crate::Ciphertext::to_bytes_be)'s fixed-width encoding (the byte
     /// length of n²).
     #[must_use]
     pub fn ciphertext_len(&self) -> usize {

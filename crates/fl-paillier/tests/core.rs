@@ -395,3 +395,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn integer_codecs_at_the_type_limits() {
+    for dk in keys512() {
+        let ek = dk.encryption_key();
+        for x in [i128::MIN, i128::MIN + 1, -1, 0, 1, i128::MAX] {
+            let m = ek.encode_i128(x).unwrap();
+            assert_eq!(ek.decode_i128(&m).unwrap(), x);
+            assert_eq!(ek.decode_signed(&m).unwrap(), BigInt::from(x));
+            assert_eq!(m, ek.encode_signed(&BigInt::from(x)).unwrap());
+            let small = i64::try_from(x);
+            assert_eq!(ek.decode_i64(&m).ok(), small.ok());
+        }
+        for x in [i64::MIN, i64::MAX] {
+            assert_eq!(ek.decode_i64(&ek.encode_i64(x).unwrap()).unwrap(), x);
+        }
+        // One past i128's range in either direction is an overflow, not a wrap.
+        let beyond = BigInt::from(i128::MAX) + 1;
+        assert_eq!(
+            ek.decode_i128(&ek.encode_signed(&beyond).unwrap()),
+            Err(Error::Overflow)
+        );
+        assert_eq!(
+            ek.decode_i128(&ek.encode_signed(&-(beyond + 1u8)).unwrap()),
+            Err(Error::Overflow)
+        );
+    }
+}

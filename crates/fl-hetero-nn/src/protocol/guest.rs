@@ -116,8 +116,10 @@ pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
     config: ProtocolConfig,
     bounds: Bounds,
     ek: Option<S::EncryptionKey>,
-    /// The DJN re-randomiser (long exponents) when the encryption is `Djn`.
-    fixed_base: Option<S::FixedBase>,
+    /// The DJN re-randomisers when the encryption is `Djn`: on the host's base with long
+    /// exponents (statistical hiding against a semi-honest host), and on the guest's own
+    /// base (so that a hostile host's choice of base cannot undo the re-randomisation).
+    fixed_base: Option<(S::FixedBase, S::FixedBase)>,
     noisy_weight: SecretMatrix,
     bias: SecretMatrix,
     training_steps: u64,
@@ -282,7 +284,7 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// How this guest re-randomises (hardened profile).
     fn rerandomizer(&self) -> Result<Rerandomizer<'_, S>, Error> {
         Ok(match &self.fixed_base {
-            Some(fb) => Rerandomizer::FixedBase(fb),
+            Some((host, own)) => Rerandomizer::FixedBase { host, own },
             None => Rerandomizer::Public(self.ek()?),
         })
     }
@@ -325,7 +327,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         match (state, msg) {
             (State::Closed, _) => Err(Error::SessionClosed),
             (_, Message::Abort(code)) => Err(Error::PeerAborted { code }),
-            (State::AwaitHello, Message::Hello(h)) => self.on_hello(h),
+            (State::AwaitHello, Message::Hello(h)) => self.on_hello(h, rng),
             (State::Idle, Message::Activations(a)) => self.on_activations(a, rng),
             (
                 State::AwaitForwardReply {
@@ -355,7 +357,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         }
     }
 
-    fn on_hello(&mut self, h: Hello) -> Result<(), Error> {
+    fn on_hello<R: CryptoRng + ?Sized>(&mut self, h: Hello, rng: &mut R) -> Result<(), Error> {
         let mine = &self.config;
         let theirs = &h.config;
         let fields: [(&'static str, bool); 13] = [
@@ -404,7 +406,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             .into());
         }
         self.fixed_base = match (self.config.encryption, h.fixed_base) {
-            (Encryption::Djn, Some(public)) => {
+            (Encryption::Djn, Some(host_base)) => {
                 let bits = self
                     .bounds
                     .rerandomizer_bits(S::fixed_base_default_bits(&ek));
@@ -417,10 +419,17 @@ impl<S: HomomorphicScheme> Guest<S> {
                     }
                     .into());
                 }
-                Some(
-                    S::fixed_base_new(&ek, &public, bits)
-                        .map_err(|e| PeerMisbehaved::WeakKey(e.detail))?,
-                )
+                // The host's base, with the long exponents of the statistical argument (a
+                // visibly weak base, e.g. h_s = 1 + n, is refused: a broken or hostile
+                // host). A key owner who knows p and q can still choose a base that passes
+                // every public check, so the guest also multiplies in a power of a base of
+                // its own, which no host can choose.
+                let host = S::fixed_base_new(&ek, &host_base, bits)
+                    .map_err(|e| PeerMisbehaved::WeakKey(e.detail))?;
+                let own_base = S::fixed_base_generate(&ek, rng);
+                let own = S::fixed_base_new(&ek, &own_base, S::fixed_base_default_bits(&ek))
+                    .map_err(|e| PeerMisbehaved::WeakKey(e.detail))?;
+                Some((host, own))
             }
             (Encryption::Djn, None) | (_, Some(_)) => {
                 return Err(PeerMisbehaved::ConfigMismatch {

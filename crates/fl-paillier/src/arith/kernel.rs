@@ -4,12 +4,13 @@
 //!
 //! A kernel is the per-modulus state of one implementation of Montgomery arithmetic (its
 //! constants, in its own digit form) with the operations on values in that form. Adding a
-//! kernel means: a module that implements [`Kernel`], a variant of
-//! [`super::engine::Engine`] and of [`super::engine::AnyKernel`] (with its run-time
-//! detection), and the two tables that cost it there (the scan/multiplication ratio of
-//! [`super::multi_pow`]). The contexts, exponentiations and everything above them are
-//! shared, and `cargo test -p fl-paillier` runs every arithmetic test on every kernel the
-//! CPU has.
+//! kernel means: a module that implements [`Kernel`]; a variant of
+//! [`super::engine::Engine`] (with its run-time detection in `Engine::is_available`) and of
+//! [`super::engine::AnyKernel`] (its constructor in `AnyKernel::new`, its arm in
+//! `with_kernel!`); and its entry in the table-scan cost ratio of [`super::multi_pow`]
+//! (which picks window widths). The contexts, the exponentiations and everything above
+//! them are shared, and `cargo test -p fl-paillier` runs every arithmetic test on every
+//! kernel the CPU has.
 //!
 //! Every kernel is constant time in the values (operands and modulus): loop bounds and
 //! memory accesses depend on lengths only; selections are masked.

@@ -41,8 +41,11 @@ pub(crate) fn limbs_from_big(x: &BigUint, l: usize) -> Option<Vec<u64>> {
 }
 
 /// Limbs as a `BigUint` (variable time: only for public values or values the caller has
-/// chosen to declassify, such as a returned plaintext).
+/// chosen to declassify, such as a returned plaintext). Only the significant limbs are
+/// handed to num-bigint, so it allocates the result once at its final length and frees no
+/// copy (it shrinks a buffer with many leading zero limbs, leaving the old one unwiped).
 pub(crate) fn big_from_limbs(w: &[u64]) -> BigUint {
+    let w = &w[..w.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1)];
     let mut digits: Zeroizing<Vec<u32>> = Zeroizing::new(vec![0u32; 2 * w.len()]);
     for (pair, &x) in digits.chunks_exact_mut(2).zip(w) {
         pair[0] = x as u32;
@@ -118,6 +121,12 @@ pub(crate) fn ct_is_zero_mask(a: &[u64]) -> u64 {
     let or = a.iter().fold(0u64, |acc, &w| acc | w);
     // (or | −or) has its top bit set iff or ≠ 0.
     mask(((or | or.wrapping_neg()) >> 63) ^ 1)
+}
+
+/// Compares two values of the same limb count (variable time: for values whose order may
+/// be revealed, such as a decoded plaintext against python-paillier's band).
+pub(crate) fn cmp_vartime(a: &[u64], b: &[u64]) -> core::cmp::Ordering {
+    a.iter().rev().cmp(b.iter().rev())
 }
 
 /// Byte length of a `bits`-bit number.

@@ -26,7 +26,7 @@ pub(crate) use barrier::mask;
 pub use engine::{Engine, default_engine};
 pub(crate) use kernel::{MontVal, window_digit};
 pub(crate) use limbs::{
-    Limbs, add_assign, big_from_limbs, boxed_from_limbs, byte_len, ct_is_zero_mask, ct_lt_mask,
-    fit, limbs_for, limbs_from_big, mul_low, mul_wide, sub_assign,
+    Limbs, add_assign, big_from_limbs, boxed_from_limbs, byte_len, cmp_vartime, ct_is_zero_mask,
+    ct_lt_mask, fit, limbs_for, limbs_from_big, mul_low, mul_wide, sub_assign,
 };
 pub(crate) use monty::{Monty, Table, Work};
