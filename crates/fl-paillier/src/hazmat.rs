@@ -101,7 +101,7 @@ pub struct KernelProbe {
     mont: Monty,
     a: MontVal,
     b: MontVal,
-    work: crate::arith::Work,
+    work: crate::arith::monty::Work,
 }
 
 impl KernelProbe {

@@ -89,12 +89,21 @@ pub fn default_engine() -> Engine {
 }
 
 /// The kernel state of one context.
+///
+/// Each kernel's state is boxed and the tag is a full word (`repr(u64)`), so an
+/// `AnyKernel` is two initialised words whatever the variant. With the kernels inline, a
+/// small variant left the rest of the enum's bytes uninitialised, and moving a context
+/// from the stack into a heap block (`Arc::new` of a public key) copied whatever the stack
+/// held there, secrets of an earlier computation included, into memory that is later freed
+/// unwiped (the scanning-allocator test found a prime's Montgomery constant that way).
+/// The kernel structs themselves have no padding.
+#[repr(u64)]
 pub(crate) enum AnyKernel {
-    Portable(PortableKernel),
+    Portable(Box<PortableKernel>),
     #[cfg(target_arch = "x86_64")]
-    Adx(AdxKernel),
+    Adx(Box<AdxKernel>),
     #[cfg(target_arch = "x86_64")]
-    Ifma(IfmaKernel),
+    Ifma(Box<IfmaKernel>),
 }
 
 /// Runs `$body` with `$k` bound to the context's kernel (static dispatch).
@@ -120,14 +129,14 @@ impl AnyKernel {
             return None;
         }
         match engine {
-            Engine::Portable => Some(Self::Portable(PortableKernel::new(m))),
+            Engine::Portable => Some(Self::Portable(Box::new(PortableKernel::new(m)))),
             #[cfg(target_arch = "x86_64")]
-            Engine::X86Adx => AdxKernel::new(m).map(Self::Adx),
+            Engine::X86Adx => AdxKernel::new(m).map(|k| Self::Adx(Box::new(k))),
             #[cfg(target_arch = "x86_64")]
-            Engine::Ifma => Some(
-                IfmaKernel::new(m)
-                    .map_or_else(|| Self::Portable(PortableKernel::new(m)), Self::Ifma),
-            ),
+            Engine::Ifma => Some(IfmaKernel::new(m).map_or_else(
+                || Self::Portable(Box::new(PortableKernel::new(m))),
+                |k| Self::Ifma(Box::new(k)),
+            )),
             #[cfg(not(target_arch = "x86_64"))]
             Engine::X86Adx | Engine::Ifma => None,
         }
@@ -146,6 +155,6 @@ impl AnyKernel {
 
     /// The kernel as a trait object (for the rare, non-hot-path uses).
     pub(crate) fn as_dyn(&self) -> &dyn Kernel {
-        with_kernel!(self, k => k)
+        with_kernel!(self, k => &**k)
     }
 }

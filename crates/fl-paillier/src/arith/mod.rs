@@ -29,4 +29,4 @@ pub(crate) use limbs::{
     Limbs, add_assign, big_from_limbs, boxed_from_limbs, byte_len, cmp_vartime, ct_is_zero_mask,
     ct_lt_mask, fit, limbs_for, limbs_from_big, mul_low, mul_wide, sub_assign,
 };
-pub(crate) use monty::{Monty, Table, Work};
+pub(crate) use monty::{Monty, Table};

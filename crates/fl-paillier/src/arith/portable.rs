@@ -17,8 +17,9 @@ pub(crate) struct PortableKernel {
     /// −m⁻¹ mod 2^64.
     m0: u64,
     /// Whether a multiplication is a Karatsuba product and a separate reduction (from
-    /// [`KARATSUBA_LIMBS`] limbs, with an even limb count).
-    karatsuba: bool,
+    /// [`KARATSUBA_LIMBS`] limbs). A full word, so that the struct has no padding (see
+    /// `AnyKernel`).
+    karatsuba: u64,
 }
 
 impl PortableKernel {
@@ -27,7 +28,7 @@ impl PortableKernel {
         Self {
             limbs: m.len(),
             m0: inv64(m.first().copied().unwrap_or(1)).wrapping_neg(),
-            karatsuba: m.len() >= KARATSUBA_LIMBS,
+            karatsuba: u64::from(m.len() >= KARATSUBA_LIMBS),
         }
     }
 }
@@ -60,7 +61,7 @@ impl Kernel for PortableKernel {
 
     fn mul(&self, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], scratch: &mut [u64]) {
         let l = self.limbs;
-        if self.karatsuba {
+        if self.karatsuba != 0 {
             let (product, rest) = scratch.split_at_mut(2 * l);
             mul_karatsuba(product, a, b, KARATSUBA_HALVES_TO, rest);
             redc(out, product, m, self.m0);
@@ -78,7 +79,7 @@ impl Kernel for PortableKernel {
     }
 
     fn set_karatsuba(&mut self, on: bool) {
-        self.karatsuba = on;
+        self.karatsuba = u64::from(on);
     }
 
     fn secret_words(&self) -> Vec<&[u64]> {

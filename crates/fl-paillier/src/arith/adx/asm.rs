@@ -303,7 +303,7 @@ impl Adx {
             return;
         }
         let (skip, passes) = row_shape(n);
-        let cfg = [
+        let mut cfg = [
             m0,
             8 * skip as u64,
             passes as u64,
@@ -348,6 +348,8 @@ impl Adx {
                 options(nostack),
             );
         }
+        // m0 is derived from the (possibly secret) modulus: wipe the stack copy.
+        zeroize::Zeroize::zeroize(&mut cfg[0]);
     }
 
     /// The end of a Montgomery reduction after [`Adx::redc_rows`]: t = p[n .. 2n] + p[0 .. n]

@@ -31,10 +31,10 @@ pub(crate) struct AdxKernel {
     width: usize,
     /// −m⁻¹ mod 2^64.
     m0: u64,
-    /// Whether products split once by Karatsuba ([`KARATSUBA_MUL_LIMBS`]).
-    karatsuba_mul: bool,
-    /// Whether squares split once by Karatsuba ([`KARATSUBA_SQR_LIMBS`]).
-    karatsuba_sqr: bool,
+    /// Whether products (bit 0) and squares (bit 1) split once by Karatsuba
+    /// ([`KARATSUBA_MUL_LIMBS`], [`KARATSUBA_SQR_LIMBS`]). A full word, so that the struct
+    /// has no padding (see `AnyKernel`).
+    karatsuba: u64,
 }
 
 impl AdxKernel {
@@ -47,14 +47,17 @@ impl AdxKernel {
             token,
             width: w,
             m0: portable::inv64(m.first().copied().unwrap_or(1)).wrapping_neg(),
-            karatsuba_mul: KARATSUBA_MUL_LIMBS.is_some_and(|t| w >= t) && w.is_multiple_of(2),
-            karatsuba_sqr: KARATSUBA_SQR_LIMBS.is_some_and(|t| w >= t) && w.is_multiple_of(2),
+            karatsuba: u64::from(
+                KARATSUBA_MUL_LIMBS.is_some_and(|t| w >= t) && w.is_multiple_of(2),
+            ) | u64::from(
+                KARATSUBA_SQR_LIMBS.is_some_and(|t| w >= t) && w.is_multiple_of(2),
+            ) << 1,
         })
     }
 
     /// The full product a·b (width limbs each) into `p` (2·width limbs).
     fn product(&self, p: &mut [u64], a: &[u64], b: &[u64], scratch: &mut [u64]) {
-        if self.karatsuba_mul {
+        if self.karatsuba & 1 != 0 {
             karatsuba_mul(self, p, a, b, scratch);
         } else {
             schoolbook(self.token, p, a, b);
@@ -63,7 +66,7 @@ impl AdxKernel {
 
     /// The full square a² (width limbs) into `p` (2·width limbs).
     fn square(&self, p: &mut [u64], a: &[u64], scratch: &mut [u64]) {
-        if self.karatsuba_sqr {
+        if self.karatsuba & 2 != 0 {
             karatsuba_sqr(self, p, a, scratch);
         } else {
             let _ = scratch;
@@ -242,9 +245,11 @@ impl Kernel for AdxKernel {
     }
 
     fn set_karatsuba(&mut self, on: bool) {
-        let even = self.width.is_multiple_of(2);
-        self.karatsuba_mul = on && even;
-        self.karatsuba_sqr = on && even;
+        self.karatsuba = if on && self.width.is_multiple_of(2) {
+            3
+        } else {
+            0
+        };
     }
 
     fn secret_words(&self) -> Vec<&[u64]> {
