@@ -12,8 +12,9 @@
 //! Phases (each prints its error count; the exit code is non-zero on any failure):
 //! 1. self-check: num-bigint's variable-time `modpow` with a poisoned exponent MUST be
 //!    flagged (proves the poisoning works);
-//! 2. CRT decryption with the poisoned key (6 ciphertexts, including c = 1 and n² − 1):
-//!    0 errors, and the results are right;
+//! 2. CRT decryption with the poisoned key (6 ciphertexts, including c = 1 and n² − 1),
+//!    one at a time and as one batch (`decrypt_many`: the multi-buffer kernel's secret
+//!    exponent tables and scans): 0 errors, and the results are right;
 //! 3. key-owner CRT encryption with the poisoned key: 0 errors;
 //! 4. multiplication by a poisoned secret scalar and a poisoned secret dot product (the
 //!    shared-table constant-time multi-exponentiation of `dot_many_secret`): 0;
@@ -247,6 +248,20 @@ fn phases(
             &want[..],
             "poisoned decryption gave a wrong value"
         );
+    }
+    // The batch path (the multi-buffer kernels' secret-exponent tables and scans).
+    let mut batch = Vec::new();
+    let n = errors_in(|| {
+        batch = dk.decrypt_many(&cts).unwrap();
+    });
+    report(
+        "DecryptionKey::decrypt_many, poisoned key, 6 ciphertexts",
+        n,
+        false,
+    );
+    for (out, want) in batch.iter().zip(&expected) {
+        declassify(out.words());
+        assert_eq!(out.words(), &want[..], "poisoned batch decryption is wrong");
     }
 
     // 3. Key-owner CRT encryption.

@@ -9,6 +9,8 @@
 #[cfg(target_arch = "x86_64")]
 use super::adx::{self, AdxKernel};
 #[cfg(target_arch = "x86_64")]
+use super::avx2::{self, Avx2Kernel};
+#[cfg(target_arch = "x86_64")]
 use super::ifma::{self, IfmaKernel};
 use super::kernel::Kernel;
 use super::portable::PortableKernel;
@@ -26,6 +28,12 @@ pub enum Engine {
     /// since Broadwell, AMD since Zen): four-row passes with two carry chains in inline
     /// assembly, a dedicated squaring and a separate Montgomery reduction.
     X86Adx,
+    /// [`Engine::X86Adx`] for single values and an eight-lane multi-buffer kernel with
+    /// AVX2 `vpmuludq` (radix 2^28 or 2^27, a dedicated squaring) for batches (x86-64 CPUs
+    /// with AVX2, BMI2 and ADX: Intel since Broadwell, AMD since Zen). Opt-in: on the CPU
+    /// it was measured on, eight single ADX exponentiations beat one eight-lane AVX2
+    /// one (docs/PERFORMANCE.md), so keys get [`Engine::X86Adx`] unless this is named.
+    Avx2,
     /// Radix 2^52 almost-Montgomery multiplication with AVX-512 IFMA (x86-64 CPUs with
     /// `avx512f` and `avx512ifma`: Intel since Ice Lake, AMD since Zen 4), with an
     /// eight-lane multi-buffer kernel for batches.
@@ -33,9 +41,11 @@ pub enum Engine {
 }
 
 impl Engine {
-    /// Every engine this build knows, whether or not the running CPU has it, slowest
-    /// first.
-    pub const ALL: &'static [Self] = &[Self::Portable, Self::X86Adx, Self::Ifma];
+    /// Every engine this build knows, whether or not the running CPU has it, in the order
+    /// of preference measured (docs/PERFORMANCE.md), least preferred first: portable, AVX2
+    /// (whose batches lost to single [`Engine::X86Adx`] streams on the one CPU it was
+    /// measured on, so it is never picked by default), x86-64-adx, IFMA.
+    pub const ALL: &'static [Self] = &[Self::Portable, Self::Avx2, Self::X86Adx, Self::Ifma];
 
     /// Whether the running CPU can run this engine.
     #[must_use]
@@ -45,13 +55,16 @@ impl Engine {
             #[cfg(target_arch = "x86_64")]
             Self::X86Adx => adx::available(),
             #[cfg(target_arch = "x86_64")]
+            Self::Avx2 => avx2::available(),
+            #[cfg(target_arch = "x86_64")]
             Self::Ifma => ifma::available(),
             #[cfg(not(target_arch = "x86_64"))]
-            Self::X86Adx | Self::Ifma => false,
+            Self::X86Adx | Self::Avx2 | Self::Ifma => false,
         }
     }
 
-    /// The engines the running CPU can run, slowest (portable) first, the default last.
+    /// The engines the running CPU can run, least preferred (portable) first, the default
+    /// last.
     #[must_use]
     pub fn available() -> Vec<Self> {
         Self::ALL
@@ -61,12 +74,13 @@ impl Engine {
             .collect()
     }
 
-    /// A short lower-case name (`"portable"`, `"x86-64-adx"`, `"ifma"`).
+    /// A short lower-case name (`"portable"`, `"x86-64-adx"`, `"avx2"`, `"ifma"`).
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Self::Portable => "portable",
             Self::X86Adx => "x86-64-adx",
+            Self::Avx2 => "avx2",
             Self::Ifma => "ifma",
         }
     }
@@ -78,8 +92,9 @@ impl core::fmt::Display for Engine {
     }
 }
 
-/// The engine keys get when none is named: the fastest the running CPU has
-/// ([`Engine::Ifma`], else [`Engine::X86Adx`], else [`Engine::Portable`]).
+/// The engine keys get when none is named: the fastest the running CPU has, as measured
+/// ([`Engine::Ifma`], else [`Engine::X86Adx`], else [`Engine::Portable`]; [`Engine::Avx2`]
+/// only when named).
 #[must_use]
 pub fn default_engine() -> Engine {
     Engine::available()
@@ -103,6 +118,8 @@ pub(crate) enum AnyKernel {
     #[cfg(target_arch = "x86_64")]
     Adx(Box<AdxKernel>),
     #[cfg(target_arch = "x86_64")]
+    Avx2(Box<Avx2Kernel>),
+    #[cfg(target_arch = "x86_64")]
     Ifma(Box<IfmaKernel>),
 }
 
@@ -114,6 +131,8 @@ macro_rules! with_kernel {
             #[cfg(target_arch = "x86_64")]
             $crate::arith::engine::AnyKernel::Adx($k) => $body,
             #[cfg(target_arch = "x86_64")]
+            $crate::arith::engine::AnyKernel::Avx2($k) => $body,
+            #[cfg(target_arch = "x86_64")]
             $crate::arith::engine::AnyKernel::Ifma($k) => $body,
         }
     };
@@ -121,10 +140,12 @@ macro_rules! with_kernel {
 pub(crate) use with_kernel;
 
 impl AnyKernel {
-    /// The kernel of `engine` for the odd modulus `m`, or the portable kernel when `engine`
-    /// has no kernel for m's size (IFMA's stop at 8318-bit moduli); `None` if the running
-    /// CPU lacks `engine`. Constant time in m (only its limb count steers the choice).
-    pub(crate) fn new(engine: Engine, m: &[u64]) -> Option<Self> {
+    /// The kernel of `engine` for the odd modulus `m` of at least `min_bits` bits (a public
+    /// bound), or a simpler kernel when `engine` has none for m's size (IFMA's stop at
+    /// 8318-bit moduli: portable; AVX2's batch kernel at its radix limit: the ADX kernel);
+    /// `None` if the running CPU lacks `engine`. Constant time in m (only its limb count
+    /// steers the choice).
+    pub(crate) fn new(engine: Engine, m: &[u64], min_bits: u32) -> Option<Self> {
         if !engine.is_available() {
             return None;
         }
@@ -133,12 +154,17 @@ impl AnyKernel {
             #[cfg(target_arch = "x86_64")]
             Engine::X86Adx => AdxKernel::new(m).map(|k| Self::Adx(Box::new(k))),
             #[cfg(target_arch = "x86_64")]
+            Engine::Avx2 => Avx2Kernel::new(m, min_bits).map_or_else(
+                || AdxKernel::new(m).map(|k| Self::Adx(Box::new(k))),
+                |k| Some(Self::Avx2(Box::new(k))),
+            ),
+            #[cfg(target_arch = "x86_64")]
             Engine::Ifma => Some(IfmaKernel::new(m).map_or_else(
                 || Self::Portable(Box::new(PortableKernel::new(m))),
                 |k| Self::Ifma(Box::new(k)),
             )),
             #[cfg(not(target_arch = "x86_64"))]
-            Engine::X86Adx | Engine::Ifma => None,
+            Engine::X86Adx | Engine::Avx2 | Engine::Ifma => None,
         }
     }
 
@@ -148,6 +174,8 @@ impl AnyKernel {
             Self::Portable(_) => Engine::Portable,
             #[cfg(target_arch = "x86_64")]
             Self::Adx(_) => Engine::X86Adx,
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2(_) => Engine::Avx2,
             #[cfg(target_arch = "x86_64")]
             Self::Ifma(_) => Engine::Ifma,
         }

@@ -87,6 +87,134 @@ pub(crate) trait Kernel {
 /// Values per batched operation of [`Kernel::pow_batch`].
 pub(crate) const BATCH: usize = 8;
 
+/// The operations of a multi-buffer kernel on [`BATCH`] values interleaved digit by digit
+/// (word 8·j + l is digit j of value l), in that kernel's own Montgomery domain.
+pub(crate) trait Lanes {
+    /// Lane-wise Montgomery product a·b·R⁻¹ (almost reduced).
+    fn mul(&self, a: &MontVal, b: &MontVal) -> MontVal;
+
+    /// Lane-wise Montgomery square a²·R⁻¹ (almost reduced); a kernel with a dedicated
+    /// squaring overrides this.
+    fn sqr(&self, a: &MontVal) -> MontVal {
+        self.mul(a, a)
+    }
+
+    /// dst = the entry of `table` whose mask is all ones, by a masked OR over every word of
+    /// every entry (the accesses do not depend on which entry is chosen).
+    fn select(&self, dst: &mut MontVal, table: &[MontVal], masks: &[u64]);
+}
+
+/// base^exp lane by lane on a multi-buffer kernel, one exponent for all lanes, with
+/// `w`-bit fixed windows: with `ct`, exactly ⌈bits/w⌉ windows each multiplying by an entry
+/// chosen by a masked scan of the whole table ([`Lanes::select`]); without, zero digits
+/// are skipped and entries indexed directly (public exponents). `one` is the domain's one
+/// in every lane.
+pub(crate) fn lanes_pow<L: Lanes>(
+    lanes: &L,
+    base: &MontVal,
+    one: &MontVal,
+    exp: &[u64],
+    bits: u32,
+    w: u32,
+    ct: bool,
+) -> MontVal {
+    let size = 1usize << w;
+    let mut table: Vec<MontVal> = Vec::with_capacity(size);
+    table.push(one.clone());
+    if size > 1 {
+        table.push(base.clone());
+    }
+    for i in 2..size {
+        let next = if i % 2 == 0 {
+            lanes.sqr(&table[i / 2])
+        } else {
+            lanes.mul(&table[i - 1], base)
+        };
+        table.push(next);
+    }
+    let mut acc = one.clone();
+    let mut selected = one.clone();
+    let windows = bits.div_ceil(w);
+    for i in (0..windows).rev() {
+        if i + 1 < windows {
+            for _ in 0..w {
+                acc = lanes.sqr(&acc);
+            }
+        }
+        let mut digit = window_digit(exp, i * w, w);
+        if ct {
+            let masks = SelectMasks::new(table.len(), digit);
+            lanes.select(&mut selected, &table, masks.as_slice());
+            acc = lanes.mul(&acc, &selected);
+        } else if digit != 0 {
+            acc = lanes.mul(&acc, &table[digit as usize]);
+        }
+        digit.zeroize();
+    }
+    acc
+}
+
+/// Up to [`BATCH`] values of `k` digits interleaved (word 8·j + l = digit j of value l);
+/// missing lanes are filled with `pad`.
+pub(crate) fn interleave(vals: &[MontVal], pad: &MontVal, k: usize) -> MontVal {
+    let mut out = vec![0u64; BATCH * k];
+    for lane in 0..BATCH {
+        let src = vals.get(lane).unwrap_or(pad);
+        for (j, &d) in src.0.iter().enumerate().take(k) {
+            out[BATCH * j + lane] = d;
+        }
+    }
+    MontVal(out)
+}
+
+/// The first `count` lanes of interleaved values of `k` digits, as separate values.
+pub(crate) fn deinterleave(x: &MontVal, count: usize, k: usize) -> Vec<MontVal> {
+    (0..count)
+        .map(|lane| {
+            let mut v = vec![0u64; k];
+            for (j, d) in v.iter_mut().enumerate() {
+                *d = x.0[BATCH * j + lane];
+            }
+            MontVal(v)
+        })
+        .collect()
+}
+
+/// Little-endian 64-bit limbs `x` as `out.len()` digits of `r` bits (r ≤ 63; the value
+/// must fit).
+pub(crate) fn to_radix(out: &mut [u64], x: &[u64], r: u32) {
+    let mask = (1u64 << r) - 1;
+    for (i, d) in out.iter_mut().enumerate() {
+        let bit = r as usize * i;
+        let (w, off) = (bit / 64, (bit % 64) as u32);
+        let lo = x.get(w).copied().unwrap_or(0) >> off;
+        let hi = if off + r > 64 {
+            x.get(w + 1).copied().unwrap_or(0) << (64 - off)
+        } else {
+            0
+        };
+        *d = (lo | hi) & mask;
+    }
+}
+
+/// Digits `d` of `r` bits (each below 2^r) as `out.len()` little-endian 64-bit limbs
+/// (truncating above).
+pub(crate) fn from_radix(out: &mut [u64], d: &[u64], r: u32) {
+    out.fill(0);
+    for (i, &digit) in d.iter().enumerate() {
+        let bit = r as usize * i;
+        let (w, off) = (bit / 64, (bit % 64) as u32);
+        if let Some(x) = out.get_mut(w) {
+            *x |= digit << off;
+        }
+        if off + r > 64
+            && let Some(x) = out.get_mut(w + 1)
+        {
+            *x |= digit >> (64 - off);
+        }
+    }
+}
+
 /// The portable masked select of [`Kernel::select`].
 pub(crate) fn select_scalar(dst: &mut [u64], words: &[u64], masks: &[u64]) {
     let width = dst.len();

@@ -11,6 +11,8 @@
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod adx;
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 pub(crate) mod barrier;
 pub(crate) mod engine;
 #[cfg(target_arch = "x86_64")]

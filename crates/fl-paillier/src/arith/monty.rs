@@ -92,7 +92,7 @@ impl Drop for Monty {
 
 /// 2^e mod m for e ≥ bits − 1 (m has at least `bits` bits), by doubling with a masked
 /// subtraction: constant time in m.
-fn pow2_mod(m: &[u64], bits: u32, e: u64) -> Zeroizing<Vec<u64>> {
+pub(crate) fn pow2_mod(m: &[u64], bits: u32, e: u64) -> Zeroizing<Vec<u64>> {
     let l = m.len();
     let mut x = Zeroizing::new(vec![0u64; l]);
     let top = bits.saturating_sub(1);
@@ -130,7 +130,7 @@ impl Monty {
         if limbs == 0 || min_bits < 2 || u64::from(min_bits) > 64 * limbs as u64 {
             return None;
         }
-        let kernel = AnyKernel::new(engine, m)?;
+        let kernel = AnyKernel::new(engine, m, min_bits)?;
         let log_r = kernel.as_dyn().log_r();
         let mut ctx = Self {
             m: m.to_vec().into_boxed_slice(),

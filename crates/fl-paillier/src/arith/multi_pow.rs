@@ -22,7 +22,7 @@ use zeroize::Zeroize;
 fn scan_entries_per_mul(engine: Engine) -> u64 {
     match engine {
         Engine::Portable => 400,
-        Engine::X86Adx => 150,
+        Engine::X86Adx | Engine::Avx2 => 150,
         Engine::Ifma => 100,
     }
 }

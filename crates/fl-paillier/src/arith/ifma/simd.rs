@@ -3,7 +3,8 @@
 //! `rsaz-avx512`, and the 512-bit masked table scan, written with `core::arch` intrinsics.
 //! The digit layout and the kernel built on these lives in the parent module.
 //!
-//! **One of fl-paillier's `unsafe` modules** (with `arith/barrier.rs` and `arith/adx/asm.rs`;
+//! **One of fl-paillier's `unsafe` modules** (with `arith/barrier.rs`, `arith/adx/asm.rs` and
+//! `arith/avx2/simd.rs`;
 //! SECURITY.md names each). Every `unsafe` block here is one of two kinds, each with its `SAFETY:`
 //! comment: an unaligned vector load or store whose bounds are asserted just before, or the
 //! call of a `#[target_feature]` kernel, which is only reachable through an [`Ifma`] token,
