@@ -220,6 +220,15 @@ impl Lanes for X8<'_> {
         out
     }
 
+    fn sqr(&self, a: &MontVal) -> MontVal {
+        let kernel = self.kernel;
+        let mut out = MontVal(vec![0; 8 * kernel.k()]);
+        kernel
+            .token
+            .sqr_x8(kernel.vectors, &mut out.0, &a.0, &kernel.m52, kernel.k0);
+        out
+    }
+
     fn select(&self, dst: &mut MontVal, table: &[MontVal], masks: &[u64]) {
         self.kernel.token.masked_select(&mut dst.0, table, masks);
     }
