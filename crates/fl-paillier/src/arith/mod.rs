@@ -16,7 +16,7 @@ mod avx2;
 pub(crate) mod barrier;
 pub(crate) mod engine;
 #[cfg(target_arch = "x86_64")]
-mod ifma;
+pub(crate) mod ifma;
 pub(crate) mod inverse;
 pub(crate) mod kernel;
 pub(crate) mod limbs;

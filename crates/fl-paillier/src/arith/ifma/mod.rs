@@ -14,7 +14,7 @@ use super::kernel::{
     Kernel, Lanes, MontVal, deinterleave, from_radix, interleave, lanes_pow, to_radix,
 };
 use super::portable;
-use simd::{Ifma, MASK52, MAX_VECTORS};
+use simd::{Ifma, MASK52, MAX_VECTORS, PAIR_VECTORS};
 use zeroize::{Zeroize, Zeroizing};
 
 /// Whether the running CPU has AVX-512F and AVX-512 IFMA.
@@ -72,6 +72,34 @@ impl IfmaKernel {
 
     fn k(&self) -> usize {
         8 * self.vectors
+    }
+
+    /// Whether [`IfmaKernel::mul_pair`] runs `self` and `other` as one interleaved stream
+    /// (same size, at most [`PAIR_VECTORS`] vectors: the sizes where one multiplication
+    /// waits on its own chain).
+    pub(crate) fn pairs_with(&self, other: &Self) -> bool {
+        self.vectors == other.vectors && self.vectors <= PAIR_VECTORS
+    }
+
+    /// out_a = a·b·R⁻¹ mod self's modulus and out_b = c·d·R⁻¹ mod other's, in one
+    /// interleaved stream; does nothing unless [`IfmaKernel::pairs_with`].
+    pub(crate) fn mul_pair(
+        &self,
+        other: &Self,
+        out_a: &mut [u64],
+        (a, b): (&[u64], &[u64]),
+        out_b: &mut [u64],
+        (c, d): (&[u64], &[u64]),
+    ) {
+        if self.pairs_with(other) {
+            self.token.amm_pair(
+                self.vectors,
+                out_a,
+                (a, b, &self.m52, self.k0),
+                out_b,
+                (c, d, &other.m52, other.k0),
+            );
+        }
     }
 }
 

@@ -32,6 +32,10 @@ use core::arch::x86_64::{
 /// Low 52 bits.
 pub(crate) const MASK52: u64 = (1u64 << 52) - 1;
 
+/// The largest vector count of [`Ifma::amm_pair`] (2 × 8 vectors of operands, modulus and
+/// accumulator still fit the 32 vector registers).
+pub(crate) const PAIR_VECTORS: usize = 8;
+
 /// The largest vector count with a compiled kernel (K = 160 digits, 8320 bits: n² of a
 /// 4096-bit key). Larger moduli use the portable kernels.
 pub(crate) const MAX_VECTORS: usize = 20;
@@ -71,6 +75,38 @@ impl Ifma {
             };
         }
         dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20);
+    }
+
+    /// Two independent almost-Montgomery multiplications, each with its own modulus, in one
+    /// instruction stream (out_a = AMM(a_a, b_a) mod m_a, out_b likewise), for `v` ≤
+    /// [`PAIR_VECTORS`] vectors each: a single multiplication at these sizes waits on its
+    /// step-to-step chain, and two interleaved chains fill those waits (the two CRT halves
+    /// of a decryption). Returns without writing if `v` is out of range or a slice is too
+    /// short.
+    #[allow(clippy::too_many_arguments)] // two multiplications' operands
+    pub(crate) fn amm_pair(
+        self,
+        v: usize,
+        out_a: &mut [u64],
+        (a_a, b_a, m_a, k0_a): (&[u64], &[u64], &[u64], u64),
+        out_b: &mut [u64],
+        (a_b, b_b, m_b, k0_b): (&[u64], &[u64], &[u64], u64),
+    ) {
+        macro_rules! dispatch {
+            ($($n:literal)*) => {
+                match v {
+                    $(
+                        // SAFETY: `self` is an `Ifma` token, so `detect` found avx512f and
+                        // avx512ifma on this CPU, the features `amm_x2` is compiled for.
+                        $n => unsafe {
+                            amm_x2::<$n>(out_a, a_a, b_a, m_a, k0_a, out_b, a_b, b_b, m_b, k0_b)
+                        },
+                    )*
+                    _ => {}
+                }
+            };
+        }
+        dispatch!(1 2 3 4 5 6 7 8);
     }
 
     /// Eight independent almost-Montgomery multiplications modulo the same m (multi-buffer:
@@ -238,6 +274,88 @@ fn amm_x8_kernel(k: usize, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], k0:
         let d = _mm512_and_si512(x, mask52);
         // SAFETY: out.len() ≥ 8·K (checked in `amm_x8`) and j < K.
         unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * j).cast(), d) };
+    }
+}
+
+/// [`amm_x1`] twice, interleaved step by step: two independent operand sets (each with
+/// its own modulus and k0), so each chain's waits are filled by the other's work.
+#[target_feature(enable = "avx512f,avx512ifma")]
+#[allow(clippy::too_many_arguments)] // two multiplications' operands
+fn amm_x2<const V: usize>(
+    out_a: &mut [u64],
+    a_a: &[u64],
+    b_a: &[u64],
+    m_a: &[u64],
+    k0_a: u64,
+    out_b: &mut [u64],
+    a_b: &[u64],
+    b_b: &[u64],
+    m_b: &[u64],
+    k0_b: u64,
+) {
+    let k = 8 * V;
+    if out_a.len() < k || b_a.len() < k || out_b.len() < k || b_b.len() < k {
+        return;
+    }
+    let (av, mv) = (load::<V>(a_a), load::<V>(m_a));
+    let (aw, mw) = (load::<V>(a_b), load::<V>(m_b));
+    let zero = _mm512_setzero_si512();
+    let (k0v, k0w) = (
+        _mm512_set1_epi64(k0_a as i64),
+        _mm512_set1_epi64(k0_b as i64),
+    );
+    let mut acc = [zero; V];
+    let mut bcc = [zero; V];
+    for (&bi_s, &ci_s) in b_a[..k].iter().zip(&b_b[..k]) {
+        let bi = _mm512_set1_epi64(bi_s as i64);
+        let ci = _mm512_set1_epi64(ci_s as i64);
+        let mut hi = [zero; V];
+        let mut hj = [zero; V];
+        for v in 0..V {
+            hi[v] = _mm512_madd52hi_epu64(zero, av[v], bi);
+            hj[v] = _mm512_madd52hi_epu64(zero, aw[v], ci);
+        }
+        for v in 0..V {
+            acc[v] = _mm512_madd52lo_epu64(acc[v], av[v], bi);
+            bcc[v] = _mm512_madd52lo_epu64(bcc[v], aw[v], ci);
+        }
+        let y = _mm512_broadcastq_epi64(_mm512_castsi512_si128(_mm512_madd52lo_epu64(
+            zero, acc[0], k0v,
+        )));
+        let z = _mm512_broadcastq_epi64(_mm512_castsi512_si128(_mm512_madd52lo_epu64(
+            zero, bcc[0], k0w,
+        )));
+        for v in 0..V {
+            acc[v] = _mm512_madd52lo_epu64(acc[v], mv[v], y);
+            bcc[v] = _mm512_madd52lo_epu64(bcc[v], mw[v], z);
+        }
+        let ca = _mm512_srli_epi64(acc[0], 52);
+        let cb = _mm512_srli_epi64(bcc[0], 52);
+        for v in 0..V - 1 {
+            acc[v] = _mm512_alignr_epi64(acc[v + 1], acc[v], 1);
+            bcc[v] = _mm512_alignr_epi64(bcc[v + 1], bcc[v], 1);
+        }
+        acc[V - 1] = _mm512_alignr_epi64(zero, acc[V - 1], 1);
+        bcc[V - 1] = _mm512_alignr_epi64(zero, bcc[V - 1], 1);
+        acc[0] = _mm512_mask_add_epi64(acc[0], 1, acc[0], ca);
+        bcc[0] = _mm512_mask_add_epi64(bcc[0], 1, bcc[0], cb);
+        for v in 0..V {
+            acc[v] = _mm512_madd52hi_epu64(_mm512_add_epi64(acc[v], hi[v]), mv[v], y);
+            bcc[v] = _mm512_madd52hi_epu64(_mm512_add_epi64(bcc[v], hj[v]), mw[v], z);
+        }
+    }
+    for (out, lanes) in [(&mut *out_a, &acc), (&mut *out_b, &bcc)] {
+        for (v, x) in lanes.iter().enumerate() {
+            // SAFETY: |out| ≥ 8·V (checked at entry), so words 8v..8v+8 are in bounds; the
+            // store is unaligned.
+            unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * v).cast(), *x) };
+        }
+        let mut c = 0u64;
+        for d in &mut out[..k] {
+            let t = *d + c;
+            *d = t & MASK52;
+            c = t >> 52;
+        }
     }
 }
 
