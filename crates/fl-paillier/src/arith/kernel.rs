@@ -16,7 +16,7 @@
 //! memory accesses depend on lengths only; selections are masked.
 
 use super::barrier::mask;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 /// What one Montgomery kernel provides for a modulus m (given to the methods that need it
 /// as little-endian 64-bit limbs, |m| words). Values are in the kernel's digit form:
@@ -76,6 +76,22 @@ pub(crate) trait Kernel {
     #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
     fn set_karatsuba(&mut self, _on: bool) {}
 
+    /// Π_i base_i^(e_{r,i}) for up to [`BATCH`] rows r with secret exponents below 2^bits,
+    /// over per-base tables of 2^w powers (`tables[i]`: flat, [`Kernel::width`] words per
+    /// entry) built by the context, as a multi-buffer kernel (one row per lane, see
+    /// [`lanes_multi_pow`]); `one` is the domain's one. `None` if the kernel has no
+    /// multi-buffer path (the caller works row by row).
+    fn multi_pow_rows(
+        &self,
+        _tables: &[&[u64]],
+        _w: u32,
+        _one: &MontVal,
+        _rows: &[Vec<&[u64]>],
+        _bits: u32,
+    ) -> Option<Vec<MontVal>> {
+        None
+    }
+
     /// The kernel's constants derived from the modulus (wiped with a secret modulus).
     #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
     fn secret_words(&self) -> Vec<&[u64]>;
@@ -102,6 +118,69 @@ pub(crate) trait Lanes {
     /// dst = the entry of `table` whose mask is all ones, by a masked OR over every word of
     /// every entry (the accesses do not depend on which entry is chosen).
     fn select(&self, dst: &mut MontVal, table: &[MontVal], masks: &[u64]);
+
+    /// dst (interleaved) = in lane l the entry of a single-value table (`words`: entries of
+    /// `width` words, contiguous, in this kernel's digit form) whose mask in lane l is all
+    /// ones (`masks`: [`BATCH`] words per entry), by one pass over the whole table; `None`
+    /// if the kernel cannot (the caller then works row by row).
+    fn gather(
+        &self,
+        _dst: &mut MontVal,
+        _words: &[u64],
+        _width: usize,
+        _masks: &[u64],
+    ) -> Option<()> {
+        None
+    }
+}
+
+/// Π_i base_i^(e_{r,i}) for up to [`BATCH`] rows r at once (lane r), over per-base tables
+/// of 2^w powers in single-value form (`tables[i]`: 2^w entries of `width` words), for
+/// secret exponents below 2^bits: exactly ⌈bits/w⌉ windows, each w lane-wise squarings
+/// and, per base, one lane-wise multiplication by the entries [`Lanes::gather`] picks —
+/// one pass over the base's table serves every row, with masks computed without branches
+/// from each row's digit. Constant time in the exponents; `None` if the kernel has no
+/// gather.
+#[allow(clippy::too_many_arguments)] // the multi-exponentiation's inputs
+pub(crate) fn lanes_multi_pow<L: Lanes>(
+    lanes: &L,
+    tables: &[&[u64]],
+    width: usize,
+    w: u32,
+    one: &MontVal,
+    rows: &[Vec<&[u64]>],
+    bits: u32,
+) -> Option<MontVal> {
+    let size = 1usize << w;
+    let mut acc = one.clone();
+    let mut picked = one.clone();
+    let mut masks = Zeroizing::new(vec![0u64; size * BATCH]);
+    let windows = bits.div_ceil(w);
+    for win in (0..windows).rev() {
+        if win + 1 < windows {
+            for _ in 0..w {
+                acc = lanes.sqr(&acc);
+            }
+        }
+        for (i, table) in tables.iter().enumerate() {
+            for lane in 0..BATCH {
+                // Rows past the last one use digit 0 (entry 1): their lanes are dropped.
+                let mut digit = rows
+                    .get(lane)
+                    .and_then(|r| r.get(i))
+                    .map_or(0, |e| window_digit(e, win * w, w));
+                for e in 0..size {
+                    masks[e * BATCH + lane] = mask(u64::from(
+                        subtle::ConstantTimeEq::ct_eq(&digit, &(e as u64)).unwrap_u8(),
+                    ));
+                }
+                digit.zeroize();
+            }
+            lanes.gather(&mut picked, table, width, &masks)?;
+            acc = lanes.mul(&acc, &picked);
+        }
+    }
+    Some(acc)
 }
 
 /// base^exp lane by lane on a multi-buffer kernel, one exponent for all lanes, with

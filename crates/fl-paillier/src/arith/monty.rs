@@ -55,6 +55,11 @@ impl Table {
         self.words.len().checked_div(self.width).unwrap_or(0)
     }
 
+    /// Every entry, contiguous.
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// Entry `i` (public index only).
     pub(crate) fn entry(&self, i: usize) -> &[u64] {
         &self.words[i * self.width..(i + 1) * self.width]
@@ -473,6 +478,21 @@ impl Monty {
             table.push(&next);
         }
         table
+    }
+
+    /// Π_i base_i^(e_{r,i}) for up to [`Monty::BATCH`] rows of secret exponents below
+    /// 2^bits over per-base tables of 2^w powers built by [`Monty::power_table`], one row
+    /// per lane of the kernel's multi-buffer path (see `kernel::lanes_multi_pow`); `None`
+    /// if the kernel has none.
+    pub(crate) fn multi_pow_rows(
+        &self,
+        tables: &[&Table],
+        w: u32,
+        rows: &[Vec<&[u64]>],
+        bits: u32,
+    ) -> Option<Vec<MontVal>> {
+        let flat: Vec<&[u64]> = tables.iter().map(|t| t.words()).collect();
+        with_kernel!(&self.kernel, k => k.multi_pow_rows(&flat, w, &self.one, rows, bits))
     }
 
     /// Values per batched operation ([`Monty::pow_batch`]).

@@ -95,6 +95,27 @@ impl Tables {
     }
 }
 
+impl Tables {
+    /// [`Tables::multi_pow`] with `ct` for many rows of secret exponents: up to
+    /// [`Monty::BATCH`] rows at a time on the kernel's multi-buffer path (one row per lane,
+    /// one pass over each base's table per window for all of them), row by row where the
+    /// kernel has none; the same values either way.
+    pub(crate) fn multi_pow_secret_rows(
+        &self,
+        mont: &Monty,
+        rows: &[Vec<&[u64]>],
+        bits: u32,
+    ) -> Vec<MontVal> {
+        let tables: Vec<&Table> = self.rows.iter().collect();
+        if let Some(out) = mont.multi_pow_rows(&tables, self.window, rows, bits) {
+            return out;
+        }
+        rows.iter()
+            .map(|exps| self.multi_pow(mont, exps, bits, true))
+            .collect()
+    }
+}
+
 /// Π baseᵢ^eᵢ for caller-secret exponents below 2^`bits` (little-endian words), constant
 /// time in the exponents: one shared-table exponentiation as in
 /// `EncryptionKey::dot_many_secret` (the valgrind harness exercises this path through

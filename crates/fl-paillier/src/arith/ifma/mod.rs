@@ -11,7 +11,8 @@ mod simd;
 
 use super::barrier::mask;
 use super::kernel::{
-    Kernel, Lanes, MontVal, deinterleave, from_radix, interleave, lanes_pow, to_radix,
+    Kernel, Lanes, MontVal, deinterleave, from_radix, interleave, lanes_multi_pow, lanes_pow,
+    to_radix,
 };
 use super::portable;
 use simd::{Ifma, MASK52, MAX_VECTORS, PAIR_VECTORS};
@@ -196,6 +197,23 @@ impl Kernel for IfmaKernel {
         Some(deinterleave(&out, bases.len(), k))
     }
 
+    fn multi_pow_rows(
+        &self,
+        tables: &[&[u64]],
+        w: u32,
+        one: &MontVal,
+        rows: &[Vec<&[u64]>],
+        bits: u32,
+    ) -> Option<Vec<MontVal>> {
+        if rows.len() < 2 || rows.len() > super::kernel::BATCH {
+            return None;
+        }
+        let k = self.k();
+        let ones = interleave(&[], one, k);
+        let out = lanes_multi_pow(&X8 { kernel: self }, tables, k, w, &ones, rows, bits)?;
+        Some(deinterleave(&out, rows.len(), k))
+    }
+
     fn secret_words(&self) -> Vec<&[u64]> {
         vec![&self.m52, &self.m2_52, core::slice::from_ref(&self.k0)]
     }
@@ -259,5 +277,10 @@ impl Lanes for X8<'_> {
 
     fn select(&self, dst: &mut MontVal, table: &[MontVal], masks: &[u64]) {
         self.kernel.token.masked_select(&mut dst.0, table, masks);
+    }
+
+    fn gather(&self, dst: &mut MontVal, words: &[u64], width: usize, masks: &[u64]) -> Option<()> {
+        self.kernel.token.gather_x8(&mut dst.0, words, width, masks);
+        Some(())
     }
 }

@@ -178,6 +178,22 @@ impl Ifma {
 }
 
 impl Ifma {
+    /// The multi-buffer gather of `Lanes::gather`: `dst` (8·K words, interleaved) gets in
+    /// lane l, digit j, the OR over entries e of (words[e·K + j] AND masks[8e + l]) — one
+    /// pass over the single-value table (`words`: entries of K digits), each digit
+    /// broadcast to the eight lanes and masked per lane, so every entry is read whatever
+    /// the masks are. Leaves `dst` untouched unless |words| = K·entries, |masks| =
+    /// 8·entries and |dst| = 8·K.
+    pub(crate) fn gather_x8(self, dst: &mut [u64], words: &[u64], k: usize, masks: &[u64]) {
+        let entries = masks.len() / 8;
+        if k == 0 || masks.len() != 8 * entries || words.len() != k * entries || dst.len() != 8 * k
+        {
+            return;
+        }
+        // SAFETY: `self` is an `Ifma` token (avx512f detected); the lengths were checked.
+        unsafe { gather_x8_kernel(dst, words, k, masks) }
+    }
+
     /// [`Ifma::masked_select`] over a contiguous table: entry e is
     /// `words[e·len .. (e + 1)·len]` with len = `dst.len()` (a multiple of 8), one mask per
     /// entry. Leaves `dst` untouched if the lengths do not fit.
@@ -206,6 +222,21 @@ fn masked_select_flat_kernel(dst: &mut [u64], words: &[u64], masks: &[u64]) {
 }
 
 #[target_feature(enable = "avx512f")]
+fn gather_x8_kernel(dst: &mut [u64], words: &[u64], k: usize, masks: &[u64]) {
+    let entries = masks.len() / 8;
+    for j in 0..k {
+        let mut acc = _mm512_setzero_si512();
+        for e in 0..entries {
+            let lane_masks = load_at(masks, e);
+            let digit = _mm512_set1_epi64(words[e * k + j] as i64);
+            acc = _mm512_or_si512(acc, _mm512_and_si512(digit, lane_masks));
+        }
+        // SAFETY: dst.len() = 8·K (checked in `gather_x8`) and j < K.
+        unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(8 * j).cast(), acc) };
+    }
+}
+
+#[target_feature(enable = "avx512f")]
 fn masked_select_kernel<T: AsRef<[u64]>>(dst: &mut [u64], table: &[T], masks: &[u64]) {
     let vectors = dst.len() / 8;
     for v in 0..vectors {
@@ -224,7 +255,8 @@ fn masked_select_kernel<T: AsRef<[u64]>>(dst: &mut [u64], table: &[T], masks: &[
 fn load_at(x: &[u64], j: usize) -> __m512i {
     debug_assert!(x.len() >= 8 * j + 8);
     // SAFETY: the callers index j < K with x.len() ≥ 8·K (checked in `amm_x8`,
-    // `masked_select` and `masked_select_flat`).
+    // `masked_select`, `masked_select_flat` and `gather_x8`, whose masks are 8 words per
+    // entry).
     unsafe { _mm512_loadu_si512(x.as_ptr().add(8 * j).cast()) }
 }
 
