@@ -155,6 +155,7 @@ def main():
     print("machine: %s, %s, %d cores; load average before the run: %s; commit %s" % (
         platform.processor() or platform.machine(), platform.platform(), os.cpu_count(),
         "n/a" if load is None else "%.2f %.2f %.2f" % load, commit))
+    print("fl_privacy.paillier engine: %s" % paillier.engine())
     print("phe %s with gmpy2 %s; numpy %s; RAYON_NUM_THREADS=%s" % (
         phe.__version__, "yes" if phe.util.HAVE_GMP else "NO (pure Python)", np.__version__,
         os.environ.get("RAYON_NUM_THREADS", "unset (all cores)")))
