@@ -74,6 +74,12 @@ impl Engine {
             .collect()
     }
 
+    /// The engine named `name` ([`Engine::name`]'s spelling), if this build knows it.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|e| e.name() == name)
+    }
+
     /// A short lower-case name (`"portable"`, `"x86-64-adx"`, `"avx2"`, `"ifma"`).
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -94,13 +100,26 @@ impl core::fmt::Display for Engine {
 
 /// The engine keys get when none is named: the fastest the running CPU has, as measured
 /// ([`Engine::Ifma`], else [`Engine::X86Adx`], else [`Engine::Portable`]; [`Engine::Avx2`]
-/// only when named).
+/// only when named) — unless the environment variable `FL_PAILLIER_ENGINE` names an
+/// engine the CPU has (`portable`, `x86-64-adx`, `avx2`, `ifma`), which is then the
+/// default of every key made afterwards without one (to measure or pin a CPU class, e.g.
+/// the Python package's benchmark on the kernels of a CPU without IFMA; a name the CPU
+/// lacks, or no name, is ignored). Read once per process.
 #[must_use]
 pub fn default_engine() -> Engine {
-    Engine::available()
-        .last()
-        .copied()
-        .unwrap_or(Engine::Portable)
+    static CHOSEN: std::sync::OnceLock<Engine> = std::sync::OnceLock::new();
+    *CHOSEN.get_or_init(|| {
+        std::env::var("FL_PAILLIER_ENGINE")
+            .ok()
+            .and_then(|name| Engine::from_name(&name))
+            .filter(|e| e.is_available())
+            .unwrap_or_else(|| {
+                Engine::available()
+                    .last()
+                    .copied()
+                    .unwrap_or(Engine::Portable)
+            })
+    })
 }
 
 /// The kernel state of one context.
