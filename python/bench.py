@@ -44,6 +44,11 @@ def median_seconds(call, calls):
     return statistics.median(times)
 
 
+#: The per-call rows' clock: wall time, or with --clock cpu the calling thread's CPU time
+#: (the per-call operations run on the calling thread; a loaded machine inflates wall time).
+PER_CALL_CLOCK = time.perf_counter
+
+
 def paired_seconds(phe_call, our_call, calls):
     """Per-call timings paired sample by sample (phe and ours back to back, alternating which
     goes first): (phe's median, ours' median, the median of the per-pair ratios)."""
@@ -51,9 +56,9 @@ def paired_seconds(phe_call, our_call, calls):
     for i in range(calls):
         order = [(phe_t, phe_call), (our_t, our_call)]
         for times, call in order if i % 2 == 0 else reversed(order):
-            start = time.perf_counter()
+            start = PER_CALL_CLOCK()
             call()
-            times.append(time.perf_counter() - start)
+            times.append(PER_CALL_CLOCK() - start)
         ratios.append(phe_t[-1] / our_t[-1])
     return statistics.median(phe_t), statistics.median(our_t), statistics.median(ratios)
 
@@ -165,9 +170,14 @@ def main():
     parser.add_argument("--batch", type=int, default=10_000, help="values per batch call")
     parser.add_argument("--ldp-size", type=int, default=10_000_000, help="elements per LDP call")
     parser.add_argument("--repeats", type=int, default=3, help="LDP calls (best of)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="per-call rows: wall time or the thread's CPU time")
     parser.add_argument("--skip-paillier", action="store_true")
     parser.add_argument("--skip-ldp", action="store_true")
     args = parser.parse_args()
+    global PER_CALL_CLOCK
+    if args.clock == "cpu":
+        PER_CALL_CLOCK = time.thread_time
     try:
         load = os.getloadavg()
     except OSError:
@@ -180,7 +190,7 @@ def main():
     print("machine: %s, %s, %d cores; load average before the run: %s; commit %s" % (
         platform.processor() or platform.machine(), platform.platform(), os.cpu_count(),
         "n/a" if load is None else "%.2f %.2f %.2f" % load, commit))
-    print("fl_privacy.paillier engine: %s" % paillier.engine())
+    print("fl_privacy.paillier engine: %s; per-call clock: %s" % (paillier.engine(), args.clock))
     print("phe %s with gmpy2 %s; numpy %s; RAYON_NUM_THREADS=%s" % (
         phe.__version__, "yes" if phe.util.HAVE_GMP else "NO (pure Python)", np.__version__,
         os.environ.get("RAYON_NUM_THREADS", "unset (all cores)")))
