@@ -21,7 +21,7 @@ use crate::{
     engine::{self, DEFAULT_ALPHA, DEFAULT_SEED, RunOptions, SuitePoint},
     error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result},
     external::{ExternalMechanism, Responder},
-    registry,
+    family,
     report::{EpsilonRow, OutputDir, Report, fmt_confidence, fmt_count, fmt_eps, fmt_p},
     source::External,
     suite::{self, Params, Samples, Suite, params_label},
@@ -99,6 +99,29 @@ pub struct LawArgs {
     /// above override them.
     #[arg(long, value_name = "FILE")]
     pub suite: Option<PathBuf>,
+}
+
+impl LawArgs {
+    /// The value of the option `name` (without `--`) as a suite parameter value, if given.
+    #[must_use]
+    pub fn option(&self, name: &str) -> Option<serde_json::Value> {
+        match name {
+            "classes" => self.classes.map(|v| json!(v)),
+            "dim" => self.dim.map(|v| json!(v)),
+            "utilities" => self.utilities.as_ref().map(|v| json!(v)),
+            "sensitivity" => self.sensitivity.map(|v| json!(v)),
+            "form" => self.form.as_ref().map(|v| json!(v)),
+            "prior" => self.prior.as_ref().map(|v| json!(v)),
+            "top-k" => self.top_k.map(|v| json!(v)),
+            "output-dim" => self.output_dim.map(|v| json!(v)),
+            "eps-rr" => self.eps_rr.map(|v| json!(v)),
+            "top-k-fraction" => self.top_k_fraction.map(|v| json!(v)),
+            "olh-hash" => self.olh_hash.as_ref().map(|v| json!(v)),
+            "buckets" => self.buckets.map(|v| json!(v)),
+            "selection-input" => self.selection_input.as_ref().map(|v| json!(v)),
+            _ => None,
+        }
+    }
 }
 
 /// The subcommands.
@@ -383,11 +406,11 @@ fn cmd_list() -> Result<u8> {
         );
     }
     println!("\nmechanisms (suite `mechanism`, tests):");
-    for m in registry::MECHANISMS {
+    for m in family::mechanisms() {
         println!(
             "  {:<18} params: {:<22} tests: {:<40} {}",
             m.name,
-            m.params,
+            m.params_line(),
             m.tests.join(", "),
             m.description
         );
@@ -400,9 +423,10 @@ fn cmd_list() -> Result<u8> {
 }
 
 /// The parameters of a mechanism from command-line options: a suite file's (if given),
-/// overridden by the options, checked against the mechanism's law.
+/// overridden by the options (each family names the option of each of its parameters),
+/// checked against the mechanism's law.
 fn cli_params(mechanism: &str, eps: f64, law: &LawArgs) -> Result<Params> {
-    let info = registry::info(mechanism)?;
+    let info = family::info(mechanism)?;
     if !eps.is_finite() || eps < 0.0 {
         return Err(AuditError::usage(format!(
             "--eps must be a finite number >= 0, got {eps}"
@@ -429,58 +453,13 @@ fn cli_params(mechanism: &str, eps: f64, law: &LawArgs) -> Result<Params> {
         p = points.remove(0);
     }
     p.insert("eps".into(), json!(eps));
-    let wants = |k: &str| {
-        info.params
-            .split(", ")
-            .any(|x| x.trim_end_matches('?') == k)
-    };
-    let mut set = |key: &str, value: serde_json::Value| {
-        p.insert(key.into(), value);
-    };
-    if let Some(k) = law.classes {
-        if wants("k") {
-            set("k", json!(k));
-        } else if wants("classes") {
-            set("classes", json!(k));
+    for param in info.params {
+        if let Some(v) = law.option(param.option) {
+            p.insert(param.key.into(), v);
         }
     }
-    for (key, value) in [
-        ("dim", law.dim.map(|v| json!(v))),
-        ("utilities", law.utilities.as_ref().map(|v| json!(v))),
-        ("sensitivity", law.sensitivity.map(|v| json!(v))),
-        ("form", law.form.as_ref().map(|v| json!(v))),
-        ("prior", law.prior.as_ref().map(|v| json!(v))),
-        ("top_k", law.top_k.map(|v| json!(v))),
-        ("output_dim", law.output_dim.map(|v| json!(v))),
-        ("eps_rr", law.eps_rr.map(|v| json!(v))),
-        ("top_k_fraction", law.top_k_fraction.map(|v| json!(v))),
-        ("olh_hash", law.olh_hash.as_ref().map(|v| json!(v))),
-        ("buckets", law.buckets.map(|v| json!(v))),
-        (
-            "selection_input",
-            law.selection_input.as_ref().map(|v| json!(v)),
-        ),
-    ] {
-        if let Some(v) = value {
-            set(key, v);
-        }
-    }
-    // The law names a missing parameter; say which option supplies it.
-    registry::law(mechanism, &p).map_err(|e| match e {
-        AuditError::Usage(m) if m.starts_with("missing parameter `") => {
-            let name = m
-                .trim_start_matches("missing parameter `")
-                .split('`')
-                .next()
-                .unwrap_or_default();
-            let option = match name {
-                "k" | "classes" => "classes".to_string(),
-                other => other.replace('_', "-"),
-            };
-            AuditError::usage(format!("mechanism `{mechanism}` needs --{option} ({m})"))
-        }
-        other => other,
-    })?;
+    // The law names a missing or invalid parameter and the option that supplies it.
+    family::law(mechanism, &p)?;
     Ok(p)
 }
 
@@ -510,7 +489,7 @@ fn scope_of(e: &EpsilonRow) -> Option<&str> {
 }
 
 fn cmd_epsilon(mechanism: &str, eps: f64, law: &LawArgs, samples: u64, seed: u64) -> Result<u8> {
-    let info = registry::info(mechanism)?;
+    let info = family::info(mechanism)?;
     if !info.tests.contains(&"epsilon") {
         return Err(AuditError::usage(format!(
             "mechanism `{mechanism}` has no epsilon lower bound"
@@ -573,12 +552,12 @@ fn cmd_plan(
         )));
     }
     let params = cli_params(mechanism, eps, law)?;
-    let tests: Vec<String> = registry::info(mechanism)?
+    let tests: Vec<String> = family::info(mechanism)?
         .tests
         .iter()
         .map(|t| (*t).to_string())
         .collect();
-    let audit = registry::point(mechanism, &params, &params, &tests)?;
+    let audit = family::point(mechanism, &params, &params, &tests)?;
     let family = (audit.test_count() + audit.epsilon_count()).max(1);
     let alpha_each = alpha / family as f64;
     // The two-sided test is symmetric in p and 1 − p: plan once per min(p, 1 − p).
@@ -663,17 +642,17 @@ impl ExternalAudit {
         let params = cli_params(mechanism, self.eps, &self.law)?;
         // Fail fast on an unwritable destination, before the mechanism is started.
         let dir = self.out.as_deref().map(OutputDir::prepare).transpose()?;
-        let tests: Vec<String> = registry::info(mechanism)?
+        let tests: Vec<String> = family::info(mechanism)?
             .tests
             .iter()
             .map(|t| (*t).to_string())
             .collect();
-        let (law, kind) = registry::law(mechanism, &params)?;
+        let (law, kind) = family::law(mechanism, &params)?;
         let kind = kind.ok_or_else(|| {
             AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
         })?;
         let inputs = law.protocol_inputs();
-        let feed = registry::feeder(mechanism, &params, &law)?;
+        let feed = family::feeder(mechanism, &params)?;
         let source = External {
             mechanism: start()?,
             inputs,
@@ -681,8 +660,8 @@ impl ExternalAudit {
             batch: self.batch,
             feed,
         };
-        let audit = registry::PointAudit {
-            tests: registry::law_tests(mechanism, &law, &tests),
+        let audit = family::PointAudit {
+            tests: family::law_tests(mechanism, &law, &tests),
             law,
             source: Box::new(source),
         };

@@ -15,8 +15,8 @@ use serde_json::json;
 use crate::{
     analysis::{PointResult, epsilon},
     error::{AuditError, Result},
+    family::{self, PointAudit},
     progress::{Progress, ProgressBar},
-    registry::{self, PointAudit},
     report::{EpsilonEvent, EpsilonRow, Report, SuiteSummary, TestRow, versions},
     source::mix,
     suite::{Params, Samples, Suite},
@@ -138,7 +138,7 @@ pub(crate) fn build_points(suite: &Suite) -> Result<Vec<(Params, PointAudit)>> {
         .into_iter()
         .map(|p| {
             let sp = suite.sampler_params(&p);
-            registry::point(&suite.mechanism, &p, &sp, &suite.tests)
+            family::point(&suite.mechanism, &p, &sp, &suite.tests)
                 .map(|a| (p, a))
                 .map_err(|e| AuditError::suite(&suite.name, e.to_string()))
         })

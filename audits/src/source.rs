@@ -6,167 +6,21 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::{
-    analysis::BitStats,
     error::{AuditError, Result},
     external::Responder,
     progress::Progress,
     protocol::{OutputKind, Outputs},
     suite::Params,
+    tally::{BitStats, Data, Draws, SERIAL_ALPHABET, SerialPairs, class_symbol},
 };
-
-/// The data drawn for one input, in the layout of its law.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Data {
-    /// A histogram of a finite output (or a law-specific layout of counts).
-    Counts(Vec<u64>),
-    /// Statistics of bit vectors.
-    Bits(BitStats),
-    /// Real-valued outputs, one vector per coordinate.
-    Reals(Vec<Vec<f64>>),
-}
-
-/// Samples drawn for one input: the data the law's tests read and the serial statistics
-/// (pairs of consecutive outputs).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Draws {
-    /// The law's data.
-    pub data: Data,
-    /// Non-overlapping pairs of consecutive outputs, per stream.
-    pub serial: SerialPairs,
-}
-
-impl Draws {
-    /// Data without serial statistics (a layout whose outputs are not one stream, e.g. an
-    /// estimator's population).
-    pub(crate) fn without_serial(data: Data) -> Self {
-        Self {
-            data,
-            serial: SerialPairs::new(0, 1),
-        }
-    }
-
-    fn merge(&mut self, other: Self) {
-        self.serial.merge(&other.serial);
-        match (&mut self.data, other.data) {
-            (Data::Counts(a), Data::Counts(b)) => {
-                if a.len() < b.len() {
-                    a.resize(b.len(), 0);
-                }
-                for (x, y) in a.iter_mut().zip(b) {
-                    *x += y;
-                }
-            }
-            (Data::Bits(a), Data::Bits(b)) => a.merge(&b),
-            (Data::Reals(a), Data::Reals(b)) => {
-                if a.len() < b.len() {
-                    a.resize(b.len(), Vec::new());
-                }
-                for (x, y) in a.iter_mut().zip(b) {
-                    x.extend(y);
-                }
-            }
-            // Kinds never mix: a source returns one kind.
-            _ => {}
-        }
-    }
-}
-
-/// The most symbols a serial-independence stream distinguishes (larger output spaces are
-/// grouped into this many symbols).
-pub(crate) const SERIAL_ALPHABET: usize = 16;
-
-/// Serial statistics of an output stream: the outputs are mapped to symbols in
-/// `0..alphabet`, and consecutive outputs are cut into non-overlapping pairs
-/// (Y₁, Y₂), (Y₃, Y₄), … whose joint counts are kept. If the outputs are independent and
-/// identically distributed, the pairs are independent draws of two independent symbols,
-/// which fl-stats' `chi_square_independence` tests without knowing the law. A vector
-/// output has one stream per coordinate.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SerialPairs {
-    alphabet: usize,
-    /// streams × alphabet × alphabet counts, indexed (stream, first, second).
-    table: Vec<u64>,
-    /// Per stream: the first symbol of an incomplete pair, or [`NO_SYMBOL`].
-    pending: Vec<usize>,
-}
-
-const NO_SYMBOL: usize = usize::MAX;
-
-impl SerialPairs {
-    /// Empty statistics for `streams` streams of symbols in `0..alphabet`.
-    pub(crate) fn new(streams: usize, alphabet: usize) -> Self {
-        let alphabet = alphabet.max(1);
-        Self {
-            alphabet,
-            table: vec![0; streams * alphabet * alphabet],
-            pending: vec![NO_SYMBOL; streams],
-        }
-    }
-
-    /// The next output's symbol on `stream` (clamped into the alphabet).
-    #[inline]
-    pub(crate) fn push(&mut self, stream: usize, symbol: usize) {
-        let a = self.alphabet;
-        let symbol = symbol.min(a - 1);
-        if let Some(p) = self.pending.get_mut(stream) {
-            if *p == NO_SYMBOL {
-                *p = symbol;
-            } else {
-                if let Some(c) = self.table.get_mut((stream * a + *p) * a + symbol) {
-                    *c += 1;
-                }
-                *p = NO_SYMBOL;
-            }
-        }
-    }
-
-    /// Streams kept.
-    pub(crate) fn streams(&self) -> usize {
-        self.pending.len()
-    }
-
-    /// Symbols per stream.
-    pub(crate) fn alphabet(&self) -> usize {
-        self.alphabet
-    }
-
-    /// The alphabet × alphabet pair table of `stream` (row: first output of the pair).
-    pub(crate) fn table(&self, stream: usize) -> &[u64] {
-        let size = self.alphabet * self.alphabet;
-        self.table
-            .get(stream * size..(stream + 1) * size)
-            .unwrap_or(&[])
-    }
-
-    /// Adds another batch's pairs (its incomplete pair, if any, is dropped: pairs never
-    /// straddle two independently seeded chunks).
-    fn merge(&mut self, other: &Self) {
-        if self.table.len() == other.table.len() && self.alphabet == other.alphabet {
-            for (a, b) in self.table.iter_mut().zip(&other.table) {
-                *a += b;
-            }
-        } else if self.table.is_empty() {
-            *self = other.clone();
-        }
-    }
-}
-
-/// The serial symbol of class `index` of `classes`: the class itself up to
-/// [`SERIAL_ALPHABET`] classes, else one of [`SERIAL_ALPHABET`] groups of consecutive
-/// classes.
-#[must_use]
-pub(crate) fn class_symbol(index: usize, classes: usize) -> usize {
-    if classes <= SERIAL_ALPHABET {
-        index
-    } else {
-        ((index as u128 * SERIAL_ALPHABET as u128) / classes.max(1) as u128) as usize
-    }
-}
 
 /// Collects one output at a time into [`Draws`].
 pub(crate) trait Accumulate<O>: Send {
     /// Adds the next output (outputs arrive in the order they were drawn).
-    fn add(&mut self, output: &O);
+    ///
+    /// # Errors
+    /// An output outside the law's layout (another shape, an index out of range).
+    fn add(&mut self, output: &O) -> Result<()>;
     /// The draws so far.
     fn finish(self) -> Draws;
 }
@@ -205,11 +59,14 @@ impl ClassAccumulator {
 
 impl Accumulate<usize> for ClassAccumulator {
     #[inline]
-    fn add(&mut self, &o: &usize) {
-        if let Some(c) = self.counts.get_mut(o) {
-            *c += 1;
-        }
-        self.serial.push(0, class_symbol(o, self.counts.len()));
+    fn add(&mut self, &o: &usize) -> Result<()> {
+        let classes = self.counts.len();
+        let c = self.counts.get_mut(o).ok_or_else(|| {
+            AuditError::Mechanism(format!("output {o} is outside the law's {classes} outputs"))
+        })?;
+        *c += 1;
+        self.serial.push(0, class_symbol(o, classes));
+        Ok(())
     }
 
     fn finish(self) -> Draws {
@@ -226,7 +83,7 @@ impl Feed for ClassAccumulator {
             return Err(wrong_outputs());
         };
         for o in v {
-            self.add(o);
+            self.add(o)?;
         }
         Ok(())
     }
@@ -243,7 +100,7 @@ pub(crate) trait Rows: Send + Sized {
     type Item: Copy;
     /// Coordinates per output.
     fn width(&self) -> usize;
-    /// Adds one output.
+    /// Adds one output (of [`Rows::width`] coordinates, checked by the caller).
     fn add_row(&mut self, row: &[Self::Item]);
     /// The flattened rows of a batch of external outputs, if they have this kind.
     fn rows(outputs: &Outputs) -> Option<&[Self::Item]>;
@@ -251,10 +108,20 @@ pub(crate) trait Rows: Send + Sized {
     fn into_draws(self) -> Draws;
 }
 
+fn wrong_width(found: usize, expected: usize) -> AuditError {
+    AuditError::Mechanism(format!(
+        "an output has {found} coordinates, the law has {expected}"
+    ))
+}
+
 impl<R: Rows> Accumulate<Vec<R::Item>> for R {
     #[inline]
-    fn add(&mut self, row: &Vec<R::Item>) {
+    fn add(&mut self, row: &Vec<R::Item>) -> Result<()> {
+        if row.len() != self.width() {
+            return Err(wrong_width(row.len(), self.width()));
+        }
         self.add_row(row);
+        Ok(())
     }
 
     fn finish(self) -> Draws {
@@ -265,7 +132,11 @@ impl<R: Rows> Accumulate<Vec<R::Item>> for R {
 impl<R: Rows> Feed for R {
     fn feed(&mut self, outputs: &Outputs) -> Result<()> {
         let rows = R::rows(outputs).ok_or_else(wrong_outputs)?;
-        for row in rows.chunks_exact(self.width().max(1)) {
+        let width = self.width().max(1);
+        if rows.len() % width != 0 {
+            return Err(wrong_width(rows.len() % width, width));
+        }
+        for row in rows.chunks_exact(width) {
             self.add_row(row);
         }
         Ok(())
@@ -467,40 +338,34 @@ impl Internal {
         }
     }
 
-    /// A sampler built from one output at a time: `prepare(input)` returns a drawer of
-    /// single outputs (set up once per chunk), `accumulator(input)` collects them in
-    /// order, and `defects` can make the drawer deliberately faulty.
-    pub(crate) fn per_output<O, D, A>(
-        prepare: impl Fn(usize) -> Result<D> + Send + Sync + 'static,
-        accumulator: impl Fn(usize) -> A + Send + Sync + 'static,
+    /// A sampler built from one output at a time: `prepare(input)` returns the drawing
+    /// state of an input (set up once per chunk), `draw` draws one output with it,
+    /// `observer(input)` collects the outputs in order (in the law's layout: an output the
+    /// law cannot hold is an error), and `defects` can make the drawer deliberately
+    /// faulty.
+    pub(crate) fn per_output<S, O, A>(
+        prepare: impl Fn(usize) -> Result<S> + Send + Sync + 'static,
+        draw: impl Fn(&mut S, &mut ChaCha20Rng) -> Result<O> + Send + Sync + 'static,
+        observer: impl Fn(usize) -> Result<A> + Send + Sync + 'static,
         defects: Defects,
     ) -> Self
     where
         O: Clone,
-        D: FnMut(&mut ChaCha20Rng) -> Result<O>,
         A: Accumulate<O>,
     {
-        Self::try_per_output(prepare, move |i| Ok(accumulator(i)), defects)
-    }
-
-    /// [`Internal::per_output`] with an accumulator that may fail to build.
-    pub(crate) fn try_per_output<O, D, A>(
-        prepare: impl Fn(usize) -> Result<D> + Send + Sync + 'static,
-        accumulator: impl Fn(usize) -> Result<A> + Send + Sync + 'static,
-        defects: Defects,
-    ) -> Self
-    where
-        O: Clone,
-        D: FnMut(&mut ChaCha20Rng) -> Result<O>,
-        A: Accumulate<O>,
-    {
+        let shape = |e: AuditError| {
+            AuditError::Mechanism(format!(
+                "the sampler's output does not have the law's output shape (sampler overrides \
+                 may change calibration parameters such as eps, not the shape): {e}"
+            ))
+        };
         Self::new(move |i, n, rng| {
-            let mut draw = prepare(i)?;
-            let mut acc = accumulator(i)?;
+            let mut state = prepare(i)?;
+            let mut acc = observer(i)?;
             match defects.repeat {
                 None => {
                     for _ in 0..n {
-                        acc.add(&draw(rng)?);
+                        acc.add(&draw(&mut state, rng)?).map_err(shape)?;
                     }
                 }
                 Some(threshold) => {
@@ -508,9 +373,9 @@ impl Internal {
                     for _ in 0..n {
                         let o = match previous.take() {
                             Some(p) if rng.next_u64() < threshold => p,
-                            _ => draw(rng)?,
+                            _ => draw(&mut state, rng)?,
                         };
-                        acc.add(&o);
+                        acc.add(&o).map_err(shape)?;
                         previous = Some(o);
                     }
                 }
@@ -548,21 +413,8 @@ impl Source for Internal {
     }
 }
 
-/// The collector for an input number the law does not have: every batch is an error.
-pub(crate) struct NoInput;
-
-impl Feed for NoInput {
-    fn feed(&mut self, _: &Outputs) -> Result<()> {
-        Err(AuditError::Mechanism("outputs for an unknown input".into()))
-    }
-
-    fn finish_boxed(self: Box<Self>) -> Draws {
-        Draws::without_serial(Data::Counts(Vec::new()))
-    }
-}
-
 /// Builds, for input number i, the collector of its outputs.
-pub(crate) type FeedFactory = dyn Fn(usize) -> Box<dyn Feed> + Send;
+pub(crate) type FeedFactory = dyn Fn(usize) -> Result<Box<dyn Feed>> + Send;
 
 /// An external mechanism, asked in batches.
 pub(crate) struct External {
@@ -581,7 +433,7 @@ pub(crate) struct External {
 impl Source for External {
     fn draw(&mut self, input: usize, n: u64, _seed: u64, progress: &Progress) -> Result<Draws> {
         let x = self.inputs.get(input).cloned().unwrap_or(Value::Null);
-        let mut feed = (self.feed)(input);
+        let mut feed = (self.feed)(input)?;
         let mut left = n;
         while left > 0 {
             let b = self.batch.min(left);
@@ -603,8 +455,9 @@ mod tests {
     #[test]
     fn internal_draws_are_reproducible_and_chunked() {
         let mut s = Internal::per_output(
-            |_| Ok(|rng: &mut ChaCha20Rng| Ok((rng.next_u64() & 1) as usize)),
-            |_| ClassAccumulator::new(2),
+            |_| Ok(()),
+            |(), rng: &mut ChaCha20Rng| Ok((rng.next_u64() & 1) as usize),
+            |_| Ok(ClassAccumulator::new(2)),
             Defects::default(),
         );
         let p = Progress::default();
@@ -622,35 +475,15 @@ mod tests {
     }
 
     #[test]
-    fn serial_pairs_cut_the_stream_into_non_overlapping_pairs() {
-        let mut s = SerialPairs::new(2, 3);
-        for (stream, symbol) in [(0, 0), (1, 2), (0, 1), (0, 2), (1, 1), (0, 2), (0, 9)] {
-            s.push(stream, symbol);
-        }
-        // Stream 0: 0 1 2 2 9→2: pairs (0,1), (2,2), 2 pending. Stream 1: (2,1).
-        assert_eq!(s.table(0), &[0, 1, 0, 0, 0, 0, 0, 0, 1]);
-        assert_eq!(s.table(1), &[0, 0, 0, 0, 0, 0, 0, 1, 0]);
-        let mut t = SerialPairs::new(2, 3);
-        t.merge(&s);
-        t.merge(&s);
-        assert_eq!(t.table(0)[1], 2);
-        assert_eq!(class_symbol(5, 10), 5);
-        assert_eq!(class_symbol(99, 100), 15);
-        assert_eq!(class_symbol(0, 100), 0);
-    }
-
-    #[test]
     fn the_repeat_defect_repeats_outputs() {
         let counter = |repeat: f64| {
             let mut s = Internal::per_output(
-                |_| {
-                    let mut next = 0usize;
-                    Ok(move |_: &mut ChaCha20Rng| {
-                        next = (next + 1) % 4;
-                        Ok(next)
-                    })
+                |_| Ok(0usize),
+                |next: &mut usize, _: &mut ChaCha20Rng| {
+                    *next = (*next + 1) % 4;
+                    Ok(*next)
                 },
-                |_| ClassAccumulator::new(4),
+                |_| Ok(ClassAccumulator::new(4)),
                 Defects {
                     repeat: Some(word_threshold(repeat)),
                 },

@@ -11,8 +11,8 @@ pub(crate) mod signds;
 use crate::{
     error::Result,
     report::{Panel, PanelData},
-    source::SerialPairs,
     suite::Params,
+    tally::{BitStats, FULL_VECTOR_MAX_DIM, SerialPairs},
 };
 
 /// One unadjusted test outcome of a grid point.
@@ -461,72 +461,6 @@ pub(crate) struct BitLaw {
     pub epsilon: Option<(f64, f64)>,
 }
 
-/// Whole-vector histograms (and the whole-vector ε bound) are kept up to this dimension.
-pub(crate) const FULL_VECTOR_MAX_DIM: usize = 10;
-
-/// Sufficient statistics of `n` bit vectors.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct BitStats {
-    /// Vectors observed.
-    pub n: u64,
-    /// Ones per coordinate.
-    pub ones: Vec<u64>,
-    /// Joint counts of coordinates (j, j+1), indexed 2·b_j + b_{j+1}.
-    pub pairs: Vec<[u64; 4]>,
-    /// Histogram of whole vectors (index Σ b_j 2^j) when D ≤ [`FULL_VECTOR_MAX_DIM`].
-    pub full: Option<Vec<u64>>,
-}
-
-impl BitStats {
-    /// Empty statistics for dimension `dim`.
-    pub(crate) fn new(dim: usize) -> Self {
-        Self {
-            n: 0,
-            ones: vec![0; dim],
-            pairs: vec![[0; 4]; dim.saturating_sub(1)],
-            full: (dim <= FULL_VECTOR_MAX_DIM).then(|| vec![0; 1 << dim]),
-        }
-    }
-
-    /// Adds one vector.
-    pub(crate) fn add(&mut self, bits: &[bool]) {
-        self.n += 1;
-        let mut index = 0usize;
-        for (j, &b) in bits.iter().enumerate() {
-            if b {
-                if let Some(o) = self.ones.get_mut(j) {
-                    *o += 1;
-                }
-                index |= 1 << j.min(usize::BITS as usize - 1);
-            }
-            if let (Some(p), Some(&next)) = (self.pairs.get_mut(j), bits.get(j + 1)) {
-                p[2 * usize::from(b) + usize::from(next)] += 1;
-            }
-        }
-        if let Some(c) = self.full.as_mut().and_then(|f| f.get_mut(index)) {
-            *c += 1;
-        }
-    }
-
-    /// Merges another batch.
-    pub(crate) fn merge(&mut self, other: &Self) {
-        self.n += other.n;
-        for (a, b) in self.ones.iter_mut().zip(&other.ones) {
-            *a += b;
-        }
-        for (a, b) in self.pairs.iter_mut().zip(&other.pairs) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x += y;
-            }
-        }
-        if let (Some(a), Some(b)) = (self.full.as_mut(), other.full.as_ref()) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x += y;
-            }
-        }
-    }
-}
-
 impl BitLaw {
     /// The input bits of coordinates (j, j + 1) under input number `input`: "00", "01",
     /// "10" or "11".
@@ -932,21 +866,6 @@ mod tests {
             binomial("t", Params::new(), 0, 10, 0.0).unwrap().p_value,
             1.0
         );
-    }
-
-    #[test]
-    fn bit_stats_count_pairs_and_vectors() {
-        let mut s = BitStats::new(3);
-        s.add(&[true, false, true]);
-        s.add(&[true, true, true]);
-        assert_eq!(s.ones, vec![2, 1, 2]);
-        assert_eq!(s.pairs, vec![[0, 0, 1, 1], [0, 1, 0, 1]]);
-        let full = s.full.clone().unwrap();
-        assert_eq!(full[0b101], 1);
-        assert_eq!(full[0b111], 1);
-        let mut t = BitStats::new(3);
-        t.merge(&s);
-        assert_eq!(t, s);
     }
 
     #[test]
