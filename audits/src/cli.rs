@@ -23,14 +23,12 @@ use crate::{
     external::{ExternalMechanism, Responder},
     family,
     report::{EpsilonRow, OutputDir, Report, fmt_confidence, fmt_count, fmt_eps, fmt_p},
-    source::External,
+    source::{External, Source},
     suite::{self, Params, Samples, Suite, params_label},
 };
 
 /// Default samples per input of `epsilon`.
 pub const DEFAULT_EPSILON_SAMPLES: u64 = 2_000_000;
-/// Default samples per input of `external`.
-pub const DEFAULT_EXTERNAL_SAMPLES: u64 = 1_000_000;
 /// Default outputs per request of `external`.
 pub const DEFAULT_BATCH: u64 = 10_000;
 /// Default seconds to wait for each response of `external`.
@@ -198,10 +196,11 @@ pub enum Command {
         /// The mechanism's parameters.
         #[command(flatten)]
         law: LawArgs,
-        /// Samples per input.
-        #[arg(long, value_name = "N", default_value_t = DEFAULT_EXTERNAL_SAMPLES,
-              value_parser = clap::value_parser!(u64).range(1..))]
-        samples: u64,
+        /// Samples per input (default: the planner's size for the claimed ε, which detects
+        /// a 1 % relative error in every keep/flip probability with power 0.99; fewer make
+        /// the verdict line say what the run can detect).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        samples: Option<u64>,
         /// Family-wise significance level.
         #[arg(long, value_name = "A", default_value_t = DEFAULT_ALPHA)]
         alpha: f64,
@@ -372,13 +371,14 @@ fn cmd_run(which: &str, samples: Option<u64>, seed: u64, alpha: f64, out: PathBu
     dir.commit(&files)?;
     print_summary(&report);
     println!(
-        "{}: {} tests and {} epsilon bounds at family-wise alpha = {}, {} samples, seed {}; report in {}",
+        "{}: {} tests and {} epsilon bounds at family-wise alpha = {}, {} samples, seed {}; {}; report in {}",
         if report.passed() { "PASS" } else { "FAIL" },
         report.results.len(),
         report.epsilon.len(),
         alpha,
         fmt_count(report.samples()),
         seed,
+        report.detectable_sentence(),
         out.display()
     );
     Ok(if report.passed() {
@@ -601,8 +601,9 @@ pub struct ExternalAudit {
     pub eps: f64,
     /// The mechanism's parameters (classes, dim, utilities, prior, ... or a suite file).
     pub law: LawArgs,
-    /// Samples per input.
-    pub samples: u64,
+    /// Samples per input; `None`: the planner's size for the claimed ε (detects a 1 %
+    /// relative error in every keep/flip probability with power 0.99 at `alpha`).
+    pub samples: Option<u64>,
     /// Family-wise significance level.
     pub alpha: f64,
     /// Outputs per request.
@@ -634,7 +635,7 @@ impl ExternalAudit {
                 EXTERNAL_MECHANISMS.join(", ")
             )));
         }
-        if self.samples == 0 || self.batch == 0 {
+        if self.samples == Some(0) || self.batch == 0 {
             return Err(AuditError::usage(
                 "samples and batch must be at least 1".to_string(),
             ));
@@ -647,27 +648,28 @@ impl ExternalAudit {
             .iter()
             .map(|t| (*t).to_string())
             .collect();
-        let (law, kind) = family::law(mechanism, &params)?;
-        let kind = kind.ok_or_else(|| {
-            AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
+        let batch = self.batch;
+        let mut start = Some(start);
+        let audit = family::external(mechanism, &params, &tests, &mut |law, kind, feed| {
+            let start = start
+                .take()
+                .ok_or_else(|| AuditError::Mechanism("the mechanism was started twice".into()))?;
+            Ok(Box::new(External {
+                mechanism: start()?,
+                inputs: law.protocol_inputs(),
+                kind,
+                batch,
+                feed,
+            }) as Box<dyn Source>)
         })?;
-        let inputs = law.protocol_inputs();
-        let feed = family::feeder(mechanism, &params)?;
-        let source = External {
-            mechanism: start()?,
-            inputs,
-            kind,
-            batch: self.batch,
-            feed,
+        let samples = match self.samples {
+            Some(n) => Samples::Fixed(n),
+            None => Samples::Plan,
         };
-        let audit = family::PointAudit {
-            tests: family::law_tests(mechanism, &law, &tests),
-            law,
-            source: Box::new(source),
-        };
-        let suite = adhoc_suite(mechanism, params.clone(), 0, self.samples, tests);
+        let mut suite = adhoc_suite(mechanism, params.clone(), 0, 1, tests);
+        suite.samples = samples;
         let options = RunOptions {
-            samples: Some(self.samples),
+            samples: self.samples,
             seed: 0,
             alpha: self.alpha,
             progress,
@@ -693,12 +695,19 @@ impl ExternalAudit {
     /// Only for an audit that [`ExternalAudit::run`] would have rejected.
     pub fn summary(&self, target: &str, report: &Report) -> Result<[String; 2]> {
         let params = cli_params(&self.mechanism, self.eps, &self.law)?;
-        let samples = self.samples;
+        let summary = report.suites.first();
+        let samples = summary
+            .and_then(|s| s.samples_per_input.first().copied())
+            .unwrap_or(0);
+        let how = match self.samples {
+            Some(_) => "set by --samples",
+            None => "planned",
+        };
         let header = format!(
-            "fl-audit external: {} at {} against `{target}`: {} inputs x {samples} samples, alpha = {} over {} tests and {} epsilon bounds",
+            "fl-audit external: {} at {} against `{target}`: {} inputs x {samples} samples ({how}), alpha = {} over {} tests and {} epsilon bounds",
             self.mechanism,
             params_label(&params),
-            report.suites.first().map_or(0, |s| s.samples_drawn) / samples.max(1),
+            summary.map_or(0, |s| s.samples_drawn) / samples.max(1),
             self.alpha,
             report.results.len(),
             report.epsilon.len()
@@ -718,6 +727,7 @@ impl ExternalAudit {
             })
             .collect::<Vec<_>>()
             .join("; ");
+        let powered = report.detectable_sentence();
         let verdict = if report.passed() {
             let min_p = report
                 .results
@@ -725,7 +735,7 @@ impl ExternalAudit {
                 .map(|r| r.adjusted_p_value)
                 .fold(1.0, f64::min);
             format!(
-                "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {eps_line}",
+                "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {powered}; {eps_line}",
                 fmt_p(min_p)
             )
         } else {
@@ -737,14 +747,14 @@ impl ExternalAudit {
                     about.remove(k);
                 }
                 format!(
-                    "FAIL: {} [{}] adjusted p = {} ({} failing tests); {eps_line}",
+                    "FAIL: {} [{}] adjusted p = {} ({} failing tests); {powered}; {eps_line}",
                     worst.test,
                     params_label(&about),
                     fmt_p(worst.adjusted_p_value),
                     failing.len()
                 )
             } else {
-                format!("FAIL: certified epsilon violation; {eps_line}")
+                format!("FAIL: certified epsilon violation; {powered}; {eps_line}")
             }
         };
         Ok([header, verdict])

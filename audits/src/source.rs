@@ -5,17 +5,34 @@ use rand::{Rng, SeedableRng, rngs::ChaCha20Rng};
 use rayon::prelude::*;
 use serde_json::Value;
 
+use std::collections::VecDeque;
+
 use crate::{
     error::{AuditError, Result},
     external::Responder,
     progress::Progress,
     protocol::{OutputKind, Outputs},
     suite::Params,
-    tally::{BitStats, Data, Draws, SERIAL_ALPHABET, SerialPairs, class_symbol},
+    tally::{
+        BitStats, Data, Draws, FULL_VECTOR_MAX_DIM, MAX_EVENT_CELLS, SERIAL_ALPHABET, Streams,
+        class_symbol, group,
+    },
 };
 
+/// What every observer of outputs keeps beside its law's layout: the stream counts.
+pub(crate) trait Observer: Send {
+    /// The stream counts.
+    fn streams(&mut self) -> &mut Streams;
+
+    /// Ends a batch of outputs (a response of an external mechanism, a block of the
+    /// project's sampler): the unit of the over-dispersion test.
+    fn end_batch(&mut self) {
+        self.streams().end_batch();
+    }
+}
+
 /// Collects one output at a time into [`Draws`].
-pub(crate) trait Accumulate<O>: Send {
+pub(crate) trait Accumulate<O>: Observer {
     /// Adds the next output (outputs arrive in the order they were drawn).
     ///
     /// # Errors
@@ -26,7 +43,7 @@ pub(crate) trait Accumulate<O>: Send {
 }
 
 /// Collects validated protocol outputs (an external mechanism's answers) into [`Draws`].
-pub(crate) trait Feed: Send {
+pub(crate) trait Feed: Observer {
     /// Adds a batch of outputs, in the order the mechanism returned them.
     ///
     /// # Errors
@@ -36,24 +53,34 @@ pub(crate) trait Feed: Send {
     fn finish_boxed(self: Box<Self>) -> Draws;
 }
 
-fn wrong_outputs() -> AuditError {
+/// The error of a batch of external outputs of another kind than the law's.
+pub(crate) fn wrong_outputs() -> AuditError {
     AuditError::Mechanism("the external outputs do not have the law's kind".into())
 }
 
-/// A histogram of class indices and their serial pairs.
+/// A histogram of class indices; the class (grouped into at most 16 symbols) is the
+/// serial and the batch symbol, the class (grouped into at most 2¹⁶ cells) the event
+/// cell.
 #[derive(Debug, Clone)]
 pub(crate) struct ClassAccumulator {
     counts: Vec<u64>,
-    serial: SerialPairs,
+    streams: Streams,
 }
 
 impl ClassAccumulator {
     /// For outputs in `0..classes`.
     pub(crate) fn new(classes: usize) -> Self {
+        let symbols = classes.min(SERIAL_ALPHABET);
         Self {
             counts: vec![0; classes],
-            serial: SerialPairs::new(1, classes.min(SERIAL_ALPHABET)),
+            streams: Streams::new(1, symbols, symbols, classes.min(MAX_EVENT_CELLS)),
         }
+    }
+}
+
+impl Observer for ClassAccumulator {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
     }
 }
 
@@ -65,14 +92,17 @@ impl Accumulate<usize> for ClassAccumulator {
             AuditError::Mechanism(format!("output {o} is outside the law's {classes} outputs"))
         })?;
         *c += 1;
-        self.serial.push(0, class_symbol(o, classes));
+        let symbol = class_symbol(o, classes);
+        self.streams.symbol(0, symbol);
+        self.streams
+            .end_output(symbol, group(o, classes, MAX_EVENT_CELLS));
         Ok(())
     }
 
     fn finish(self) -> Draws {
         Draws {
             data: Data::Counts(self.counts),
-            serial: self.serial,
+            streams: self.streams,
         }
     }
 }
@@ -95,7 +125,7 @@ impl Feed for ClassAccumulator {
 
 /// An accumulator of fixed-width vector outputs (one row of `Item`s per output), which
 /// is thereby both an [`Accumulate`] of `Vec<Item>` and a [`Feed`] of flattened rows.
-pub(crate) trait Rows: Send + Sized {
+pub(crate) trait Rows: Observer + Sized {
     /// One coordinate's value.
     type Item: Copy;
     /// Coordinates per output.
@@ -147,11 +177,12 @@ impl<R: Rows> Feed for R {
     }
 }
 
-/// Statistics of bit vectors, with one serial stream per coordinate.
+/// Statistics of bit vectors: one serial stream per coordinate, the first four bits as
+/// the batch symbol, the first 16 bits (the whole vector up to D = 16) as the event cell.
 #[derive(Debug, Clone)]
 pub(crate) struct BitAccumulator {
     stats: BitStats,
-    serial: SerialPairs,
+    streams: Streams,
 }
 
 impl BitAccumulator {
@@ -159,8 +190,14 @@ impl BitAccumulator {
     pub(crate) fn new(dim: usize) -> Self {
         Self {
             stats: BitStats::new(dim),
-            serial: SerialPairs::new(dim, 2),
+            streams: Streams::new(dim, 2, 1 << dim.min(4), 1 << dim.min(FULL_VECTOR_MAX_DIM)),
         }
+    }
+}
+
+impl Observer for BitAccumulator {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
     }
 }
 
@@ -171,11 +208,17 @@ impl Rows for BitAccumulator {
         self.stats.ones.len()
     }
 
+    #[inline]
     fn add_row(&mut self, bits: &[bool]) {
         self.stats.add(bits);
+        let mut cell = 0usize;
         for (j, &b) in bits.iter().enumerate() {
-            self.serial.push(j, usize::from(b));
+            self.streams.symbol(j, usize::from(b));
+            if b && j < FULL_VECTOR_MAX_DIM {
+                cell |= 1 << j;
+            }
         }
+        self.streams.end_output(cell & 0xF, cell);
     }
 
     fn rows(outputs: &Outputs) -> Option<&[bool]> {
@@ -188,7 +231,7 @@ impl Rows for BitAccumulator {
     fn into_draws(self) -> Draws {
         Draws {
             data: Data::Bits(self.stats),
-            serial: self.serial,
+            streams: self.streams,
         }
     }
 }
@@ -210,24 +253,60 @@ pub(crate) fn laplace_octile_edges(centre: f64, scale: f64) -> Vec<f64> {
         .collect()
 }
 
-/// Real vectors by coordinate, with one serial stream per coordinate (the value's bin).
+/// Real vectors by coordinate: one serial stream per coordinate (the value's bin among
+/// its own octile edges), coordinate 0's bin as the batch symbol, and as the event cell
+/// the bins of the first coordinates among edges shared by every input.
 #[derive(Debug, Clone)]
 pub(crate) struct RealAccumulator {
     cols: Vec<Vec<f64>>,
     edges: Vec<Vec<f64>>,
-    serial: SerialPairs,
+    cells: CellGrid,
+    streams: Streams,
+}
+
+/// The event cells of a real vector: the bin of each of the first `coordinates`
+/// coordinates among `edges` (increasing; `edges.len() + 1` bins), combined in base
+/// `edges.len() + 1`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CellGrid {
+    /// Shared bin edges.
+    pub edges: Vec<f64>,
+    /// Coordinates binned.
+    pub coordinates: usize,
+}
+
+impl CellGrid {
+    /// Cells of the grid.
+    pub(crate) fn cells(&self) -> usize {
+        (self.edges.len() + 1).pow(self.coordinates as u32)
+    }
+
+    /// The cell of `y`.
+    pub(crate) fn cell(&self, y: &[f64]) -> usize {
+        let base = self.edges.len() + 1;
+        y.iter().take(self.coordinates).rev().fold(0, |acc, &v| {
+            acc * base + self.edges.partition_point(|&e| e < v)
+        })
+    }
 }
 
 impl RealAccumulator {
-    /// For vectors of `edges.len()` coordinates, coordinate j binned by `edges[j]`
-    /// (increasing).
-    pub(crate) fn new(edges: Vec<Vec<f64>>) -> Self {
+    /// For vectors of `edges.len()` coordinates, coordinate j's serial stream binned by
+    /// `edges[j]` (increasing), event cells from `cells`.
+    pub(crate) fn new(edges: Vec<Vec<f64>>, cells: CellGrid) -> Self {
         let alphabet = edges.iter().map(|e| e.len() + 1).max().unwrap_or(1);
         Self {
             cols: vec![Vec::new(); edges.len()],
-            serial: SerialPairs::new(edges.len(), alphabet),
+            streams: Streams::new(edges.len(), alphabet, alphabet, cells.cells()),
             edges,
+            cells,
         }
+    }
+}
+
+impl Observer for RealAccumulator {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
     }
 }
 
@@ -239,10 +318,17 @@ impl Rows for RealAccumulator {
     }
 
     fn add_row(&mut self, y: &[f64]) {
+        let mut first = 0;
         for (j, ((col, edges), &v)) in self.cols.iter_mut().zip(&self.edges).zip(y).enumerate() {
             col.push(v);
-            self.serial.push(j, edges.partition_point(|&e| e < v));
+            let bin = edges.partition_point(|&e| e < v);
+            self.streams.symbol(j, bin);
+            if j == 0 {
+                first = bin;
+            }
         }
+        let cell = self.cells.cell(y);
+        self.streams.end_output(first, cell);
     }
 
     fn rows(outputs: &Outputs) -> Option<&[f64]> {
@@ -255,19 +341,22 @@ impl Rows for RealAccumulator {
     fn into_draws(self) -> Draws {
         Draws {
             data: Data::Reals(self.cols),
-            serial: self.serial,
+            streams: self.streams,
         }
     }
 }
 
 /// Deliberate implementation defects a suite's `sampler` may ask for, to check that the
-/// audit notices them (negative controls): `"repeat": r` returns the previous output
-/// again with probability r instead of drawing a new one (randomness reused across
-/// calls: every marginal law is unchanged, successive outputs are correlated).
+/// audit notices them (negative controls): `"repeat": r` returns, with probability r, the
+/// output drawn `"repeat_lag": ℓ` places earlier (default 1) instead of a new one
+/// (randomness reused across calls: every marginal law is unchanged, outputs ℓ apart are
+/// correlated).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Defects {
-    /// P(repeat the previous output) as a threshold on a uniform 64-bit word.
+    /// P(repeat an earlier output) as a threshold on a uniform 64-bit word.
     pub repeat: Option<u64>,
+    /// How far back the repeated output is (1 = the previous one).
+    pub lag: usize,
 }
 
 /// A probability as a threshold on a uniform 64-bit word (P(word < threshold) = p up to
@@ -278,10 +367,11 @@ pub(crate) fn word_threshold(p: f64) -> u64 {
 }
 
 impl Defects {
-    /// The defects named in sampler parameters (`repeat`: a probability in [0, 1)).
+    /// The defects named in sampler parameters (`repeat`: a probability in [0, 1);
+    /// `repeat_lag`: an integer from 1 to 64).
     ///
     /// # Errors
-    /// A `repeat` that is not a number in [0, 1).
+    /// A `repeat` that is not a number in [0, 1), a `repeat_lag` out of range.
     pub(crate) fn from_params(params: &Params) -> Result<Self> {
         let repeat = match params.get("repeat") {
             None => None,
@@ -294,7 +384,18 @@ impl Defects {
                 }
             },
         };
-        Ok(Self { repeat })
+        let lag = match params.get("repeat_lag") {
+            None => 1,
+            Some(v) => match v.as_u64() {
+                Some(l @ 1..=64) => l as usize,
+                _ => {
+                    return Err(AuditError::usage(format!(
+                        "sampler parameter `repeat_lag` must be an integer from 1 to 64, got {v}"
+                    )));
+                }
+            },
+        };
+        Ok(Self { repeat, lag })
     }
 }
 
@@ -319,6 +420,10 @@ pub(crate) fn mix(a: u64, b: u64) -> u64 {
 /// Samples per parallel chunk; fixed, so results do not depend on the number of threads.
 const CHUNK: u64 = 1 << 18;
 
+/// Outputs per batch of the project's samplers (the over-dispersion test's unit; a chunk
+/// holds 16).
+pub(crate) const BLOCK: u64 = 1 << 14;
+
 /// The signature of an internal sampler: draw `n` outputs for input `input`.
 pub(crate) type DrawFn = dyn Fn(usize, u64, &mut ChaCha20Rng) -> Result<Draws> + Send + Sync;
 
@@ -341,8 +446,8 @@ impl Internal {
     /// A sampler built from one output at a time: `prepare(input)` returns the drawing
     /// state of an input (set up once per chunk), `draw` draws one output with it,
     /// `observer(input)` collects the outputs in order (in the law's layout: an output the
-    /// law cannot hold is an error), and `defects` can make the drawer deliberately
-    /// faulty.
+    /// law cannot hold is an error; a batch ends every [`BLOCK`] outputs), and `defects`
+    /// can make the drawer deliberately faulty.
     pub(crate) fn per_output<S, O, A>(
         prepare: impl Fn(usize) -> Result<S> + Send + Sync + 'static,
         draw: impl Fn(&mut S, &mut ChaCha20Rng) -> Result<O> + Send + Sync + 'static,
@@ -362,24 +467,32 @@ impl Internal {
         Self::new(move |i, n, rng| {
             let mut state = prepare(i)?;
             let mut acc = observer(i)?;
-            match defects.repeat {
-                None => {
-                    for _ in 0..n {
-                        acc.add(&draw(&mut state, rng)?).map_err(shape)?;
-                    }
+            let mut earlier: VecDeque<O> = VecDeque::with_capacity(defects.lag + 1);
+            for t in 0..n {
+                if t > 0 && t % BLOCK == 0 {
+                    acc.end_batch();
                 }
-                Some(threshold) => {
-                    let mut previous: Option<O> = None;
-                    for _ in 0..n {
-                        let o = match previous.take() {
-                            Some(p) if rng.next_u64() < threshold => p,
+                let o = match defects.repeat {
+                    None => draw(&mut state, rng)?,
+                    Some(threshold) => {
+                        let o = match earlier.front() {
+                            Some(e)
+                                if earlier.len() == defects.lag && rng.next_u64() < threshold =>
+                            {
+                                e.clone()
+                            }
                             _ => draw(&mut state, rng)?,
                         };
-                        acc.add(&o).map_err(shape)?;
-                        previous = Some(o);
+                        if earlier.len() == defects.lag {
+                            earlier.pop_front();
+                        }
+                        earlier.push_back(o.clone());
+                        o
                     }
-                }
+                };
+                acc.add(&o).map_err(shape)?;
             }
+            acc.end_batch();
             Ok(acc.finish())
         })
     }
@@ -440,6 +553,7 @@ impl Source for External {
             let size = usize::try_from(b).unwrap_or(usize::MAX);
             let outputs = self.mechanism.respond(&x, size, self.kind)?;
             feed.feed(&outputs)?;
+            feed.end_batch();
             progress.add(b);
             left -= b;
         }
@@ -468,15 +582,25 @@ mod tests {
         assert_ne!(a, c);
         let Data::Counts(v) = &a.data else { panic!() };
         assert_eq!(v.iter().sum::<u64>(), 3 * CHUNK + 5);
-        // Pairs are formed inside each chunk: ⌊n/2⌋ per chunk.
-        let pairs: u64 = a.serial.table(0).iter().sum();
-        assert_eq!(pairs, 3 * (CHUNK / 2) + 2);
+        // Pairs are formed inside each chunk: size − ℓ at lag ℓ.
+        for lag in [1, 8] {
+            let pairs: u64 = a.streams.lags.table(0, lag).iter().sum();
+            assert_eq!(
+                pairs,
+                3 * (CHUNK - lag as u64) + 5u64.saturating_sub(lag as u64)
+            );
+        }
+        // A batch every BLOCK outputs: 16 per full chunk and the last one.
+        assert_eq!(a.streams.batches.rows().len(), 2 * (3 * 16 + 1));
+        // Every output is in one half of the event cells.
+        let e = &a.streams.events;
+        assert_eq!(e.fit.iter().chain(&e.certify).sum::<u64>(), 3 * CHUNK + 5);
         assert_eq!(p.done(), 3 * (3 * CHUNK + 5));
     }
 
     #[test]
-    fn the_repeat_defect_repeats_outputs() {
-        let counter = |repeat: f64| {
+    fn the_repeat_defect_repeats_outputs_at_its_lag() {
+        let counter = |repeat: f64, lag: usize| {
             let mut s = Internal::per_output(
                 |_| Ok(0usize),
                 |next: &mut usize, _: &mut ChaCha20Rng| {
@@ -486,17 +610,28 @@ mod tests {
                 |_| Ok(ClassAccumulator::new(4)),
                 Defects {
                     repeat: Some(word_threshold(repeat)),
+                    lag,
                 },
             );
             s.draw(0, 10_000, 1, &Progress::default()).unwrap()
         };
-        // A cycling drawer never repeats; with the defect about half the pairs are equal.
-        let diagonal = |d: &Draws| (0..4).map(|a| d.serial.table(0)[5 * a]).sum::<u64>();
-        assert_eq!(diagonal(&counter(0.0)), 0);
-        let half = diagonal(&counter(0.5));
-        assert!((2000..3000).contains(&half), "{half}");
-        let p = Params::from([("repeat".to_string(), serde_json::json!(1.5))]);
-        assert!(Defects::from_params(&p).is_err());
+        // A drawer cycling through 4 values never repeats at lags 1 to 3; with the defect
+        // about half the pairs at its lag are equal, and the other lags stay clean.
+        let diagonal = |d: &Draws, lag| {
+            (0..4)
+                .map(|a| d.streams.lags.table(0, lag)[5 * a])
+                .sum::<u64>()
+        };
+        assert_eq!(diagonal(&counter(0.0, 1), 1), 0);
+        for lag in [1, 3] {
+            let d = counter(0.5, lag);
+            let half = diagonal(&d, lag);
+            assert!((4000..6000).contains(&half), "lag {lag}: {half}");
+        }
+        for (key, value) in [("repeat", 1.5), ("repeat_lag", 0.0)] {
+            let p = Params::from([(key.to_string(), serde_json::json!(value))]);
+            assert!(Defects::from_params(&p).is_err());
+        }
     }
 
     #[test]

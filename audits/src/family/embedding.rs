@@ -6,11 +6,12 @@ use fl_ldp::{BitProduct, EmbeddingDp, Mechanism};
 use rand::{Rng, rngs::ChaCha20Rng};
 use serde_json::json;
 
-use super::{EPS, Family, Law, MechanismInfo, Param, Reader};
+use super::{EPS, Family, Law, MechanismInfo, Param, Reader, neighbour_pairs};
 use crate::{
-    analysis::BitLaw,
+    analysis::{BitLaw, learned::LearnedSpec, vector_law},
     error::{AuditError, Result},
     protocol::OutputKind,
+    report::Branch,
     source::{BitAccumulator, word_threshold},
     suite::Params,
 };
@@ -35,19 +36,23 @@ pub(crate) struct Embedding {
     copy_coin: Option<u64>,
 }
 
-/// The inputs of an EmbeddingDP audit of dimension `dim`, chosen so that every adjacent
-/// pair of coordinates (j, j + 1) is seen with each input-bit combination (bit = x > 0):
+/// The inputs of an EmbeddingDP audit of dimension `dim`, chosen so that every pair of
+/// coordinates (j, k) is seen with each input-bit combination (bit = x > 0) — a covering
+/// array of strength 2:
 ///
-/// | input | bits | pair (j, j + 1), j even / odd |
-/// |---|---|---|
-/// | positive | 1 1 1 1 … | 11 / 11 |
-/// | negative | 0 0 0 0 … | 00 / 00 |
-/// | alternating | 1 0 1 0 … | 10 / 01 |
-/// | boundary | 0 1 0 1 … (±0 and subnormals) | 01 / 10 |
+/// | input | bits |
+/// |---|---|
+/// | positive | 1 1 1 1 … |
+/// | negative | 0 0 0 0 … |
+/// | alternating | 1 0 1 0 … (bit = NOT bit 0 of j) |
+/// | boundary | 0 1 0 1 … (bit = bit 0 of j; ±0 and subnormals) |
+/// | period-2^(b+1), inverse, for b = 1.. | bit = bit b of j, and its complement |
 ///
-/// The first two differ in every coordinate: the neighbours of the whole-vector ε claim.
-/// The boundary input holds +0.0, −0.0 and −5e-324 (bit 0) and 5e-324 (bit 1), where a
-/// sign test written as `x >= 0` or on the sign bit goes wrong.
+/// Two coordinates j ≠ k differ in some bit b of their index, so the pair of inputs built
+/// on bit b shows them as 01 and 10; positive and negative show 11 and 00. The first two
+/// differ in every coordinate: the neighbours of the whole-vector ε claim. The boundary
+/// input holds +0.0, −0.0 and −5e-324 (bit 0) and 5e-324 (bit 1), where a sign test
+/// written as `x >= 0` or on the sign bit goes wrong.
 fn inputs(dim: usize) -> Vec<(String, Vec<f64>)> {
     let positive: Vec<f64> = (0..dim).map(|j| 0.25 + j as f64).collect();
     let negative: Vec<f64> = positive.iter().map(|x| -x).collect();
@@ -64,12 +69,27 @@ fn inputs(dim: usize) -> Vec<(String, Vec<f64>)> {
             _ => 5e-324,
         })
         .collect();
-    vec![
-        ("positive".into(), positive),
+    let mut inputs = vec![
+        ("positive".into(), positive.clone()),
         ("negative".into(), negative),
         ("alternating".into(), alternating),
         ("boundary".into(), boundary),
-    ]
+    ];
+    let mut b = 1;
+    while (1usize << b) < dim {
+        let signed = |flip: bool| -> Vec<f64> {
+            positive
+                .iter()
+                .enumerate()
+                .map(|(j, &x)| if ((j >> b) & 1 == 1) != flip { x } else { -x })
+                .collect()
+        };
+        let period = 1usize << (b + 1);
+        inputs.push((format!("period-{period}"), signed(false)));
+        inputs.push((format!("period-{period}-inverse"), signed(true)));
+        b += 1;
+    }
+    inputs
 }
 
 /// An input of the audit and whether its coordinates 0 and 1 have equal bits.
@@ -83,7 +103,13 @@ impl Family for Embedding {
         name: "embedding-dp",
         description: "EmbeddingDP: sign quantisation then RR at eps/2 per coordinate (fl-ldp EmbeddingDp)",
         params: &[EPS, DIM],
-        tests: &["coordinates", "independence", "epsilon", "serial"],
+        tests: &[
+            "coordinates",
+            "independence",
+            "epsilon",
+            "learned",
+            "serial",
+        ],
     };
     type Output = Vec<bool>;
     type Drawer = EmbeddingInput;
@@ -163,4 +189,64 @@ impl Family for Embedding {
         }
         Ok(y)
     }
+
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(bits_space(law))
+    }
+
+    /// The sign quantisation's cases: a positive coordinate (bit 1), a negative one, and
+    /// the boundary values where `x > 0` differs from `x >= 0` or the sign bit.
+    fn coverage(&self) -> Vec<Branch> {
+        let with = |what: &str, test: fn(f64) -> bool| {
+            Branch::new(
+                what,
+                self.inputs
+                    .iter()
+                    .filter(|(_, x)| x.iter().any(|&v| test(v)))
+                    .map(|(l, _)| l.clone()),
+            )
+        };
+        vec![
+            with("a coordinate > 0 (bit 1)", |v| v > 0.0 && v.is_normal()),
+            with("a coordinate < 0 (bit 0)", |v| v < 0.0 && v.is_normal()),
+            with("+0.0 (bit 0)", |v| v == 0.0 && v.is_sign_positive()),
+            with("-0.0 (bit 0)", |v| v == 0.0 && v.is_sign_negative()),
+            with("a positive subnormal (bit 1)", |v| {
+                v > 0.0 && v.is_subnormal()
+            }),
+            with("a negative subnormal (bit 0)", |v| {
+                v < 0.0 && v.is_subnormal()
+            }),
+        ]
+    }
+}
+
+/// The learned event of a bit vector: the whole vector (its first 16 bits), every pair of
+/// inputs as neighbours of the whole-vector claim, the bits as features.
+pub(crate) fn bits_space(law: &Law) -> Option<LearnedSpec> {
+    let Law::Bits(l) = law else {
+        return None;
+    };
+    let (_, whole) = l.epsilon?;
+    let d = l.dim.min(crate::tally::FULL_VECTOR_MAX_DIM);
+    let cells = 1usize << d;
+    Some(LearnedSpec {
+        cells,
+        cell_meaning: if d == l.dim {
+            "the whole bit vector".into()
+        } else {
+            format!("the first {d} bits of the vector")
+        },
+        features: (0..cells)
+            .map(|c| (0..d).map(|j| f64::from(((c >> j) & 1) as u8)).collect())
+            .collect(),
+        claimed: whole,
+        pairs: neighbour_pairs(l.inputs.len()),
+        laws: Some(
+            l.inputs
+                .iter()
+                .map(|(_, _, p)| vector_law(&p[..d.min(p.len())]))
+                .collect(),
+        ),
+    })
 }

@@ -1,21 +1,23 @@
 //! The de-biasing estimators (`estimator-rr-binary`, `estimator-grr`, `estimator-oue`,
-//! `estimator-olh`): populations with known true counts are randomized and the mechanism
-//! crate's estimator, at the law's ε, must recover them.
+//! `estimator-olh`): users drawn from populations of known value fractions randomize their
+//! values, and the mechanism crate's estimator, at the law's ε, must recover the true
+//! counts of the values drawn.
 
-use std::{marker::PhantomData, sync::Arc};
+use std::marker::PhantomData;
 
-use fl_ldp::{BinaryRandomizedResponse, FiniteOutputs, FrequencyOracle};
-use rand::rngs::ChaCha20Rng;
+use fl_ldp::{BinaryRandomizedResponse, FrequencyOracle, Report};
+use rand::{Rng, rngs::ChaCha20Rng};
 use serde_json::json;
 
 use super::{EPS, Family, Law, MechanismInfo, Reader, frequency::Oracle};
 use crate::{
-    analysis::estimator::{EstimatorAudit, apportion},
+    analysis::{estimator::EstimatorAudit, learned::LearnedSpec},
     error::{AuditError, Result},
     protocol::{OutputKind, Outputs},
-    source::{Accumulate, Defects, Feed, Internal},
+    report::Branch,
+    source::{Accumulate, Feed, Observer, word_threshold},
     suite::Params,
-    tally::{Data, Draws},
+    tally::{Data, Draws, SERIAL_ALPHABET, Streams, class_symbol},
 };
 
 /// The populations of the binary estimator: 20 % and 70 % ones.
@@ -34,31 +36,131 @@ fn populations(k: usize) -> Vec<(String, Vec<f64>)> {
     ]
 }
 
-/// The estimators draw whole populations at a time (see their `sampler`): they have no
-/// per-output observer and no external protocol.
-pub(crate) struct NoObserver;
+/// Thresholds on a uniform 64-bit word that draw value v with probability `fractions[v]`
+/// (cumulative; a value of fraction 0 is never drawn).
+fn thresholds(fractions: &[f64]) -> Vec<u64> {
+    let mut acc = 0.0;
+    let mut t: Vec<u64> = fractions
+        .iter()
+        .map(|&f| {
+            acc += f;
+            word_threshold(acc)
+        })
+        .collect();
+    if let Some(last) = t.iter_mut().rev().find(|x| **x > 0) {
+        *last = u64::MAX;
+    }
+    t
+}
+
+/// One user's value drawn by `thresholds`.
+fn draw_value(thresholds: &[u64], rng: &mut ChaCha20Rng) -> usize {
+    let u = rng.next_u64();
+    thresholds
+        .iter()
+        .position(|&t| u < t)
+        .unwrap_or(thresholds.len().saturating_sub(1))
+}
 
 fn no_protocol() -> AuditError {
     AuditError::usage("the estimators have no external protocol")
 }
 
-impl Accumulate<()> for NoObserver {
-    fn add(&mut self, (): &()) -> Result<()> {
-        Err(no_protocol())
+/// Counts an estimator's reports in [`EstimatorAudit`]'s layout `[reports n | support
+/// counts (one per value) | true counts (one per value)]`, with a symbol of the report as
+/// the serial and batch symbol.
+pub(crate) struct EstimatorObserver {
+    oracle: Option<FrequencyOracle>,
+    values: usize,
+    counts: Vec<u64>,
+    streams: Streams,
+}
+
+impl EstimatorObserver {
+    fn new(oracle: Option<FrequencyOracle>, values: usize, symbols: usize) -> Self {
+        Self {
+            oracle,
+            values,
+            counts: vec![0; 1 + 2 * values],
+            streams: Streams::new(1, symbols, symbols, 0),
+        }
     }
 
-    fn finish(self) -> Draws {
-        Draws::without_serial(Data::Counts(Vec::new()))
+    /// One report whose user held the value counted in slot `truth` (none: a value not
+    /// counted, the zeros of the binary estimator).
+    fn observe(&mut self, truth: Option<usize>, symbol: usize) {
+        self.counts[0] += 1;
+        if let Some(t) = truth {
+            self.counts[1 + self.values + t] += 1;
+        }
+        self.streams.symbol(0, symbol);
+        self.streams.end_output(symbol, 0);
     }
 }
 
-impl Feed for NoObserver {
+impl Observer for EstimatorObserver {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
+    }
+}
+
+impl Accumulate<(bool, bool)> for EstimatorObserver {
+    fn add(&mut self, &(truth, report): &(bool, bool)) -> Result<()> {
+        // Layout [n, reported ones, true ones].
+        self.counts[1] += u64::from(report);
+        self.observe(truth.then_some(0), usize::from(report));
+        Ok(())
+    }
+
+    fn finish(self) -> Draws {
+        Draws {
+            data: Data::Counts(self.counts),
+            streams: self.streams,
+        }
+    }
+}
+
+impl Accumulate<(usize, Report)> for EstimatorObserver {
+    fn add(&mut self, (truth, report): &(usize, Report)) -> Result<()> {
+        let o = self.oracle.ok_or_else(no_protocol)?;
+        if *truth >= self.values {
+            return Err(AuditError::Mechanism(format!("no value {truth}")));
+        }
+        for v in 0..self.values {
+            self.counts[1 + v] += u64::from(o.supports(report, v));
+        }
+        let symbol = match report {
+            Report::Grr(y) => class_symbol(*y, self.values),
+            Report::Oue(bits) => bits
+                .iter()
+                .take(4)
+                .enumerate()
+                .fold(0, |a, (j, &b)| a | (usize::from(b) << j)),
+            Report::Olh(r) => (r.bucket as usize) % SERIAL_ALPHABET,
+            _ => 0,
+        };
+        self.observe(Some(*truth), symbol);
+        Ok(())
+    }
+
+    fn finish(self) -> Draws {
+        Draws {
+            data: Data::Counts(self.counts),
+            streams: self.streams,
+        }
+    }
+}
+
+impl Feed for EstimatorObserver {
     fn feed(&mut self, _: &Outputs) -> Result<()> {
         Err(no_protocol())
     }
 
     fn finish_boxed(self: Box<Self>) -> Draws {
-        self.finish()
+        Draws {
+            data: Data::Counts(self.counts),
+            streams: self.streams,
+        }
     }
 }
 
@@ -73,11 +175,11 @@ impl Family for BinaryEstimator {
         name: "estimator-rr-binary",
         description: "unbiasedness of binary RR's de-biasing (BinaryRandomizedResponse::estimate_ones), z-test",
         params: &[EPS],
-        tests: &["estimate"],
+        tests: &["estimate", "serial"],
     };
-    type Output = ();
-    type Drawer = ();
-    type Observer = NoObserver;
+    type Output = (bool, bool);
+    type Drawer = u64;
+    type Observer = EstimatorObserver;
 
     fn parse(params: &Params) -> Result<Self> {
         Ok(Self {
@@ -105,40 +207,34 @@ impl Family for BinaryEstimator {
         Ok(None)
     }
 
-    fn observer(&self, _: usize) -> Result<NoObserver> {
-        Ok(NoObserver)
+    fn observer(&self, _: usize) -> Result<EstimatorObserver> {
+        Ok(EstimatorObserver::new(None, 1, 2))
     }
 
-    fn drawer(&self, _: usize) -> Result<()> {
-        Ok(())
+    /// The user's value is 1 with the population's fraction of ones.
+    fn drawer(&self, input: usize) -> Result<u64> {
+        Ok(word_threshold(
+            BINARY_POPULATIONS.get(input).copied().unwrap_or(0.0),
+        ))
     }
 
-    fn draw(&self, (): &mut (), _: &mut ChaCha20Rng) -> Result<()> {
-        Err(no_protocol())
+    fn draw(&self, ones: &mut u64, rng: &mut ChaCha20Rng) -> Result<(bool, bool)> {
+        let truth = rng.next_u64() < *ones;
+        Ok((truth, self.rr.randomize(truth, rng)))
     }
 
-    /// Each chunk is a population apportioned by the input's fractions; every user
-    /// randomizes with the sampler's mechanism and the reports' count of ones is kept,
-    /// with the true count, in [`EstimatorAudit`]'s layout.
-    fn sampler(sampler: Arc<Self>, _: Arc<Self>, _: Defects) -> Result<Internal> {
-        let rr = sampler.rr;
-        Ok(Internal::new(move |i, n, rng| {
-            let f = BINARY_POPULATIONS.get(i).copied().unwrap_or(0.0);
-            let truth = apportion(n, &[1.0 - f, f]);
-            let ones = |x: bool, count: u64, rng: &mut _| -> Result<u64> {
-                Ok(rr
-                    .sample_counts(&x, count, rng)?
-                    .get(1)
-                    .copied()
-                    .unwrap_or(0))
-            };
-            let (zeros, true_ones) = (truth.first().copied(), truth.get(1).copied());
-            let (zeros, true_ones) = (zeros.unwrap_or(0), true_ones.unwrap_or(0));
-            let reported = ones(false, zeros, rng)? + ones(true, true_ones, rng)?;
-            Ok(Draws::without_serial(Data::Counts(vec![
-                n, reported, true_ones,
-            ])))
-        }))
+    fn event_space(&self, _: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(None)
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        BINARY_POPULATIONS
+            .iter()
+            .map(|f| {
+                let l = format!("ones={f}");
+                Branch::new(format!("a population with {} % ones", f * 100.0), [l])
+            })
+            .collect()
     }
 }
 
@@ -151,9 +247,9 @@ pub(crate) struct OracleEstimator<O> {
 
 impl<O: Oracle> Family for OracleEstimator<O> {
     const INFO: MechanismInfo = O::ESTIMATOR;
-    type Output = ();
-    type Drawer = ();
-    type Observer = NoObserver;
+    type Output = (usize, Report);
+    type Drawer = Vec<u64>;
+    type Observer = EstimatorObserver;
 
     fn parse(params: &Params) -> Result<Self> {
         let r = Reader::new(params, &Self::INFO);
@@ -190,52 +286,39 @@ impl<O: Oracle> Family for OracleEstimator<O> {
         Ok(None)
     }
 
-    fn observer(&self, _: usize) -> Result<NoObserver> {
-        Ok(NoObserver)
+    fn observer(&self, _: usize) -> Result<EstimatorObserver> {
+        let symbols = match self.oracle {
+            FrequencyOracle::Grr(_) => self.k.min(SERIAL_ALPHABET),
+            _ => SERIAL_ALPHABET,
+        };
+        Ok(EstimatorObserver::new(Some(self.oracle), self.k, symbols))
     }
 
-    fn drawer(&self, _: usize) -> Result<()> {
-        Ok(())
+    /// Users' values drawn independently with the population's fractions.
+    fn drawer(&self, input: usize) -> Result<Vec<u64>> {
+        let pops = populations(self.k);
+        let (_, f) = pops
+            .get(input)
+            .ok_or_else(|| AuditError::Mechanism(format!("no population number {input}")))?;
+        Ok(thresholds(f))
     }
 
-    fn draw(&self, (): &mut (), _: &mut ChaCha20Rng) -> Result<()> {
-        Err(no_protocol())
+    fn draw(&self, t: &mut Vec<u64>, rng: &mut ChaCha20Rng) -> Result<(usize, Report)> {
+        let v = draw_value(t, rng);
+        Ok((v, self.oracle.randomize(v, rng)?))
     }
 
-    /// Each chunk is a population apportioned by the input's fractions; every user
-    /// randomizes with the sampler's mechanism and the reports' support counts are kept,
-    /// with the true counts, in [`EstimatorAudit`]'s layout.
-    fn sampler(sampler: Arc<Self>, _: Arc<Self>, _: Defects) -> Result<Internal> {
-        let (o, k) = (sampler.oracle, sampler.k);
-        let fractions: Vec<Vec<f64>> = populations(k).into_iter().map(|(_, f)| f).collect();
-        Ok(Internal::new(move |i, n, rng| {
-            let truth = apportion(n, fractions.get(i).map_or(&[][..], Vec::as_slice));
-            let support = match &o {
-                // GRR supports exactly its report: the batch histogram is the support count.
-                FrequencyOracle::Grr(m) => {
-                    let mut c = vec![0u64; k];
-                    for (v, &t) in truth.iter().enumerate() {
-                        for (x, y) in c.iter_mut().zip(m.sample_counts(&v, t, rng)?) {
-                            *x += y;
-                        }
-                    }
-                    c
-                }
-                _ => {
-                    let mut counter = o.support_counter();
-                    for (v, &t) in truth.iter().enumerate() {
-                        for _ in 0..t {
-                            counter.add(&o.randomize(v, rng)?)?;
-                        }
-                    }
-                    counter.counts().to_vec()
-                }
-            };
-            let mut out = Vec::with_capacity(1 + 2 * k);
-            out.push(n);
-            out.extend(support);
-            out.extend(truth);
-            Ok(Draws::without_serial(Data::Counts(out)))
-        }))
+    fn event_space(&self, _: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(None)
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        vec![
+            Branch::new(
+                "a skewed population (value v held by a share proportional to k - 1 - v; the last value by nobody)",
+                ["skewed".to_string()],
+            ),
+            Branch::new("a uniform population", ["uniform".to_string()]),
+        ]
     }
 }

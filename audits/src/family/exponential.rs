@@ -5,8 +5,11 @@ use fl_ldp::{Categorical, ExponentialForm, ExponentialMechanism};
 use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
-use super::{EPS, Family, Law, MechanismInfo, Param, Reader, finite_law};
-use crate::{error::Result, protocol::OutputKind, source::ClassAccumulator, suite::Params};
+use super::{EPS, Family, Law, MechanismInfo, Param, Reader, finite_law, rr_kary::class_space};
+use crate::{
+    analysis::learned::LearnedSpec, error::Result, protocol::OutputKind, report::Branch,
+    source::ClassAccumulator, suite::Params,
+};
 
 /// The exponential mechanism at ε and its two neighbouring utility vectors.
 #[derive(Debug, Clone)]
@@ -44,7 +47,7 @@ impl Family for Exponential {
         name: "exponential",
         description: "exponential mechanism over a utility vector and its worst-case neighbour (fl-ldp ExponentialMechanism)",
         params: PARAMS,
-        tests: &["cells", "chi-square", "epsilon", "serial"],
+        tests: &["cells", "chi-square", "epsilon", "learned", "serial"],
     };
     type Output = usize;
     type Drawer = Categorical;
@@ -120,6 +123,25 @@ impl Family for Exponential {
 
     fn draw(&self, c: &mut Categorical, rng: &mut ChaCha20Rng) -> Result<usize> {
         Ok(c.sample(rng))
+    }
+
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(class_space(law))
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        let labels: Vec<String> = self
+            .inputs
+            .iter()
+            .map(|u| serde_json::Value::from(u.clone()).to_string())
+            .collect();
+        vec![
+            Branch::new("the utility vector u", labels.first().cloned()),
+            Branch::new(
+                "its worst-case neighbour u' (the lowest-utility candidate moved up by the sensitivity, the rest as the form allows)",
+                labels.get(1).cloned(),
+            ),
+        ]
     }
 }
 

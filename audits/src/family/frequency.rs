@@ -9,17 +9,28 @@ use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
 use super::{
-    EPS, Family, Law, MechanismInfo, Param, Reader, check_law_cells, finite_law,
-    rr_kary::{K, kary_law},
+    EPS, Family, Law, MechanismInfo, Param, Reader, check_law_cells, each_input,
+    embedding::bits_space,
+    finite_law, finite_space, neighbour_pairs,
+    rr_kary::{K, class_space, kary_law},
 };
 use crate::{
-    analysis::{BitLaw, SupportLaw, olh::OlhHashedAudit},
+    analysis::{BitLaw, SupportLaw, learned::LearnedSpec, olh::OlhHashedAudit},
     error::{AuditError, Result},
     protocol::{OutputKind, Outputs},
-    source::{Accumulate, BitAccumulator, ClassAccumulator, Feed},
+    report::Branch,
+    source::{Accumulate, BitAccumulator, ClassAccumulator, Feed, Observer, wrong_outputs},
     suite::Params,
-    tally::{Data, Draws, SERIAL_ALPHABET, SerialPairs, class_symbol},
+    tally::{Data, Draws, FULL_VECTOR_MAX_DIM, SERIAL_ALPHABET, Streams, class_symbol},
 };
+
+/// The branches of a frequency oracle: every value as the user's value.
+fn values_coverage(k: usize) -> Vec<Branch> {
+    each_input(
+        "user's value",
+        &(0..k).map(|v| v.to_string()).collect::<Vec<_>>(),
+    )
+}
 
 /// A frequency oracle family: its protocol and the estimator family that de-biases it.
 pub(crate) trait Oracle: Family {
@@ -56,7 +67,7 @@ const fn estimator_info(name: &'static str, what: &'static str) -> MechanismInfo
         name,
         description: what,
         params: &[EPS, K],
-        tests: &["estimate"],
+        tests: &["estimate", "serial"],
     }
 }
 
@@ -73,7 +84,7 @@ impl Family for Grr {
         name: "frequency-grr",
         description: "frequency oracle GRR (fl-ldp FrequencyOracle): support probabilities, report law",
         params: &[EPS, K],
-        tests: &["support", "law", "epsilon", "serial"],
+        tests: &["support", "law", "epsilon", "learned", "serial"],
     };
     type Output = usize;
     type Drawer = usize;
@@ -115,6 +126,14 @@ impl Family for Grr {
     fn draw(&self, value: &mut usize, rng: &mut ChaCha20Rng) -> Result<usize> {
         Ok(self.m.randomize(*value, rng)?)
     }
+
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(class_space(law))
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        values_coverage(self.k)
+    }
 }
 
 impl Oracle for Grr {
@@ -139,7 +158,7 @@ impl Family for Oue {
         name: "frequency-oue",
         description: "frequency oracle OUE (fl-ldp FrequencyOracle): support bits, independence",
         params: &[EPS, K],
-        tests: &["support", "law", "epsilon", "serial"],
+        tests: &["support", "law", "epsilon", "learned", "serial"],
     };
     type Output = Vec<bool>;
     type Drawer = usize;
@@ -186,6 +205,14 @@ impl Family for Oue {
 
     fn draw(&self, value: &mut usize, rng: &mut ChaCha20Rng) -> Result<Vec<bool>> {
         Ok(self.m.randomize(*value, rng)?)
+    }
+
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(bits_space(law))
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        values_coverage(self.k)
     }
 }
 
@@ -240,7 +267,7 @@ impl Family for Olh {
                 what: "g, the buckets of an OLH with reported hashes, an integer from 2 to 1048576 (default: fl-ldp's g for eps)",
             },
         ],
-        tests: &["support", "law", "epsilon", "serial"],
+        tests: &["support", "law", "epsilon", "learned", "serial"],
     };
     type Output = OlhOutput;
     type Drawer = usize;
@@ -358,6 +385,45 @@ impl Family for Olh {
             None => OlhOutput::Seeded(self.m.output_index(&r)?),
         })
     }
+
+    /// fl-ldp's family: every (seed, bucket) report; reported hashes: the report's support
+    /// vector (which of the first 16 values it supports).
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(match law {
+            Law::Finite(l) => finite_space(l, "the report (seed, bucket)"),
+            Law::OlhHashed(l) => {
+                let d = l.values.min(FULL_VECTOR_MAX_DIM);
+                let cells = 1usize << d;
+                l.epsilon.map(|claimed| LearnedSpec {
+                    cells,
+                    cell_meaning: format!(
+                        "the report's support vector (which of the first {d} values it supports)"
+                    ),
+                    features: (0..cells)
+                        .map(|c| (0..d).map(|v| f64::from(((c >> v) & 1) as u8)).collect())
+                        .collect(),
+                    claimed,
+                    pairs: neighbour_pairs(l.inputs.len()),
+                    laws: None,
+                })
+            }
+            _ => None,
+        })
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        let mut b = values_coverage(self.k);
+        let all: Vec<String> = (0..self.k).map(|v| v.to_string()).collect();
+        b.push(Branch::new(
+            if self.reported.is_some() {
+                "reports carry every value's hash (any pairwise independent family)"
+            } else {
+                "reports [seed, bucket] under fl-ldp's hash family"
+            },
+            all,
+        ));
+        b
+    }
 }
 
 impl Oracle for Olh {
@@ -376,6 +442,15 @@ pub(crate) enum OlhObserver {
     Seeded(ClassAccumulator),
     /// Reported hashes.
     Hashed(HashedAccumulator),
+}
+
+impl Observer for OlhObserver {
+    fn streams(&mut self) -> &mut Streams {
+        match self {
+            Self::Seeded(a) => a.streams(),
+            Self::Hashed(a) => a.streams(),
+        }
+    }
 }
 
 fn wrong_report() -> AuditError {
@@ -433,24 +508,26 @@ pub(crate) fn internal_tests(mechanism: &str, tests: &[String]) -> Vec<String> {
 }
 
 /// Counts hashed OLH reports in [`OlhHashedAudit`]'s layout for a user holding `value`,
-/// with the bucket as the serial symbol.
+/// with the bucket as the serial and batch symbol and the support vector as the event
+/// cell.
 #[derive(Debug, Clone)]
 pub(crate) struct HashedAccumulator {
     value: usize,
     values: usize,
     buckets: usize,
     counts: Vec<u64>,
-    serial: SerialPairs,
+    streams: Streams,
 }
 
 impl HashedAccumulator {
     fn new(value: usize, values: usize, buckets: usize) -> Self {
+        let symbols = buckets.min(SERIAL_ALPHABET);
         Self {
             value,
             values,
             buckets,
             counts: vec![0; 3 * values + 2 * buckets],
-            serial: SerialPairs::new(1, buckets.min(SERIAL_ALPHABET)),
+            streams: Streams::new(1, symbols, symbols, 1 << values.min(FULL_VECTOR_MAX_DIM)),
         }
     }
 
@@ -464,9 +541,13 @@ impl HashedAccumulator {
         }
         let own = hashes[self.value];
         let g = self.buckets;
+        let mut cell = 0usize;
         for (v, &h) in hashes.iter().enumerate() {
             if h == bucket {
                 self.counts[v] += 1;
+                if v < FULL_VECTOR_MAX_DIM {
+                    cell |= 1 << v;
+                }
             }
             if v != self.value && h != own {
                 if bucket == own {
@@ -479,8 +560,16 @@ impl HashedAccumulator {
         self.counts[k + own as usize] += 1;
         let offset = (bucket as usize + g - own as usize) % g;
         self.counts[k + g + offset] += 1;
-        self.serial.push(0, class_symbol(bucket as usize, g));
+        let symbol = class_symbol(bucket as usize, g);
+        self.streams.symbol(0, symbol);
+        self.streams.end_output(symbol, cell);
         Ok(())
+    }
+}
+
+impl Observer for HashedAccumulator {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
     }
 }
 
@@ -492,7 +581,7 @@ impl Accumulate<(u64, Vec<u64>)> for HashedAccumulator {
     fn finish(self) -> Draws {
         Draws {
             data: Data::Counts(self.counts),
-            serial: self.serial,
+            streams: self.streams,
         }
     }
 }
@@ -500,9 +589,7 @@ impl Accumulate<(u64, Vec<u64>)> for HashedAccumulator {
 impl Feed for HashedAccumulator {
     fn feed(&mut self, outputs: &Outputs) -> Result<()> {
         let Outputs::Hashed(reports) = outputs else {
-            return Err(AuditError::Mechanism(
-                "the external outputs are not hashed OLH reports".into(),
-            ));
+            return Err(wrong_outputs());
         };
         for r in reports {
             self.add_report(r.bucket, &r.hashes)?;

@@ -3,12 +3,15 @@
 //! `[n, classes]`, each output row read back as the class of its single 1).
 
 use super::{
-    Buffered, EPS, Family, Law, MechanismInfo, Param, Reader, rr_binary::binary_law,
-    rr_kary::kary_law,
+    Buffered, EPS, Family, Law, MechanismInfo, Param, Reader,
+    rr_binary::{binary_coverage, binary_law, binary_space},
+    rr_kary::{class_space, kary_coverage, kary_law},
 };
 use crate::{
+    analysis::learned::LearnedSpec,
     error::{AuditError, Result},
     protocol::OutputKind,
+    report::Branch,
     source::ClassAccumulator,
     suite::Params,
 };
@@ -35,7 +38,7 @@ impl Family for LabelDpBinary {
         name: "label-dp-binary",
         description: "LabelDP on binary labels, through LabelDp::privatize (shape [n])",
         params: &[EPS],
-        tests: &["cells", "epsilon", "serial"],
+        tests: &["cells", "epsilon", "learned", "serial"],
     };
     type Output = usize;
     type Drawer = LabelBatch;
@@ -74,6 +77,14 @@ impl Family for LabelDpBinary {
             Ok(out.into_iter().map(|y| usize::from(y == 1)).collect())
         })
     }
+
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(binary_space(law))
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        binary_coverage()
+    }
 }
 
 /// The number of classes of `label-dp-onehot`.
@@ -96,7 +107,7 @@ impl Family for LabelDpOneHot {
         name: "label-dp-onehot",
         description: "LabelDP on one-hot labels, through LabelDp::privatize (shape [n, classes])",
         params: &[EPS, CLASSES],
-        tests: &["cells", "chi-square", "epsilon", "serial"],
+        tests: &["cells", "chi-square", "epsilon", "learned", "serial"],
     };
     type Output = usize;
     type Drawer = LabelBatch;
@@ -154,5 +165,15 @@ impl Family for LabelDpOneHot {
                 })
                 .collect()
         })
+    }
+
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(class_space(law))
+    }
+
+    /// The output is the whole one-hot row: a row without exactly one 1 is an error, so
+    /// the class law is the row's joint law.
+    fn coverage(&self) -> Vec<Branch> {
+        kary_coverage(self.k)
     }
 }

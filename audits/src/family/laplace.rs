@@ -5,14 +5,18 @@ use fl_ldp::{CoordinateCdf, LaplaceOptions, Mechanism, ProbabilityVectorLaplace}
 use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
-use super::{EPS, Family, Law, MechanismInfo, Param, Reader};
+use super::{EPS, Family, Law, MechanismInfo, Param, Reader, neighbour_pairs};
 use crate::{
-    analysis::RealLaw,
+    analysis::{RealLaw, learned::LearnedSpec},
     error::{AuditError, Result},
     protocol::OutputKind,
-    source::{RealAccumulator, laplace_octile_edges},
+    report::Branch,
+    source::{CellGrid, RealAccumulator, laplace_octile_edges},
     suite::Params,
 };
+
+/// The coordinates the learned event bins.
+const EVENT_COORDINATES: usize = 3;
 
 /// The Laplace mechanism at ε on vectors of dimension D.
 #[derive(Debug, Clone)]
@@ -41,7 +45,7 @@ impl Family for Laplace {
                 what: "the lattice spacing 2^k, an integer k from -60 to 60 (default: fl-ldp's fine lattice)",
             },
         ],
-        tests: &["ks", "tails", "epsilon", "serial"],
+        tests: &["ks", "tails", "epsilon", "learned", "serial"],
     };
     type Output = Vec<f64>;
     type Drawer = Vec<f64>;
@@ -120,6 +124,7 @@ impl Family for Laplace {
         let scale = self.m.noise_scale();
         Ok(RealAccumulator::new(
             x.iter().map(|&c| laplace_octile_edges(c, scale)).collect(),
+            self.grid(),
         ))
     }
 
@@ -133,5 +138,101 @@ impl Family for Laplace {
 
     fn draw(&self, x: &mut Vec<f64>, rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
         Ok(self.m.sample(x, rng)?)
+    }
+
+    /// The bins of the first three coordinates among edges every input shares; the law of
+    /// each cell is the product of the coordinates' bin probabilities (independent
+    /// coordinates).
+    fn event_space(&self, _: &Law) -> Result<Option<LearnedSpec>> {
+        let grid = self.grid();
+        let bins = grid.edges.len() + 1;
+        let cells = grid.cells();
+        let mut laws = Vec::with_capacity(self.inputs.len());
+        for (_, x) in &self.inputs {
+            let mut per_coordinate = Vec::with_capacity(grid.coordinates);
+            for j in 0..grid.coordinates {
+                let mut cdf = Vec::with_capacity(bins + 1);
+                cdf.push(0.0);
+                for &e in &grid.edges {
+                    cdf.push(self.m.coordinate_cdf(x, j, e)?);
+                }
+                cdf.push(1.0);
+                per_coordinate.push(cdf.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>());
+            }
+            laws.push(
+                (0..cells)
+                    .map(|c| {
+                        let mut rest = c;
+                        per_coordinate
+                            .iter()
+                            .map(|p| {
+                                let bin = rest % bins;
+                                rest /= bins;
+                                p[bin]
+                            })
+                            .product()
+                    })
+                    .collect(),
+            );
+        }
+        Ok(Some(LearnedSpec {
+            cells,
+            cell_meaning: format!(
+                "the bins of the first {} coordinates among {} shared edges",
+                grid.coordinates,
+                grid.edges.len()
+            ),
+            features: (0..cells)
+                .map(|c| {
+                    let mut rest = c;
+                    (0..grid.coordinates)
+                        .map(|_| {
+                            let bin = rest % bins;
+                            rest /= bins;
+                            bin as f64 / (bins - 1) as f64
+                        })
+                        .collect()
+                })
+                .collect(),
+            claimed: self.m.privacy().epsilon,
+            // Any two probability vectors are within L1 distance 2: all neighbours.
+            pairs: neighbour_pairs(self.inputs.len()),
+            laws: Some(laws),
+        }))
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        vec![
+            Branch::new(
+                "one-hot input (one coordinate 1, the others 0; the neighbours at L1 distance 2)",
+                ["e0".to_string(), "e1".to_string()],
+            ),
+            Branch::new(
+                "uniform input (every coordinate 1/D)",
+                ["uniform".to_string()],
+            ),
+        ]
+    }
+}
+
+impl Laplace {
+    /// The learned event's grid: edges at −2b, −b, −b/2, 0, ½, 1, 1 + b/2, 1 + b, 1 + 2b
+    /// (the inputs' coordinates lie in [0, 1]), on the first three coordinates.
+    fn grid(&self) -> CellGrid {
+        let b = self.m.noise_scale();
+        CellGrid {
+            edges: vec![
+                -2.0 * b,
+                -b,
+                -0.5 * b,
+                0.0,
+                0.5,
+                1.0,
+                1.0 + 0.5 * b,
+                1.0 + b,
+                1.0 + 2.0 * b,
+            ],
+            coordinates: self.dim.min(EVENT_COORDINATES),
+        }
     }
 }

@@ -30,19 +30,24 @@ mod signds_selection;
 
 use crate::{
     analysis::{
-        BitLaw, FiniteLaw, PointResult, RealLaw, TestSet,
+        BitLaw, EpsilonEvidence, FiniteLaw, PointResult, RealLaw, TestSet,
         estimator::EstimatorAudit,
+        learned::LearnedSpec,
         neighbour_pairs,
         olh::OlhHashedAudit,
-        serial_note, serial_outcomes,
+        serial::{
+            dispersion_outcomes, dispersion_test_count, serial_note, serial_outcomes,
+            serial_test_count,
+        },
         signds::{ClientAudit, SelectionAudit},
     },
     error::{AuditError, Result},
     progress::Progress,
     protocol::OutputKind,
+    report::Branch,
     source::{Accumulate, Defects, Feed, FeedFactory, Internal, Source, mix},
     suite::Params,
-    tally::Data,
+    tally::{Data, EventCells, MAX_EVENT_CELLS, group},
 };
 
 use fl_ldp::{Epsilon, FiniteOutputs};
@@ -151,6 +156,24 @@ pub(crate) trait Family: Sized + Send + Sync + 'static {
     /// Whatever the mechanism returns.
     fn draw(&self, drawer: &mut Self::Drawer, rng: &mut ChaCha20Rng) -> Result<Self::Output>;
 
+    /// Where the learned distinguishing event is searched: the cells the observers count
+    /// (their features, the claim for the whole output and the pairs of neighbours); `None`
+    /// for a family without one.
+    ///
+    /// # Errors
+    /// Laws the mechanism crate rejects.
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>>;
+
+    /// The branches of the mechanism (input cases its code treats differently) and which
+    /// of the audit's inputs exercise each, for the report's input-coverage table.
+    fn coverage(&self) -> Vec<Branch>;
+
+    /// Names of the observers' serial streams, when a coordinate number does not say what
+    /// they are.
+    fn stream_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The project's sampler: `sampler` holds the sampler's parameters (a suite's
     /// `sampler` overrides), `law` the law's, whose observers collect the outputs. The
     /// default draws one output at a time (the serial tests see the sequence).
@@ -181,9 +204,19 @@ pub(crate) trait Registered: Sync {
         sampler_params: &Params,
         tests: &[String],
     ) -> Result<PointAudit>;
-    /// The observers of an external mechanism's outputs at `params`.
-    fn feeder(&self, params: &Params) -> Result<Box<FeedFactory>>;
+    /// The grid point of an external audit at `params`: `source` makes the source of the
+    /// outputs from the law, the output form and the observers of each input's outputs.
+    fn external(
+        &self,
+        params: &Params,
+        tests: &[String],
+        source: &mut SourceMaker<'_>,
+    ) -> Result<PointAudit>;
 }
+
+/// Makes an external audit's source from the law, the output form and the observers.
+pub(crate) type SourceMaker<'a> =
+    dyn FnMut(&Law, OutputKind, Box<FeedFactory>) -> Result<Box<dyn Source>> + 'a;
 
 /// A family in the registry.
 struct Entry<F>(PhantomData<fn() -> F>);
@@ -218,19 +251,69 @@ impl<F: Family> Registered for Entry<F> {
         signds_selection::check_tests(&law, tests)?;
         let defects = Defects::from_params(sampler_params)?;
         let sampler = Arc::new(F::parse(sampler_params)?);
+        let shape = Shape::of(&*law_family, &law)?;
         let source = F::sampler(sampler, law_family, defects)?;
         Ok(PointAudit {
             tests: law_tests(F::INFO.name, &law, tests),
             law,
+            shape,
             source: Box::new(source),
+            external: false,
         })
     }
 
-    fn feeder(&self, params: &Params) -> Result<Box<FeedFactory>> {
+    fn external(
+        &self,
+        params: &Params,
+        tests: &[String],
+        source: &mut SourceMaker<'_>,
+    ) -> Result<PointAudit> {
         let f = Arc::new(F::parse(params)?);
-        Ok(Box::new(move |i| {
-            f.observer(i).map(|o| Box::new(o) as Box<dyn Feed>)
-        }))
+        let law = f.law()?;
+        let kind = f.output_kind()?.ok_or_else(|| {
+            AuditError::usage(format!(
+                "mechanism `{}` has no external protocol",
+                F::INFO.name
+            ))
+        })?;
+        let shape = Shape::of(&*f, &law)?;
+        let observers = Arc::clone(&f);
+        let feed: Box<FeedFactory> =
+            Box::new(move |i| observers.observer(i).map(|o| Box::new(o) as Box<dyn Feed>));
+        let source = source(&law, kind, feed)?;
+        Ok(PointAudit {
+            tests: law_tests(F::INFO.name, &law, tests),
+            law,
+            shape,
+            source,
+            external: true,
+        })
+    }
+}
+
+/// What a point knows about its outputs beyond the law: the serial streams its observers
+/// keep, the learned event's space and the input coverage.
+#[derive(Debug, Clone)]
+pub(crate) struct Shape {
+    /// Serial streams per input.
+    pub streams: usize,
+    /// Their names, if any.
+    pub stream_names: &'static [&'static str],
+    /// The learned event's space.
+    pub learned: Option<LearnedSpec>,
+    /// The input coverage.
+    pub coverage: Vec<Branch>,
+}
+
+impl Shape {
+    fn of<F: Family>(f: &F, law: &Law) -> Result<Self> {
+        let mut probe = f.observer(0)?;
+        Ok(Self {
+            streams: crate::source::Observer::streams(&mut probe).lags.streams(),
+            stream_names: f.stream_names(),
+            learned: f.event_space(law)?,
+            coverage: f.coverage(),
+        })
     }
 }
 
@@ -304,13 +387,18 @@ pub(crate) fn point(
     registered(mechanism)?.point(params, sampler_params, tests)
 }
 
-/// The collectors of an external mechanism's outputs for `mechanism` at `params`: the
-/// same observers as the project's sampler's.
+/// The grid point of an external audit of `mechanism` at `params`, its outputs collected
+/// by the same observers as the project's sampler's (see [`Registered::external`]).
 ///
 /// # Errors
-/// Invalid parameters.
-pub(crate) fn feeder(mechanism: &str, params: &Params) -> Result<Box<FeedFactory>> {
-    registered(mechanism)?.feeder(params)
+/// Invalid parameters, a mechanism without external protocol, `source`'s errors.
+pub(crate) fn external(
+    mechanism: &str,
+    params: &Params,
+    tests: &[String],
+    source: &mut SourceMaker<'_>,
+) -> Result<PointAudit> {
+    registered(mechanism)?.external(params, tests, source)
 }
 
 /// Reads a family's parameters: every missing or invalid one is a usage error that names
@@ -463,19 +551,6 @@ impl Law {
         }
     }
 
-    /// Serial streams per input: one for a finite output, one per coordinate of a vector;
-    /// none for an estimator (its users hold different values in a fixed order, so its
-    /// reports are not one identically distributed stream; the frequency-oracle suites
-    /// test the same randomizers' streams).
-    pub(crate) fn serial_streams(&self) -> usize {
-        match self {
-            Self::Finite(_) | Self::Selection(_) | Self::Client(_) | Self::OlhHashed(_) => 1,
-            Self::Bits(l) => l.dim,
-            Self::Reals(l) => l.dim,
-            Self::Estimator(_) => 0,
-        }
-    }
-
     /// The protocol inputs, in input order.
     pub(crate) fn protocol_inputs(&self) -> Vec<Value> {
         match self {
@@ -496,8 +571,12 @@ pub(crate) struct PointAudit {
     pub law: Law,
     /// The tests asked for.
     pub tests: TestSet,
+    /// Streams, learned event and coverage.
+    pub shape: Shape,
     /// The sample source.
     pub source: Box<dyn Source>,
+    /// Whether the source is an external mechanism (its batches are its responses).
+    pub external: bool,
 }
 
 fn wrong_kind() -> AuditError {
@@ -505,14 +584,19 @@ fn wrong_kind() -> AuditError {
 }
 
 impl PointAudit {
+    /// Whether the learned-event statement runs.
+    fn learns(&self) -> bool {
+        self.tests.has("learned") && self.shape.learned.is_some() && self.inputs() >= 2
+    }
+
     /// Hypothesis tests this point will run (used to split α before sampling).
     pub(crate) fn test_count(&self) -> usize {
-        let serial = if self.tests.has("serial") {
-            self.law.serial_streams() * self.inputs()
+        let streams = if self.tests.has("serial") {
+            (serial_test_count(self.shape.streams) + dispersion_test_count()) * self.inputs()
         } else {
             0
         };
-        serial
+        streams
             + match &self.law {
                 Law::Finite(l) => l.test_count(&self.tests),
                 Law::Bits(l) => l.test_count(&self.tests),
@@ -526,15 +610,16 @@ impl PointAudit {
 
     /// ε statements this point will make.
     pub(crate) fn epsilon_count(&self) -> usize {
-        match &self.law {
-            Law::Finite(l) => usize::from(self.tests.has("epsilon") && l.epsilon.is_some()),
-            Law::Bits(l) => l.epsilon_count(&self.tests),
-            Law::Reals(l) => l.epsilon_count(&self.tests),
-            Law::Selection(l) => l.epsilon_count(&self.tests),
-            Law::Client(l) => l.epsilon_count(&self.tests),
-            Law::Estimator(_) => 0,
-            Law::OlhHashed(l) => l.epsilon_count(&self.tests),
-        }
+        usize::from(self.learns())
+            + match &self.law {
+                Law::Finite(l) => usize::from(self.tests.has("epsilon") && l.epsilon.is_some()),
+                Law::Bits(l) => l.epsilon_count(&self.tests),
+                Law::Reals(l) => l.epsilon_count(&self.tests),
+                Law::Selection(l) => l.epsilon_count(&self.tests),
+                Law::Client(l) => l.epsilon_count(&self.tests),
+                Law::Estimator(_) => 0,
+                Law::OlhHashed(l) => l.epsilon_count(&self.tests),
+            }
     }
 
     /// Probabilities the planner must cover.
@@ -558,11 +643,11 @@ impl PointAudit {
     /// Draws `n` samples per input and runs the tests.
     pub(crate) fn run(&mut self, n: u64, seed: u64, progress: &Progress) -> Result<PointResult> {
         let mut data = Vec::with_capacity(self.inputs());
-        let mut serial = Vec::with_capacity(self.inputs());
+        let mut streams = Vec::with_capacity(self.inputs());
         for i in 0..self.inputs() {
             let d = self.source.draw(i, n, mix(seed, i as u64), progress)?;
             data.push(d.data);
-            serial.push(d.serial);
+            streams.push(d.streams);
         }
         let counts = |data: Vec<Data>| -> Result<Vec<Vec<u64>>> {
             data.into_iter()
@@ -599,28 +684,92 @@ impl PointAudit {
                 l.analyze(&cols, &self.tests)
             }
         }?;
+        let labels = self.law.labels();
         if self.tests.has("serial") {
-            let labels = self.law.labels();
-            for (label, pairs) in labels.iter().zip(&serial) {
-                result.outcomes.extend(serial_outcomes(label, pairs)?);
+            for (label, s) in labels.iter().zip(&streams) {
+                result
+                    .outcomes
+                    .extend(serial_outcomes(label, &s.lags, self.shape.stream_names)?);
+                result
+                    .outcomes
+                    .extend(dispersion_outcomes(label, &s.batches)?);
             }
-            if let Some(first) = serial.first() {
-                result.notes.push(serial_note(first));
+            if let Some(first) = streams.first() {
+                result
+                    .notes
+                    .push(serial_note(&first.lags, &first.batches, self.external));
             }
         }
+        if self.learns()
+            && let Some(spec) = &self.shape.learned
+        {
+            let cells: Vec<&EventCells> = streams.iter().map(|s| &s.events).collect();
+            result
+                .evidence
+                .push(EpsilonEvidence::learned(spec, &cells, &labels));
+            result.notes.push(format!(
+                "learned event: searched over {} ({} cells), fitted on the even blocks of {} \
+                 outputs of each input's stream, certified on the odd blocks",
+                spec.cell_meaning,
+                spec.cells,
+                crate::tally::EVENT_BLOCK
+            ));
+        }
+        result.coverage = self.shape.coverage.clone();
         Ok(result)
     }
 }
 
 /// The suite's test names as `law` knows them (a frequency oracle's `support` and `law`
-/// are its finite or bit law's tests; see [`frequency::internal_tests`]).
+/// are its finite or bit law's tests; see [`frequency::internal_tests`]), with `serial`
+/// (serial independence at every lag and over-dispersion across batches) added: it runs
+/// on every suite, whether its file lists it or not.
 pub(crate) fn law_tests(mechanism: &str, law: &Law, tests: &[String]) -> TestSet {
-    TestSet(match law {
+    let mut t = match law {
         Law::Finite(_) | Law::Bits(_) if mechanism.starts_with("frequency-") => {
             frequency::internal_tests(mechanism, tests)
         }
         _ => tests.to_vec(),
+    };
+    if !t.iter().any(|x| x == "serial") {
+        t.push("serial".into());
+    }
+    TestSet(t)
+}
+
+/// The learned-event space of a finite law: its outputs (grouped into at most 2¹⁶ cells
+/// like [`crate::source::ClassAccumulator`]'s), with their exact laws.
+pub(crate) fn finite_space(l: &FiniteLaw, meaning: &str) -> Option<LearnedSpec> {
+    let (claimed, pairs) = l.epsilon.clone()?;
+    let k = l.outputs.len();
+    let cells = k.min(MAX_EVENT_CELLS);
+    let laws = l
+        .inputs
+        .iter()
+        .map(|(_, _, law)| {
+            let mut g = vec![0.0; cells];
+            for (o, &p) in law.iter().enumerate() {
+                g[group(o, k, MAX_EVENT_CELLS)] += p;
+            }
+            g
+        })
+        .collect();
+    Some(LearnedSpec {
+        cells,
+        cell_meaning: meaning.into(),
+        features: Vec::new(),
+        claimed,
+        pairs,
+        laws: Some(laws),
     })
+}
+
+/// Every input of `labels` as the only input of one branch named after it.
+pub(crate) fn each_input(what: &str, labels: &[String]) -> Vec<Branch> {
+    labels
+        .iter()
+        .map(|l| Branch::new(format!("{what} {l}"), [l.clone()]))
+        .collect()
 }
 
 fn class_labels(k: usize) -> Vec<String> {

@@ -7,8 +7,11 @@ use fl_ldp::{BinaryRandomizedResponse, Epsilon};
 use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
-use super::{EPS, Family, Law, MechanismInfo, Reader, finite_law};
-use crate::{error::Result, protocol::OutputKind, source::ClassAccumulator, suite::Params};
+use super::{EPS, Family, Law, MechanismInfo, Reader, each_input, finite_law, finite_space};
+use crate::{
+    analysis::learned::LearnedSpec, error::Result, protocol::OutputKind, report::Branch,
+    source::ClassAccumulator, suite::Params,
+};
 
 /// The law of binary RR `m` on the true bits 0 and 1.
 pub(crate) fn binary_law(m: &BinaryRandomizedResponse) -> Result<Law> {
@@ -38,7 +41,7 @@ impl Variant for Plain {
         name: "rr-binary",
         description: "binary randomized response (fl-ldp BinaryRandomizedResponse)",
         params: &[EPS],
-        tests: &["cells", "epsilon", "serial"],
+        tests: &["cells", "epsilon", "learned", "serial"],
     };
     fn mechanism(eps: Epsilon) -> Result<BinaryRandomizedResponse> {
         Ok(BinaryRandomizedResponse::new(eps))
@@ -83,4 +86,25 @@ impl<V: Variant> Family for RrBinary<V> {
     fn draw(&self, bit: &mut bool, rng: &mut ChaCha20Rng) -> Result<usize> {
         Ok(usize::from(self.m.randomize(*bit, rng)))
     }
+
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(binary_space(law))
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        binary_coverage()
+    }
+}
+
+/// The learned event of a binary output: the reported bit.
+pub(crate) fn binary_space(law: &Law) -> Option<LearnedSpec> {
+    match law {
+        Law::Finite(l) => finite_space(l, "the reported bit"),
+        _ => None,
+    }
+}
+
+/// The branches of binary randomized response: the true bit 0 and 1.
+pub(crate) fn binary_coverage() -> Vec<Branch> {
+    each_input("true bit", &["0".into(), "1".into()])
 }

@@ -4,8 +4,11 @@ use fl_ldp::KaryRandomizedResponse;
 use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
-use super::{EPS, Family, Law, MechanismInfo, Param, Reader, finite_law};
-use crate::{error::Result, protocol::OutputKind, source::ClassAccumulator, suite::Params};
+use super::{EPS, Family, Law, MechanismInfo, Param, Reader, finite_law, finite_space};
+use crate::{
+    analysis::learned::LearnedSpec, error::Result, protocol::OutputKind, report::Branch,
+    source::ClassAccumulator, suite::Params,
+};
 
 /// The number of classes k of `rr-kary` and the frequency oracles.
 pub(crate) const K: Param = Param {
@@ -38,7 +41,7 @@ impl Family for RrKary {
         name: "rr-kary",
         description: "k-ary randomized response / GRR (fl-ldp KaryRandomizedResponse)",
         params: &[EPS, K],
-        tests: &["cells", "chi-square", "epsilon", "serial"],
+        tests: &["cells", "chi-square", "epsilon", "learned", "serial"],
     };
     type Output = usize;
     type Drawer = usize;
@@ -72,4 +75,29 @@ impl Family for RrKary {
     fn draw(&self, class: &mut usize, rng: &mut ChaCha20Rng) -> Result<usize> {
         Ok(self.m.randomize(*class, rng)?)
     }
+
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        Ok(class_space(law))
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        kary_coverage(self.k)
+    }
+}
+
+/// The learned event of a class output: the reported class.
+pub(crate) fn class_space(law: &Law) -> Option<LearnedSpec> {
+    match law {
+        Law::Finite(l) => finite_space(l, "the reported class"),
+        _ => None,
+    }
+}
+
+/// The branches of k-ary randomized response: every class as the true class (the kept
+/// output and each lie of a class are the other classes' branches).
+pub(crate) fn kary_coverage(k: usize) -> Vec<Branch> {
+    vec![Branch::new(
+        format!("true class c, for every c in 0..{k}"),
+        (0..k).map(|c| c.to_string()),
+    )]
 }

@@ -3,26 +3,31 @@
 //! broadcast's r_est.
 
 use fl_ldp::Mechanism;
-use fl_signds::{Broadcast, Client, Params as SignParams, Phase, Sign};
+use fl_signds::{Broadcast, Client, Params as SignParams, Phase, Profile, Sign, client::magrr_bit};
 use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
-use super::{EPS, Family, Law, MechanismInfo, Param, Reader};
+use super::{EPS, Family, Law, MechanismInfo, Param, Reader, neighbour_pairs};
 use crate::{
-    analysis::signds::ClientAudit,
+    analysis::{learned::LearnedSpec, signds::ClientAudit},
     error::{AuditError, Result},
     protocol::{OutputKind, Outputs},
-    source::{Accumulate, Feed},
+    report::Branch,
+    source::{Accumulate, Feed, Observer, wrong_outputs},
     suite::Params,
-    tally::{Data, Draws, SerialPairs},
+    tally::{Data, Draws, SERIAL_ALPHABET, Streams},
 };
 
-/// The whole client at its parameters, with the audit's fixed update.
+/// The whole client at its parameters, with the audit's fixed update and broadcasts.
 #[derive(Debug, Clone)]
 pub(crate) struct SignDsClient {
     client: Client,
     dim: usize,
     update: Vec<f32>,
+    /// The top-k sets of the update for the negative and the positive sign.
+    sets: [Vec<u32>; 2],
+    /// Per input: its label, the broadcast and the true MagRR bit.
+    inputs: Vec<(String, Broadcast, bool)>,
 }
 
 impl Family for SignDsClient {
@@ -56,7 +61,9 @@ impl Family for SignDsClient {
                 what: "h, the indices selected, an integer from 0 to 50 (0 or absent: fl-signds' search)",
             },
         ],
-        tests: &["sign", "magrr", "nu", "epsilon", "serial"],
+        tests: &[
+            "sign", "magrr", "nu", "joint", "epsilon", "learned", "serial",
+        ],
     };
     type Output = (bool, bool, Vec<u32>);
     type Drawer = Broadcast;
@@ -78,29 +85,45 @@ impl Family for SignDsClient {
             .with_epsilon(r.epsilon()?.value())?
             .with_magrr_epsilon(eps_rr)?
             .with_output_dimension(h)?;
+        let client = Client::new(p, d)?;
+        let update = update(d);
+        let k = client.law().top_k();
+        let sets = [
+            fl_signds::topk::top_k(&update, Sign::Negative, k)?,
+            fl_signds::topk::top_k(&update, Sign::Positive, k)?,
+        ];
+        let inputs = broadcasts(magnitude(&update, &sets[1]), p.profile());
         Ok(Self {
-            client: Client::new(p, d)?,
+            client,
             dim: d,
-            update: update(d),
+            update,
+            sets,
+            inputs,
         })
     }
 
-    /// ν from the client's selection law, MagRR's keep probability.
+    /// ν from the client's selection law, MagRR's keep probability, the true bit of each
+    /// broadcast.
     fn law(&self) -> Result<Law> {
         let c = &self.client;
         Ok(Law::Client(ClientAudit {
             nu: c.law().probabilities().to_vec(),
             keep: c.magrr().keep_probability(),
-            inputs: [false, true]
-                .into_iter()
-                .map(|bit| {
-                    let b = broadcasts()[usize::from(bit)];
+            dim: self.dim,
+            sets: self.sets.clone(),
+            inputs: self
+                .inputs
+                .iter()
+                .map(|(label, b, truth)| {
                     let request = json!({
                         "update": self.update,
                         "r_est": b.r_est,
-                        "phase": "growth",
+                        "phase": match b.phase {
+                            Phase::Growth => "growth",
+                            Phase::Shrink => "shrink",
+                        },
                     });
-                    (u8::from(bit).to_string(), request, bit)
+                    (label.clone(), request, *truth)
                 })
                 .collect(),
             magrr_epsilon: Some(c.magrr().privacy().epsilon),
@@ -117,13 +140,17 @@ impl Family for SignDsClient {
 
     fn observer(&self, _: usize) -> Result<ClientAccumulator> {
         Ok(ClientAccumulator::new(
-            client_sets(&self.client, &self.update)?,
+            &self.sets,
+            self.dim,
             self.client.law().output_dimension(),
         ))
     }
 
     fn drawer(&self, input: usize) -> Result<Broadcast> {
-        Ok(broadcasts()[usize::from(input == 1)])
+        self.inputs
+            .get(input)
+            .map(|(_, b, _)| *b)
+            .ok_or_else(|| AuditError::Mechanism(format!("no input number {input}")))
     }
 
     fn draw(&self, b: &mut Broadcast, rng: &mut ChaCha20Rng) -> Result<(bool, bool, Vec<u32>)> {
@@ -134,6 +161,112 @@ impl Family for SignDsClient {
             out.report.indices().to_vec(),
         ))
     }
+
+    /// (sign, MagRR bit, ν): the sign is fair, the bit is the true one with MagRR's keep
+    /// probability and ν follows the selection, all independent. Two broadcasts of the
+    /// same update select from the same law, so the whole report's privacy loss between
+    /// them is MagRR's ε_RR.
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        let Law::Client(l) = law else {
+            return Ok(None);
+        };
+        let Some(claimed) = l.magrr_epsilon else {
+            return Ok(None);
+        };
+        let h1 = l.nu.len();
+        let cells = 4 * h1;
+        Ok(Some(LearnedSpec {
+            cells,
+            cell_meaning: "(sign, MagRR bit, nu) of the report".into(),
+            features: (0..cells)
+                .map(|c| {
+                    let combo = c / h1;
+                    vec![
+                        f64::from((combo >> 1) as u8),
+                        f64::from((combo & 1) as u8),
+                        (c % h1) as f64 / (h1 - 1).max(1) as f64,
+                    ]
+                })
+                .collect(),
+            claimed,
+            pairs: neighbour_pairs(l.inputs.len()),
+            laws: Some(l.inputs.iter().map(|(_, _, t)| l.joint_law(*t)).collect()),
+        }))
+    }
+
+    /// Both phases, each with r_est putting the threshold below, at and above the true
+    /// top-k magnitude r.
+    fn coverage(&self) -> Vec<Branch> {
+        let with = |what: &str, keep: &dyn Fn(&str, &Broadcast, bool) -> bool| {
+            Branch::new(
+                what,
+                self.inputs
+                    .iter()
+                    .filter(|(l, b, t)| keep(l, b, *t))
+                    .map(|(l, _, _)| l.clone()),
+            )
+        };
+        let growth = |b: &Broadcast| b.phase == Phase::Growth;
+        vec![
+            with("growth phase, bit 1 (r < 2 r_est)", &|_, b, t| {
+                growth(b) && t
+            }),
+            with("growth phase, bit 0 (r >= 2 r_est)", &|_, b, t| {
+                growth(b) && !t
+            }),
+            with("shrink phase, bit 1 (r < r_est / 2)", &|_, b, t| {
+                !growth(b) && t
+            }),
+            with("shrink phase, bit 0 (r >= r_est / 2)", &|_, b, t| {
+                !growth(b) && !t
+            }),
+            with(
+                "threshold exactly r (the strict inequality decides: bit 0)",
+                &|l, _, _| l.contains("equal"),
+            ),
+        ]
+    }
+
+    fn stream_names(&self) -> &'static [&'static str] {
+        &["(sign, MagRR bit)", "index sum mod 16"]
+    }
+}
+
+/// r = |mean of the top-k values| of `update` over `top`, as the Exact profile computes it
+/// (an f64 sum).
+fn magnitude(update: &[f32], top: &[u32]) -> f64 {
+    let sum: f64 = top
+        .iter()
+        .filter_map(|&i| update.get(i as usize))
+        .map(|&v| f64::from(v))
+        .sum();
+    (sum / top.len().max(1) as f64).abs()
+}
+
+/// The audit's broadcasts for a true top-k magnitude r: both phases, each with r_est
+/// putting the threshold (2·r_est in growth, r_est/2 in shrink) 1/16 below r, exactly at r
+/// (scaling by 2 is exact, and the strict inequality then gives bit 0) and 1/16 above, with
+/// the true MagRR bit fl-signds' rule gives each.
+fn broadcasts(r: f64, profile: Profile) -> Vec<(String, Broadcast, bool)> {
+    let mut out = Vec::new();
+    for (phase, name, at) in [
+        (Phase::Growth, "growth", r / 2.0),
+        (Phase::Shrink, "shrink", 2.0 * r),
+    ] {
+        for (position, factor) in [
+            ("below", 15.0 / 16.0),
+            ("equal", 1.0),
+            ("above", 17.0 / 16.0),
+        ] {
+            let b = Broadcast {
+                r_est: at * factor,
+                phase,
+            };
+            let truth = magrr_bit(r, b.r_est, phase, profile);
+            out.push((format!("{name}, threshold {position} r"), b, truth));
+        }
+    }
+    out
 }
 
 /// The client's fixed update: distinct values −d/2 + 1/2, …, d/2 − 1/2 (the top-k set of
@@ -143,67 +276,78 @@ fn update(d: usize) -> Vec<f32> {
     (0..d).map(|i| i as f32 - d as f32 / 2.0 + 0.5).collect()
 }
 
-/// The broadcasts that make the true MagRR bit 0 (r ≥ 2·r_est) and 1 (r < 2·r_est).
-fn broadcasts() -> [Broadcast; 2] {
-    [
-        Broadcast {
-            r_est: 1e-9,
-            phase: Phase::Growth,
-        },
-        Broadcast {
-            r_est: 1e9,
-            phase: Phase::Growth,
-        },
-    ]
-}
-
-/// Counts one client report after another in [`ClientAudit`]'s layout (positive signs,
-/// reported MagRR ones, ν against the drawn sign's top-k set), with (sign, MagRR bit) as
-/// the serial symbol.
+/// Counts one client report after another in [`ClientAudit`]'s layout (ν against the
+/// drawn sign's top-k set and the index hits, per (sign, reported bit)); serial streams:
+/// (sign, MagRR bit) and the index sum modulo 16; event cell: (sign, bit, ν).
 pub(crate) struct ClientAccumulator {
-    /// Membership in the top-k set of the positive and of the negative sign.
+    /// Membership in the top-k set of the negative and of the positive sign.
     sets: [Vec<bool>; 2],
+    /// h.
+    h: usize,
     counts: Vec<u64>,
-    serial: SerialPairs,
+    streams: Streams,
 }
 
 impl ClientAccumulator {
-    fn new(sets: [Vec<bool>; 2], h: usize) -> Self {
+    fn new(sets: &[Vec<u32>; 2], d: usize, h: usize) -> Self {
+        let member = |set: &[u32]| {
+            let mut in_set = vec![false; d];
+            for &j in set {
+                if let Some(b) = in_set.get_mut(j as usize) {
+                    *b = true;
+                }
+            }
+            in_set
+        };
         Self {
-            sets,
-            counts: vec![0; 3 + h],
-            serial: SerialPairs::new(1, 4),
+            sets: [member(&sets[0]), member(&sets[1])],
+            h,
+            counts: vec![0; 4 * (h + 1 + d)],
+            streams: Streams::new(2, SERIAL_ALPHABET, 4, 4 * (h + 1)),
         }
     }
 
     /// Adds one report: its sign, its MagRR bit and its h indices.
     pub(crate) fn add_report(&mut self, positive: bool, bit: bool, indices: &[u32]) -> Result<()> {
-        let h = self.counts.len() - 3;
+        let h = self.h;
         if indices.len() != h {
             return Err(AuditError::Mechanism(format!(
                 "a client report has {} indices, the client selects {h}",
                 indices.len()
             )));
         }
-        let set = &self.sets[usize::from(!positive)];
+        let combo = 2 * usize::from(positive) + usize::from(bit);
+        let set = &self.sets[usize::from(positive)];
+        let d = set.len();
         let mut nu = 0;
+        let mut sum = 0usize;
         for &j in indices {
             match set.get(j as usize) {
                 Some(&b) => nu += usize::from(b),
                 None => {
                     return Err(AuditError::Mechanism(format!(
-                        "a client report holds index {j}, the dimension is {}",
-                        set.len()
+                        "a client report holds index {j}, the dimension is {d}"
                     )));
                 }
             }
+            sum += j as usize;
         }
-        self.counts[0] += u64::from(positive);
-        self.counts[1] += u64::from(bit);
-        self.counts[2 + nu] += 1;
-        self.serial
-            .push(0, 2 * usize::from(positive) + usize::from(bit));
+        let hits = 4 * (h + 1) + combo * d;
+        for &j in indices {
+            self.counts[hits + j as usize] += 1;
+        }
+        let cell = combo * (h + 1) + nu;
+        self.counts[cell] += 1;
+        self.streams.symbol(0, combo);
+        self.streams.symbol(1, sum % SERIAL_ALPHABET);
+        self.streams.end_output(combo, cell);
         Ok(())
+    }
+}
+
+impl Observer for ClientAccumulator {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
     }
 }
 
@@ -215,7 +359,7 @@ impl Accumulate<(bool, bool, Vec<u32>)> for ClientAccumulator {
     fn finish(self) -> Draws {
         Draws {
             data: Data::Counts(self.counts),
-            serial: self.serial,
+            streams: self.streams,
         }
     }
 }
@@ -223,9 +367,7 @@ impl Accumulate<(bool, bool, Vec<u32>)> for ClientAccumulator {
 impl Feed for ClientAccumulator {
     fn feed(&mut self, outputs: &Outputs) -> Result<()> {
         let Outputs::Reports(reports) = outputs else {
-            return Err(AuditError::Mechanism(
-                "the external outputs are not client reports".into(),
-            ));
+            return Err(wrong_outputs());
         };
         for r in reports {
             self.add_report(r.positive, r.magrr_bit, &r.indices)?;
@@ -236,21 +378,4 @@ impl Feed for ClientAccumulator {
     fn finish_boxed(self: Box<Self>) -> Draws {
         self.finish()
     }
-}
-
-/// The top-k sets of the client audit's fixed update, for the positive and the negative
-/// sign, as membership vectors.
-fn client_sets(c: &Client, u: &[f32]) -> Result<[Vec<bool>; 2]> {
-    let d = u.len();
-    let k = c.law().top_k();
-    let top = |sign| -> Result<Vec<bool>> {
-        let mut in_set = vec![false; d];
-        for j in fl_signds::topk::top_k(u, sign, k)? {
-            if let Some(b) = in_set.get_mut(j as usize) {
-                *b = true;
-            }
-        }
-        Ok(in_set)
-    };
-    Ok([top(Sign::Positive)?, top(Sign::Negative)?])
 }

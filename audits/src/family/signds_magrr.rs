@@ -15,7 +15,7 @@ impl Variant for MagRr {
         name: "signds-magrr",
         description: "SignDS MagRR randomizer as the client holds it (binary RR at eps = eps_RR)",
         params: &[EPS],
-        tests: &["cells", "epsilon", "serial"],
+        tests: &["cells", "epsilon", "learned", "serial"],
     };
 
     fn mechanism(eps: Epsilon) -> Result<BinaryRandomizedResponse> {

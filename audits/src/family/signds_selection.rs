@@ -8,14 +8,15 @@ use fl_signds::{Profile, SelectionLaw};
 use rand::rngs::ChaCha20Rng;
 use serde_json::json;
 
-use super::{EPS, Family, Law, MechanismInfo, Param, Reader};
+use super::{EPS, Family, Law, MechanismInfo, Param, Reader, neighbour_pairs};
 use crate::{
-    analysis::signds::SelectionAudit,
+    analysis::{learned::LearnedSpec, signds::SelectionAudit},
     error::{AuditError, Result},
     protocol::{OutputKind, Outputs},
-    source::{Accumulate, Feed},
+    report::Branch,
+    source::{Accumulate, Feed, Observer, wrong_outputs},
     suite::Params,
-    tally::{Data, Draws, SERIAL_ALPHABET, SerialPairs},
+    tally::{Data, Draws, MAX_EVENT_CELLS, SERIAL_ALPHABET, Streams},
 };
 
 /// The largest number of output sets C(d, h) whose histogram (and explicit law) an audit
@@ -63,7 +64,15 @@ impl Family for Selection {
                 what: "\"top-k\" (send the top-k set, the default) or \"update\" (send an update vector whose K largest values are the set)",
             },
         ],
-        tests: &["nu", "boost", "inclusion", "sets", "epsilon", "serial"],
+        tests: &[
+            "nu",
+            "boost",
+            "inclusion",
+            "sets",
+            "epsilon",
+            "learned",
+            "serial",
+        ],
     };
     type Output = Vec<u32>;
     type Drawer = Vec<u32>;
@@ -127,11 +136,8 @@ impl Family for Selection {
     }
 
     fn observer(&self, input: usize) -> Result<SelectionAccumulator> {
-        let (_, set) = self
-            .sets
-            .get(input)
-            .ok_or_else(|| AuditError::Mechanism(format!("no input number {input}")))?;
-        SelectionAccumulator::new(&self.law, set, self.keeps_sets())
+        let sets: Vec<Vec<u32>> = self.sets.iter().map(|(_, s)| s.clone()).collect();
+        SelectionAccumulator::new(&self.law, &sets, input, self.keeps_sets())
     }
 
     fn drawer(&self, input: usize) -> Result<Vec<u32>> {
@@ -144,6 +150,82 @@ impl Family for Selection {
 
     fn draw(&self, set: &mut Vec<u32>, rng: &mut ChaCha20Rng) -> Result<Vec<u32>> {
         Ok(self.law.sample(set, rng)?)
+    }
+
+    /// The output set (when C(d, h) ≤ 2¹⁶, with its exact law), else ν against each of
+    /// the audit's top-k sets (features ν/h); every pair of top-k sets are neighbours.
+    fn event_space(&self, law: &Law) -> Result<Option<LearnedSpec>> {
+        let Law::Selection(l) = law else {
+            return Ok(None);
+        };
+        let Some(claimed) = l.epsilon else {
+            return Ok(None);
+        };
+        let h = l.output_dim;
+        let pairs = neighbour_pairs(l.inputs.len());
+        Ok(Some(match &l.sets {
+            Some(laws) => LearnedSpec {
+                cells: laws.first().map_or(0, Vec::len),
+                cell_meaning: "the output set".into(),
+                features: Vec::new(),
+                claimed,
+                pairs,
+                laws: Some(laws.clone()),
+            },
+            None => {
+                let m = nu_sets(h, l.inputs.len());
+                let cells = nu_cells(h, l.inputs.len());
+                LearnedSpec {
+                    cells,
+                    cell_meaning: format!(
+                        "nu = |J ∩ S| against each of the first {m} audited top-k sets"
+                    ),
+                    features: (0..cells)
+                        .map(|c| {
+                            let mut rest = c;
+                            (0..m)
+                                .map(|_| {
+                                    let nu = rest % (h + 1);
+                                    rest /= h + 1;
+                                    nu as f64 / h.max(1) as f64
+                                })
+                                .collect()
+                        })
+                        .collect(),
+                    claimed,
+                    pairs,
+                    laws: None,
+                }
+            }
+        }))
+    }
+
+    fn coverage(&self) -> Vec<Branch> {
+        let form = if self.input_form == "update" {
+            "sent as an update vector whose K largest values are the set"
+        } else {
+            "sent as the top-k set itself"
+        };
+        let mut b: Vec<Branch> = [
+            ("top-k set: the first K indices", "first"),
+            (
+                "top-k set: the last K indices (disjoint from the first when 2K <= d)",
+                "last",
+            ),
+            (
+                "top-k set: K indices spread over 0..d (across 64-bit words)",
+                "spread",
+            ),
+        ]
+        .into_iter()
+        .map(|(what, l)| Branch::new(what, [l.to_string()]))
+        .collect();
+        b.push(Branch::new(form, self.sets.iter().map(|(l, _)| l.clone())));
+        b
+    }
+
+    fn stream_names(&self) -> &'static [&'static str] {
+        &["index sum mod 16"]
     }
 }
 
@@ -176,38 +258,64 @@ impl Selection {
     }
 }
 
+/// The serial and batch symbol of a selection output: the sum of its indices modulo 16
+/// (any fixed function of the output gives a valid test; a near-uniform one gives it
+/// power against a repeated output).
+fn index_sum_symbol(out: &[u32]) -> usize {
+    out.iter().map(|&j| j as usize).sum::<usize>() % SERIAL_ALPHABET
+}
+
 /// Counts one selection output after another in [`SelectionAudit`]'s layout (ν histogram,
-/// index hits, whole output sets when kept), with ν as the serial symbol.
+/// index hits, whole output sets when kept); the serial and batch symbol is the index sum
+/// modulo 16, the event cell the output set (when the sets are kept) or ν against each of
+/// the audit's top-k sets.
 #[derive(Clone)]
 pub(crate) struct SelectionAccumulator {
     law: SelectionLaw,
+    /// Membership in the top-k set of this input.
     in_set: Vec<bool>,
+    /// Membership in each of the audit's top-k sets (for the event cell).
+    audit_sets: Vec<Vec<bool>>,
     keeps_sets: bool,
     counts: Vec<u64>,
-    serial: SerialPairs,
+    streams: Streams,
+}
+
+fn membership(set: &[u32], d: usize) -> Vec<bool> {
+    let mut in_set = vec![false; d];
+    for &j in set {
+        if let Some(b) = in_set.get_mut(j as usize) {
+            *b = true;
+        }
+    }
+    in_set
 }
 
 impl SelectionAccumulator {
-    /// For the top-k set `set` under `law`.
-    pub(crate) fn new(law: &SelectionLaw, set: &[u32], keeps_sets: bool) -> Result<Self> {
+    /// For the top-k set number `input` of `sets` under `law`.
+    fn new(law: &SelectionLaw, sets: &[Vec<u32>], input: usize, keeps_sets: bool) -> Result<Self> {
         let (d, h) = (law.dimension(), law.output_dimension());
+        let set = sets
+            .get(input)
+            .ok_or_else(|| AuditError::Mechanism(format!("no input number {input}")))?;
         let set_cells = if keeps_sets {
-            law.output_count(&set.to_vec())?
+            law.output_count(set)?
         } else {
             0
         };
-        let mut in_set = vec![false; d];
-        for &j in set {
-            if let Some(b) = in_set.get_mut(j as usize) {
-                *b = true;
-            }
-        }
+        let audit_sets: Vec<Vec<bool>> = sets.iter().map(|s| membership(s, d)).collect();
+        let cells = if keeps_sets {
+            set_cells
+        } else {
+            nu_cells(h, audit_sets.len())
+        };
         Ok(Self {
             law: law.clone(),
-            in_set,
+            in_set: membership(set, d),
+            audit_sets,
             keeps_sets,
             counts: vec![0; h + 1 + d + set_cells],
-            serial: SerialPairs::new(1, (h + 1).min(SERIAL_ALPHABET)),
+            streams: Streams::new(1, SERIAL_ALPHABET, SERIAL_ALPHABET, cells),
         })
     }
 
@@ -233,7 +341,7 @@ impl SelectionAccumulator {
             self.counts[h + 1 + j] += 1;
         }
         self.counts[nu] += 1;
-        if self.keeps_sets {
+        let cell = if self.keeps_sets {
             // fl-signds draws sorted sets; an external mechanism may answer in any order.
             let index = if out.windows(2).all(|w| w[0] < w[1]) {
                 self.law.output_index(&out.to_vec())?
@@ -248,9 +356,48 @@ impl SelectionAccumulator {
                 self.law.output_index(&sorted)?
             };
             self.counts[h + 1 + d + index] += 1;
-        }
-        self.serial.push(0, nu);
+            index
+        } else {
+            nu_cell(out, &self.audit_sets, h)
+        };
+        let symbol = index_sum_symbol(out);
+        self.streams.symbol(0, symbol);
+        self.streams.end_output(symbol, cell);
         Ok(())
+    }
+}
+
+/// The sets whose ν the event cell of a selection combines: as many of the audit's sets as
+/// keep (h + 1)^m within 2¹⁶ cells.
+fn nu_sets(h: usize, sets: usize) -> usize {
+    let mut m = 0;
+    while m < sets && (h + 1).pow(m as u32 + 1) <= MAX_EVENT_CELLS {
+        m += 1;
+    }
+    m
+}
+
+fn nu_cells(h: usize, sets: usize) -> usize {
+    (h + 1).pow(nu_sets(h, sets) as u32)
+}
+
+/// The cell (ν against each of the first audit sets) of output `out`.
+fn nu_cell(out: &[u32], sets: &[Vec<bool>], h: usize) -> usize {
+    sets.iter()
+        .take(nu_sets(h, sets.len()))
+        .rev()
+        .fold(0, |acc, s| {
+            let nu = out
+                .iter()
+                .filter(|&&j| s.get(j as usize).copied().unwrap_or(false))
+                .count();
+            acc * (h + 1) + nu
+        })
+}
+
+impl Observer for SelectionAccumulator {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
     }
 }
 
@@ -262,7 +409,7 @@ impl Accumulate<Vec<u32>> for SelectionAccumulator {
     fn finish(self) -> Draws {
         Draws {
             data: Data::Counts(self.counts),
-            serial: self.serial,
+            streams: self.streams,
         }
     }
 }
@@ -270,9 +417,7 @@ impl Accumulate<Vec<u32>> for SelectionAccumulator {
 impl Feed for SelectionAccumulator {
     fn feed(&mut self, outputs: &Outputs) -> Result<()> {
         let Outputs::Sets(sets) = outputs else {
-            return Err(AuditError::Mechanism(
-                "the external outputs are not index sets".into(),
-            ));
+            return Err(wrong_outputs());
         };
         for s in sets {
             self.add_set(s)?;
