@@ -575,7 +575,8 @@ mod tests {
             Defects::default(),
         );
         let p = Progress::default();
-        let a = s.draw(0, 3 * CHUNK + 5, 9, &p).unwrap();
+        let mut a = s.draw(0, 3 * CHUNK + 5, 9, &p).unwrap();
+        a.streams.flush();
         let b = s.draw(0, 3 * CHUNK + 5, 9, &p).unwrap();
         let c = s.draw(0, 3 * CHUNK + 5, 10, &p).unwrap();
         assert_eq!(a, b);
@@ -613,7 +614,9 @@ mod tests {
                     lag,
                 },
             );
-            s.draw(0, 10_000, 1, &Progress::default()).unwrap()
+            let mut d = s.draw(0, 10_000, 1, &Progress::default()).unwrap();
+            d.streams.flush();
+            d
         };
         // A drawer cycling through 4 values never repeats at lags 1 to 3; with the defect
         // about half the pairs at its lag are equal, and the other lags stay clean.

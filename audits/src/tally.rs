@@ -118,21 +118,29 @@ pub(crate) fn group(index: usize, count: usize, groups: usize) -> usize {
 /// which fl-stats' `chi_square_independence` tests without knowing the law (the overlapping
 /// pairs' centred products are uncorrelated, so Pearson's statistic keeps its χ² limit). A
 /// vector output has one stream per coordinate.
+///
+/// Symbols are buffered per stream and counted a block at a time (tight loops over the
+/// block, with interleaved partial tables so that runs of equal symbols do not serialise
+/// the increments); [`SerialLags::flush`] counts what is buffered, and the tables are read
+/// (or merged, or serialised) only after it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SerialLags {
     alphabet: usize,
     /// streams × lags × alphabet × alphabet counts, indexed (stream, lag − 1, first,
     /// second).
     table: Vec<u64>,
-    /// Per stream, the last [`SERIAL_LAGS`] symbols, 4 bits each, the latest in the low
-    /// bits (not part of the counts).
+    /// Per stream, the last [`SERIAL_LAGS`] counted symbols followed by the symbols not
+    /// counted yet (not part of the counts).
     #[serde(skip)]
-    history: Vec<u32>,
-    /// Per stream, the symbols seen so far (capped at [`SERIAL_LAGS`]; not part of the
-    /// counts).
+    pending: Vec<Vec<u8>>,
+    /// Per stream, how many of `pending`'s first symbols are already counted (at most
+    /// [`SERIAL_LAGS`]; not part of the counts).
     #[serde(skip)]
-    seen: Vec<u8>,
+    counted: Vec<usize>,
 }
+
+/// Symbols buffered per stream before they are counted.
+const SERIAL_BLOCK: usize = 4096;
 
 impl SerialLags {
     /// Empty statistics for `streams` streams of symbols in `0..alphabet` (at most
@@ -142,17 +150,31 @@ impl SerialLags {
         Self {
             alphabet,
             table: vec![0; streams * SERIAL_LAGS * alphabet * alphabet],
-            history: vec![0; streams],
-            seen: vec![0; streams],
+            pending: vec![Vec::new(); streams],
+            counted: vec![0; streams],
         }
     }
 
     /// The next output's symbol on `stream` (clamped into the alphabet).
     #[inline]
     pub(crate) fn push(&mut self, stream: usize, symbol: usize) {
+        let symbol = symbol.min(self.alphabet - 1) as u8;
+        let Some(p) = self.pending.get_mut(stream) else {
+            return;
+        };
+        if p.capacity() == 0 {
+            p.reserve_exact(SERIAL_LAGS + SERIAL_BLOCK);
+        }
+        p.push(symbol);
+        if p.len() >= SERIAL_LAGS + SERIAL_BLOCK {
+            self.count(stream);
+        }
+    }
+
+    /// Counts the pairs that end at the pending symbols of `stream`.
+    fn count(&mut self, stream: usize) {
         let a = self.alphabet;
-        let symbol = symbol.min(a - 1);
-        let (Some(seen), Some(history)) = (self.seen.get_mut(stream), self.history.get_mut(stream))
+        let (Some(p), Some(done)) = (self.pending.get_mut(stream), self.counted.get_mut(stream))
         else {
             return;
         };
@@ -160,14 +182,24 @@ impl SerialLags {
         let Some(table) = self.table.get_mut(base..base + SERIAL_LAGS * a * a) else {
             return;
         };
-        let mut past = *history;
-        for lane in table.chunks_exact_mut(a * a).take(usize::from(*seen)) {
-            // The symbol `lag` outputs back sits in the lag-th nibble.
-            lane[(past & 0xF) as usize * a + symbol] += 1;
-            past >>= 4;
+        if a <= 4 {
+            count_small_alphabet(p, *done, a, table);
+        } else {
+            count_pairs(p, *done, a, table);
         }
-        *history = (*history << 4) | symbol as u32;
-        *seen = (*seen + 1).min(SERIAL_LAGS as u8);
+        // Keep the last SERIAL_LAGS symbols as the context of the next block.
+        let keep = p.len().min(SERIAL_LAGS);
+        let from = p.len() - keep;
+        p.copy_within(from.., 0);
+        p.truncate(keep);
+        *done = keep;
+    }
+
+    /// Counts every buffered symbol (before the tables are read, merged or serialised).
+    pub(crate) fn flush(&mut self) {
+        for s in 0..self.pending.len() {
+            self.count(s);
+        }
     }
 
     /// Streams kept.
@@ -181,7 +213,7 @@ impl SerialLags {
     }
 
     /// The alphabet × alphabet table of the pairs (Yₜ, Yₜ₊ℓ) of `stream` at lag `lag`
-    /// (1..=[`SERIAL_LAGS`]; row: the earlier output).
+    /// (1..=[`SERIAL_LAGS`]; row: the earlier output), of the symbols flushed so far.
     pub(crate) fn table(&self, stream: usize, lag: usize) -> &[u64] {
         let size = self.alphabet * self.alphabet;
         let at = (stream * SERIAL_LAGS + lag.saturating_sub(1)) * size;
@@ -190,10 +222,82 @@ impl SerialLags {
 
     /// Adds another piece's pairs (pairs never straddle two independently drawn pieces).
     fn merge(&mut self, other: &Self) {
+        self.flush();
+        let mut other = other.clone();
+        other.flush();
         if self.table.len() == other.table.len() && self.alphabet == other.alphabet {
             add_into(&mut self.table, &other.table);
         } else if self.table.is_empty() {
-            *self = other.clone();
+            *self = other;
+        }
+    }
+}
+
+/// Adds to `table` (lags × a × a) the pairs (p[t − ℓ], p[t]) for t ≥ max(`done`, ℓ): a
+/// tight loop per lag over four interleaved partial tables (runs of equal symbols then
+/// increment different counters).
+fn count_pairs(p: &[u8], done: usize, a: usize, table: &mut [u64]) {
+    let mut partial = vec![0u32; 4 * a * a];
+    for (lag, lane) in (1..=SERIAL_LAGS).zip(table.chunks_exact_mut(a * a)) {
+        let start = done.max(lag);
+        if start >= p.len() {
+            continue;
+        }
+        partial.iter_mut().for_each(|c| *c = 0);
+        let firsts = &p[start - lag..p.len() - lag];
+        let seconds = &p[start..];
+        for (k, (&x, &y)) in firsts.iter().zip(seconds).enumerate() {
+            partial[(k & 3) * a * a + usize::from(x) * a + usize::from(y)] += 1;
+        }
+        for part in partial.chunks_exact(a * a) {
+            for (c, &add) in lane.iter_mut().zip(part) {
+                *c += u64::from(add);
+            }
+        }
+    }
+}
+
+/// [`count_pairs`] for alphabets of at most 4 symbols, with one bitset per symbol: the
+/// pairs (v, w) at lag ℓ are popcount(Bᵥ shifted by ℓ & B_w), a few word operations per
+/// 64 symbols instead of one increment per symbol and lag.
+fn count_small_alphabet(p: &[u8], done: usize, a: usize, table: &mut [u64]) {
+    let words = p.len().div_ceil(64);
+    let mut sets = vec![0u64; a * words];
+    for (t, &x) in p.iter().enumerate() {
+        sets[usize::from(x) * words + t / 64] |= 1 << (t % 64);
+    }
+    for (lag, lane) in (1..=SERIAL_LAGS).zip(table.chunks_exact_mut(a * a)) {
+        let start = done.max(lag);
+        if start >= p.len() {
+            continue;
+        }
+        // Positions t in [start, len): the second element of each pair.
+        let mask = |i: usize| -> u64 {
+            let lo = i * 64;
+            let from = start.saturating_sub(lo).min(64);
+            let to = p.len().saturating_sub(lo).min(64);
+            if from >= to {
+                0
+            } else {
+                (u64::MAX >> (64 - (to - from))) << from
+            }
+        };
+        for v in 0..a {
+            let bv = &sets[v * words..(v + 1) * words];
+            // Bit t of the shifted set is bit t − ℓ of Bᵥ.
+            let shifted = |i: usize| -> u64 {
+                let low = bv[i] << lag;
+                let carry = if i > 0 { bv[i - 1] >> (64 - lag) } else { 0 };
+                low | carry
+            };
+            for w in 0..a {
+                let bw = &sets[w * words..(w + 1) * words];
+                let n: u64 = (start / 64..words)
+                    .zip(&bw[start / 64..])
+                    .map(|(i, &word)| u64::from((shifted(i) & word & mask(i)).count_ones()))
+                    .sum();
+                lane[v * a + w] += n;
+            }
         }
     }
 }
@@ -349,6 +453,11 @@ impl Streams {
         self.batches.end_batch();
     }
 
+    /// Counts everything buffered (see [`SerialLags::flush`]).
+    pub(crate) fn flush(&mut self) {
+        self.lags.flush();
+    }
+
     fn merge(&mut self, other: &Self) {
         self.lags.merge(&other.lags);
         self.batches.merge(&other.batches);
@@ -463,6 +572,7 @@ mod tests {
         for (stream, symbol) in [(0, 0), (1, 2), (0, 1), (0, 2), (1, 1), (0, 2), (0, 9)] {
             s.push(stream, symbol);
         }
+        s.flush();
         // Lag 1 of stream 0: (0,1), (1,2), (2,2), (2,2).
         assert_eq!(s.table(0, 1), &[0, 1, 0, 0, 0, 1, 0, 0, 2]);
         // Lag 2: (0,2), (1,2), (2,2). Lag 4: (0,2).
@@ -476,8 +586,28 @@ mod tests {
         for _ in 0..20 {
             long.push(0, 1);
         }
+        long.flush();
         for lag in 1..=SERIAL_LAGS {
             assert_eq!(long.table(0, lag)[3], 20 - lag as u64);
+        }
+        // Across blocks and flushes: the same counts as one pass over the stream.
+        let stream: Vec<usize> = (0..3 * SERIAL_BLOCK + 77)
+            .map(|t| (t * t + t / 7) % 3)
+            .collect();
+        let mut blocked = SerialLags::new(1, 3);
+        for (t, &x) in stream.iter().enumerate() {
+            blocked.push(0, x);
+            if t == 5 || t == 1000 {
+                blocked.flush();
+            }
+        }
+        blocked.flush();
+        for lag in 1..=SERIAL_LAGS {
+            let mut direct = [0u64; 9];
+            for t in lag..stream.len() {
+                direct[stream[t - lag] * 3 + stream[t]] += 1;
+            }
+            assert_eq!(blocked.table(0, lag), &direct[..], "lag {lag}");
         }
         let mut t = SerialLags::new(2, 3);
         t.merge(&s);
@@ -486,6 +616,22 @@ mod tests {
         assert_eq!(class_symbol(5, 10), 5);
         assert_eq!(class_symbol(99, 100), 15);
         assert_eq!(class_symbol(0, 100), 0);
+    }
+
+    #[test]
+    fn the_bitset_count_equals_the_direct_count() {
+        for a in 2..=4usize {
+            let p: Vec<u8> = (0..300u32)
+                .map(|t| (t.wrapping_mul(2_654_435_761) >> 7) as u8 % a as u8)
+                .collect();
+            for done in [0, 3, 8, 70] {
+                let mut direct = vec![0u64; SERIAL_LAGS * a * a];
+                let mut bits = direct.clone();
+                count_pairs(&p, done, a, &mut direct);
+                count_small_alphabet(&p, done, a, &mut bits);
+                assert_eq!(direct, bits, "a = {a}, done = {done}");
+            }
+        }
     }
 
     #[test]

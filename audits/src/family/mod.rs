@@ -645,7 +645,8 @@ impl PointAudit {
         let mut data = Vec::with_capacity(self.inputs());
         let mut streams = Vec::with_capacity(self.inputs());
         for i in 0..self.inputs() {
-            let d = self.source.draw(i, n, mix(seed, i as u64), progress)?;
+            let mut d = self.source.draw(i, n, mix(seed, i as u64), progress)?;
+            d.streams.flush();
             data.push(d.data);
             streams.push(d.streams);
         }

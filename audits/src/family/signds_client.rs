@@ -222,7 +222,7 @@ impl Family for SignDsClient {
             }),
             with(
                 "threshold exactly r (the strict inequality decides: bit 0)",
-                &|l, _, _| l.contains("equal"),
+                &|l, _, _| l.contains(" = "),
             ),
         ]
     }
@@ -249,21 +249,17 @@ fn magnitude(update: &[f32], top: &[u32]) -> f64 {
 /// the true MagRR bit fl-signds' rule gives each.
 fn broadcasts(r: f64, profile: Profile) -> Vec<(String, Broadcast, bool)> {
     let mut out = Vec::new();
-    for (phase, name, at) in [
-        (Phase::Growth, "growth", r / 2.0),
-        (Phase::Shrink, "shrink", 2.0 * r),
+    for (phase, threshold, at) in [
+        (Phase::Growth, "growth 2·r_est", r / 2.0),
+        (Phase::Shrink, "shrink r_est/2", 2.0 * r),
     ] {
-        for (position, factor) in [
-            ("below", 15.0 / 16.0),
-            ("equal", 1.0),
-            ("above", 17.0 / 16.0),
-        ] {
+        for (position, factor) in [("<", 15.0 / 16.0), ("=", 1.0), (">", 17.0 / 16.0)] {
             let b = Broadcast {
                 r_est: at * factor,
                 phase,
             };
             let truth = magrr_bit(r, b.r_est, phase, profile);
-            out.push((format!("{name}, threshold {position} r"), b, truth));
+            out.push((format!("{threshold} {position} r"), b, truth));
         }
     }
     out

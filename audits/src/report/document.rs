@@ -297,7 +297,7 @@ pub(crate) fn document(report: &Report, svg_names: &[String]) -> Vec<Block> {
                     "realised ε",
                     "ε̂_lb",
                     "ε̂_lb / realised",
-                    "event (fixed before sampling)",
+                    "event (fixed before sampling, or learned on the fitting half)",
                     "confidence",
                     "verdict",
                 ],

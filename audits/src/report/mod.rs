@@ -343,12 +343,25 @@ impl Report {
                 crate::engine::PLAN_RELATIVE_ERROR * 100.0,
                 crate::engine::PLAN_POWER
             ),
-            Some(d) => format!(
-                "UNDER-POWERED: fewer samples than planned; the smallest relative error in the keep/flip (selection) probabilities this run detects with power {} is {:.3} %, so this verdict does not exclude smaller errors (planned: {} % with the planner's sizes)",
-                crate::engine::PLAN_POWER,
-                d * 100.0,
-                crate::engine::PLAN_RELATIVE_ERROR * 100.0
-            ),
+            Some(d) => {
+                let short: Vec<&str> = self
+                    .suites
+                    .iter()
+                    .filter(|s| s.detectable.is_some())
+                    .map(|s| s.name.as_str())
+                    .collect();
+                let named = if short.len() == self.suites.len() {
+                    String::new()
+                } else {
+                    format!(" ({})", short.join(", "))
+                };
+                format!(
+                    "UNDER-POWERED{named}: fewer samples than planned; the smallest relative error in the keep/flip (selection) probabilities this run detects with power {} is {:.3} %, so this verdict does not exclude smaller errors (planned: {} % with the planner's sizes)",
+                    crate::engine::PLAN_POWER,
+                    d * 100.0,
+                    crate::engine::PLAN_RELATIVE_ERROR * 100.0
+                )
+            }
         }
     }
 
