@@ -490,6 +490,8 @@ pub(crate) fn execute(
     Ok(Report {
         alpha,
         alpha_tests,
+        plan_relative_error: PLAN_RELATIVE_ERROR,
+        plan_power: PLAN_POWER,
         seed: options.seed,
         versions: versions(),
         suites: summaries,

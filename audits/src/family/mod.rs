@@ -1,11 +1,11 @@
-//! The mechanism families, one file each, each one implementation of [`Family`]: what
+//! The mechanism families, one file each, each one implementation of the `Family` trait: what
 //! `fl-audit list` shows (name, description, parameters, tests), its parameters parsed once
 //! into a typed value, its exact law at those parameters with the audit's inputs, its
 //! sampler, and the observer that collects its outputs — the same observer for the
 //! project's sampler and for an external mechanism. Like OpenDP's `make_*` constructors
 //! (one constructor returns the function and its privacy map), one parse gives everything a
 //! grid point needs, so no parameter is read twice and no family is named in more than one
-//! place: [`FAMILIES`] lists them.
+//! place: one list (`FAMILIES`) names them.
 //!
 //! No formula is written here: probabilities come from fl-ldp / fl-signds, statistics from
 //! fl-stats (through `analysis`).

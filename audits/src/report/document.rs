@@ -197,7 +197,7 @@ pub(crate) fn document(report: &Report, svg_names: &[String]) -> Vec<Block> {
             doc.push(Block::Paragraph(format!(
                 "Under-powered: the planner's sizes are {} per input; at the sizes drawn the smallest relative error in the keep/flip probabilities detected with power {} is {:.3} %.",
                 planned.join(", "),
-                crate::engine::PLAN_POWER,
+                report.plan_power,
                 d * 100.0
             )));
         }

@@ -255,6 +255,10 @@ pub struct Report {
     pub alpha: f64,
     /// The share of α given to the hypothesis tests (Holm over all of them).
     pub alpha_tests: f64,
+    /// The relative error in every keep/flip probability the planned sizes detect.
+    pub plan_relative_error: f64,
+    /// The power with which they detect it.
+    pub plan_power: f64,
     /// The run seed.
     pub seed: u64,
     /// Versions of the tool, the audited crates and the compiler.
@@ -340,8 +344,8 @@ impl Report {
         match self.detectable() {
             None => format!(
                 "planned sizes: a {} % relative error in any keep/flip probability is detected with power {}",
-                crate::engine::PLAN_RELATIVE_ERROR * 100.0,
-                crate::engine::PLAN_POWER
+                self.plan_relative_error * 100.0,
+                self.plan_power
             ),
             Some(d) => {
                 let short: Vec<&str> = self
@@ -357,9 +361,9 @@ impl Report {
                 };
                 format!(
                     "UNDER-POWERED{named}: fewer samples than planned; the smallest relative error in the keep/flip (selection) probabilities this run detects with power {} is {:.3} %, so this verdict does not exclude smaller errors (planned: {} % with the planner's sizes)",
-                    crate::engine::PLAN_POWER,
+                    self.plan_power,
                     d * 100.0,
-                    crate::engine::PLAN_RELATIVE_ERROR * 100.0
+                    self.plan_relative_error * 100.0
                 )
             }
         }
