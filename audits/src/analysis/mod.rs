@@ -1,6 +1,7 @@
 //! From observations and exact laws to test outcomes. Every statistic is computed by
 //! fl-stats; this module only decides which tests to run on which counts.
 
+use rayon::prelude::*;
 use serde_json::{Value, json};
 
 pub(crate) mod epsilon;
@@ -749,19 +750,38 @@ impl RealLaw {
         tests: &TestSet,
     ) -> Result<PointResult> {
         let mut r = PointResult::default();
+        // The KS tests (a sort and a lattice CDF per sample: most of this analysis) run in
+        // parallel over inputs and coordinates; their rows keep this order.
+        let cells: Vec<(usize, usize)> = samples
+            .iter()
+            .enumerate()
+            .flat_map(|(i, cols)| (0..cols.len()).map(move |j| (i, j)))
+            .collect();
+        let mut ks_rows = if tests.has("ks") {
+            cells
+                .par_iter()
+                .map(|&(i, j)| {
+                    let label = self.inputs.get(i).map_or("", |x| x.0.as_str());
+                    let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
+                    ks(
+                        "ks-lattice-law",
+                        a,
+                        &samples[i][j],
+                        |y| (self.cdf)(i, j, y),
+                        |y| (self.cdf_left)(i, j, y),
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        }
+        .into_iter();
         for (i, ((label, _, centre), cols)) in self.inputs.iter().zip(samples).enumerate() {
             for (j, col) in cols.iter().enumerate() {
                 let n = col.len() as u64;
                 r.drawn += n;
-                if tests.has("ks") {
-                    let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
-                    r.outcomes.push(ks(
-                        "ks-lattice-law",
-                        a,
-                        col,
-                        |y| (self.cdf)(i, j, y),
-                        |y| (self.cdf_left)(i, j, y),
-                    )?);
+                if let Some(o) = ks_rows.next() {
+                    r.outcomes.push(o);
                 }
                 if tests.has("tails") {
                     let c = centre.get(j).copied().unwrap_or(0.0);
