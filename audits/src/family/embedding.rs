@@ -101,7 +101,7 @@ pub(crate) struct EmbeddingInput {
 impl Family for Embedding {
     const INFO: MechanismInfo = MechanismInfo {
         name: "embedding-dp",
-        description: "EmbeddingDP: sign quantisation then RR at eps/2 per coordinate (fl-ldp EmbeddingDp)",
+        description: "EmbeddingDP: sign quantisation then RR at eps/2 per coordinate, joint law of the vector (fl-ldp EmbeddingDp)",
         params: &[EPS, DIM],
         tests: &[
             "coordinates",

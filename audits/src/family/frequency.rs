@@ -156,7 +156,7 @@ pub(crate) struct Oue {
 impl Family for Oue {
     const INFO: MechanismInfo = MechanismInfo {
         name: "frequency-oue",
-        description: "frequency oracle OUE (fl-ldp FrequencyOracle): support bits, independence",
+        description: "frequency oracle OUE (fl-ldp FrequencyOracle): support bits, the joint law of every pair and of the whole vector",
         params: &[EPS, K],
         tests: &["support", "law", "epsilon", "learned", "serial"],
     };

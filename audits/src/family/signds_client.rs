@@ -33,7 +33,7 @@ pub(crate) struct SignDsClient {
 impl Family for SignDsClient {
     const INFO: MechanismInfo = MechanismInfo {
         name: "signds-client",
-        description: "the whole SignDS client (Client::encode): sign, MagRR bit, nu",
+        description: "the whole SignDS client (Client::encode) in both phases: sign, MagRR bit, nu and their joint law",
         params: &[
             EPS,
             Param {
