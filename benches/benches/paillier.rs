@@ -148,12 +148,7 @@ fn paillier(c: &mut Criterion) {
             b.iter(|| black_box(dk.decrypt(&ct).unwrap()))
         });
         // The portable kernels on the same key (what a CPU without AVX-512 IFMA runs).
-        fl_paillier::force_portable_engine(true);
-        let (pp, qp) = dk.expose_primes();
-        let dk_portable =
-            DecryptionKey::from_primes(&BigUint::from_bytes_be(&pp), &BigUint::from_bytes_be(&qp))
-                .unwrap();
-        fl_paillier::force_portable_engine(false);
+        let dk_portable = dk.with_engine(fl_paillier::Engine::Portable).unwrap();
         let ek_portable = dk_portable.encryption_key().clone();
         let ct_portable = ek_portable.encrypt(&m, &mut rng).unwrap();
         g.bench_function("encrypt_portable_kernel", |b| {

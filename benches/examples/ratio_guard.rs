@@ -190,9 +190,15 @@ fn stats_and_signds_guards(rows: &mut Vec<Row>) {
 /// gets by default (IFMA where available).
 fn paillier_guards(rows: &mut Vec<Row>, portable: bool) {
     let mut rng = bench_rng(2048);
-    fl_paillier::force_portable_engine(portable);
-    let dk = fl_paillier::keygen(2048, &mut rng).unwrap();
-    fl_paillier::force_portable_engine(false);
+    let engine = if portable {
+        Engine::Portable
+    } else {
+        fl_paillier::default_engine()
+    };
+    let dk = fl_paillier::keygen(2048, &mut rng)
+        .unwrap()
+        .with_engine(engine)
+        .unwrap();
     let ek = dk.encryption_key().clone();
     let ifma = ek.engine() == Engine::Ifma;
     let n = ek.n().clone();

@@ -1,5 +1,5 @@
 //! fl-paillier: importing a peer's published DJN base h_s (`DjnPublic::from_hs`, what a
-//! hetero-NN guest does with the host's hello) must give a usable base or a typed error,
+//! hetero-NN guest does to check the host's hello) must give a usable base or a typed error,
 //! never a panic; an accepted base must build an encryptor whose ciphertexts are valid and
 //! decrypt without panicking (to the plaintext when h_s is an n-th residue; a wrong base
 //! can only make decryption wrong).
@@ -30,7 +30,10 @@ fuzz_target!(|data: &[u8]| {
     };
     assert_eq!(public.hs(), &hs);
     assert!(hs > BigUint::from(1u8) && hs < ek.n() * ek.n() - 1u8);
-    let bits = fl_paillier::fast::djn_default_alpha_bits(ek.bits());
+    // Never a base that leaves c mod n unchanged (h_s = +-1 mod n, e.g. 1 + n).
+    let y = &hs % ek.n();
+    assert!(y != BigUint::from(1u8) && y != ek.n() - 1u8);
+    let bits = fl_paillier::djn_default_alpha_bits(ek.bits());
     let Ok(enc) = DjnEncryptor::new(ek, &public, bits, u32::from(window % 10)) else {
         return;
     };

@@ -4,7 +4,7 @@
 #![no_main]
 
 use fl_paillier::{
-    BigInt, BigUint, DecryptionKey, FixedPoint, PackingLayout, PheEncodedNumber, keygen,
+    BigInt, BigUint, DecryptionKey, FixedPointScale, PackingLayout, PheEncodedNumber, keygen,
 };
 use libfuzzer_sys::fuzz_target;
 use rand::{SeedableRng, rngs::ChaCha8Rng};
@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = encoded.decrease_exponent_to(ek, exponent.saturating_sub(i32::from(head[0] % 8)));
 
     // Fixed point: decode of an arbitrary residue, encode of an arbitrary float.
-    if let Ok(fp) = FixedPoint::new(u32::from(head[9])) {
+    if let Ok(fp) = FixedPointScale::new(u32::from(head[9])) {
         if let Ok(m) = ek.plaintext_from_biguint(&BigUint::from_bytes_be(rest)) {
             let _ = fp.decode(ek, &m);
             if let Ok(layout) = PackingLayout::new(

@@ -1,7 +1,8 @@
 //! [`HomomorphicScheme`] for fl-paillier: the default, and the only secure, scheme.
 
-use fl_paillier::fast::djn_default_alpha_bits;
-use fl_paillier::{Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, EncryptionKey};
+use fl_paillier::{
+    Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, EncryptionKey, djn_default_alpha_bits,
+};
 use num_bigint::{BigInt, BigUint};
 use rand::CryptoRng;
 

@@ -24,7 +24,8 @@
 //! 7. `mul_secret` with a poisoned full-size scalar, and `dot_many_secret` with `BigInt`
 //!    scalars whose low words are poisoned (their top word and sign, which num-bigint's
 //!    representation exposes, are not): 0 errors;
-//! 8. key construction (`DecryptionKey::from_prime_limbs_unchecked`: Montgomery contexts mod p, q,
+//! 8. key construction (`hazmat::decryption_key_from_prime_limbs_unchecked`, the path of
+//!    `keygen` and `from_primes`: Montgomery contexts mod p, q,
 //!    p², q², s⁻¹ mod 2^k, the Fermat/Euler inverses) from poisoned primes: 0 errors;
 //! 9. positive control, last because it floods memcheck: the variable-time textbook
 //!    decryption with the poisoned key MUST be flagged (proves the key's secrets really
@@ -35,7 +36,8 @@
 //!
 //! Every secret the key holds is poisoned, the moduli and constants of its Montgomery
 //! contexts included. Bit lengths are public by design (the key has the declared size).
-//! The harness forces fl-paillier's portable kernels: valgrind cannot execute AVX-512, so
+//! The harness builds its keys on fl-paillier's portable kernel
+//! (`DecryptionKey::with_engine(Engine::Portable)`): valgrind cannot execute AVX-512, so
 //! the IFMA kernels' constant-time claim rests on their straight-line construction and the
 //! dudect timing test (tests/dudect.rs).
 //! Without valgrind the client requests are no-ops and the harness only checks results.
@@ -43,8 +45,31 @@
 
 use core::convert::Infallible;
 use crabgrind::memcheck::{MemState, mark_mem};
-use fl_paillier::{BigInt, BigUint, DecryptionKey, DjnEncryptor, DjnPublic};
+use fl_paillier::hazmat::{
+    ciphertext_words, decrypt_textbook_vartime, decryption_key_from_prime_limbs_unchecked,
+    djn_encrypt_with_alpha, djn_owner_encrypt_with_alpha, plaintext_words, secret_words,
+};
+use fl_paillier::{
+    BigInt, BigUint, Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, Engine, Plaintext,
+};
 use rand::{SeedableRng, rngs::ChaCha20Rng};
+
+/// The limbs of a value in place (through fl-paillier's `hazmat` hooks).
+trait Words {
+    fn words(&self) -> &[u64];
+}
+
+impl Words for Plaintext {
+    fn words(&self) -> &[u64] {
+        plaintext_words(self)
+    }
+}
+
+impl Words for Ciphertext {
+    fn words(&self) -> &[u64] {
+        ciphertext_words(self)
+    }
+}
 
 /// A CSPRNG whose every output is marked undefined: whatever an operation derives from its
 /// randomness (r, rⁿ, α) is poisoned too.
@@ -101,13 +126,13 @@ fn declassify(words: &[u64]) {
 }
 
 fn poison_key(dk: &DecryptionKey) {
-    for w in dk.secret_words() {
+    for w in secret_words(dk) {
         poison(w);
     }
 }
 
 fn unpoison_key(dk: &DecryptionKey) {
-    for w in dk.secret_words() {
+    for w in secret_words(dk) {
         declassify(w);
     }
 }
@@ -165,8 +190,6 @@ fn expected_dots(rows: &[Vec<i64>], xs: &[i64]) -> Vec<BigInt> {
 }
 
 fn main() {
-    // Valgrind cannot execute AVX-512: every key made below uses the portable kernels.
-    fl_paillier::force_portable_engine(true);
     let on_valgrind = matches!(crabgrind::run_mode(), crabgrind::RunMode::Valgrind);
     let mut failures = Vec::new();
     let mut report = |name: &str, errors: usize, expect_errors: bool| {
@@ -207,7 +230,13 @@ fn main() {
     // The key (primes checked natively before any poisoning).
     let p = BigUint::parse_bytes(P_HEX.as_bytes(), 16).unwrap();
     let q = BigUint::parse_bytes(Q_HEX.as_bytes(), 16).unwrap();
-    let dk = DecryptionKey::from_primes(&p, &q).unwrap();
+    // Valgrind cannot execute AVX-512: the key (and every key made from its public half
+    // below) runs on the portable kernel.
+    let dk = DecryptionKey::from_primes(&p, &q)
+        .unwrap()
+        .with_engine(Engine::Portable)
+        .unwrap();
+    assert_eq!(dk.encryption_key().engine(), Engine::Portable);
     let ek = dk.encryption_key().clone();
     let n2 = ek.n() * ek.n();
     let mut cts = vec![
@@ -219,7 +248,7 @@ fn main() {
     }
     let expected: Vec<Vec<u64>> = cts
         .iter()
-        .map(|c| dk.decrypt(c).unwrap().as_words().to_vec())
+        .map(|c| dk.decrypt(c).unwrap().words().to_vec())
         .collect();
 
     poison_key(&dk);
@@ -237,9 +266,9 @@ fn main() {
         false,
     );
     for (out, want) in outputs.iter().zip(&expected) {
-        declassify(out.as_words());
+        declassify(out.words());
         assert_eq!(
-            out.as_words(),
+            out.words(),
             &want[..],
             "poisoned decryption gave a wrong value"
         );
@@ -253,7 +282,7 @@ fn main() {
     });
     report("DecryptionKey::encrypt_crt, poisoned key", n, false);
     let fresh = fresh.unwrap();
-    declassify(fresh.as_words());
+    declassify(fresh.words());
     unpoison_key(&dk);
     assert_eq!(dk.decrypt_i64(&fresh).unwrap(), -77);
 
@@ -267,7 +296,7 @@ fn main() {
     });
     report("EncryptionKey::mul_secret_i64, poisoned scalar", n, false);
     let prod = prod.unwrap();
-    declassify(prod.as_words());
+    declassify(prod.words());
     assert_eq!(dk.decrypt_i64(&prod).unwrap(), -370_370_367);
     let weights: Vec<i64> = vec![5, -7, i64::MIN / 4];
     let _ = mark_mem(
@@ -285,7 +314,7 @@ fn main() {
     });
     report("EncryptionKey::dot_secret_i64, poisoned weights", n, false);
     let dot = dot.unwrap();
-    declassify(dot.as_words());
+    declassify(dot.words());
     assert_eq!(dk.decrypt_i64(&dot).unwrap(), 5 - 14);
 
     // 5. DJN with a poisoned exponent α.
@@ -296,17 +325,17 @@ fn main() {
     let m = ek.encode_i64(9).unwrap();
     let mut djn_c = None;
     let n = errors_in(|| {
-        djn_c = Some(djn.encrypt_with_alpha(&m, &alpha).unwrap());
+        djn_c = Some(djn_encrypt_with_alpha(&djn, &m, &alpha).unwrap());
     });
     report("DjnEncryptor::encrypt, poisoned alpha", n, false);
     let djn_c = djn_c.unwrap();
-    declassify(djn_c.as_words());
+    declassify(djn_c.words());
     assert_eq!(dk.decrypt_i64(&djn_c).unwrap(), 9);
     let owner = dk.djn_encryptor(&public, 224, 6).unwrap();
     poison_key(&dk);
     let mut owner_c = None;
     let n = errors_in(|| {
-        owner_c = Some(owner.encrypt_with_alpha(&m, &alpha).unwrap());
+        owner_c = Some(djn_owner_encrypt_with_alpha(&owner, &m, &alpha).unwrap());
     });
     report(
         "DjnOwnerEncryptor::encrypt, poisoned key and alpha",
@@ -314,7 +343,7 @@ fn main() {
         false,
     );
     let owner_c = owner_c.unwrap();
-    declassify(owner_c.as_words());
+    declassify(owner_c.words());
     unpoison_key(&dk);
     assert_eq!(owner_c, djn_c, "owner and public DJN encryption differ");
     drop(owner);
@@ -322,7 +351,7 @@ fn main() {
     // 6. Encryption and re-randomisation with a poisoned plaintext and poisoned randomness.
     let mut prng = PoisonRng(ChaCha20Rng::seed_from_u64(6));
     let m = ek.encode_i64(-31_337).unwrap();
-    poison(m.as_words());
+    poison(m.words());
     let mut outs = Vec::new();
     let n = errors_in(|| {
         outs.push(ek.encrypt(&m, &mut prng).unwrap());
@@ -340,15 +369,15 @@ fn main() {
         std::hint::black_box(base.modpow(&e, &modulus));
     });
     report("control: num-bigint modpow on a PoisonRng output", n, true);
-    declassify(m.as_words());
+    declassify(m.words());
     for c in &outs {
-        declassify(c.as_words());
+        declassify(c.words());
         assert_eq!(dk.decrypt_i64(c).unwrap(), -31_337);
     }
 
     // 7. Secret full-size scalar and secret big dot-product scalars.
     let k = ek.encode_signed(&(BigInt::from(-5i64) << 1000u32)).unwrap();
-    poison(k.as_words());
+    poison(k.words());
     let mut full = None;
     let n = errors_in(|| {
         full = Some(ek.mul_secret(&c, &k).unwrap());
@@ -359,7 +388,7 @@ fn main() {
         false,
     );
     let full = full.unwrap();
-    declassify(full.as_words());
+    declassify(full.words());
     assert_eq!(
         dk.decrypt_signed(&full).unwrap(),
         BigInt::from(-15i64) << 1000u32
@@ -385,7 +414,7 @@ fn main() {
     );
     let dots = dots.unwrap();
     for d in &dots {
-        declassify(d.as_words());
+        declassify(d.words());
     }
     let got: Vec<BigInt> = dots.iter().map(|d| dk.decrypt_signed(d).unwrap()).collect();
     assert_eq!(got, expected_dots(&rows_plain(), &[1, 2, 0]));
@@ -403,11 +432,11 @@ fn main() {
     let mut built = None;
     let n = errors_in(|| {
         built = Some(
-            DecryptionKey::from_prime_limbs_unchecked(ek.clone(), small, large, 1024).unwrap(),
+            decryption_key_from_prime_limbs_unchecked(ek.clone(), small, large, 1024).unwrap(),
         );
     });
     report(
-        "DecryptionKey::from_prime_limbs_unchecked, poisoned primes",
+        "key construction from prime limbs, poisoned primes",
         n,
         false,
     );
@@ -433,7 +462,7 @@ fn main() {
     // with the poisoned key must be flagged.
     poison_key(&dk);
     let n = errors_in(|| {
-        std::hint::black_box(dk.decrypt_textbook_vartime(&cts[2]).ok());
+        std::hint::black_box(decrypt_textbook_vartime(&dk, &cts[2]).ok());
     });
     report(
         "positive control: textbook num-bigint decrypt, poisoned key",

@@ -1,10 +1,17 @@
-//! Plaintexts (residues mod n) and ciphertexts (elements of Z*_{n²} bound to their key).
+//! Plaintexts (residues mod n) and ciphertexts (elements of Z*_{n²} bound to their key):
+//! their types, every way to make one (imports validate; the crate's own constructors take
+//! values that are valid by construction), and the signed encoding of plaintexts.
 
-use crate::arith::{Limbs, big_from_limbs, limbs_from_big};
+use crate::arith::{
+    Limbs, MontVal, big_from_limbs, boxed_from_limbs, cmp_vartime, ct_lt_mask, limbs_from_big,
+    sub_assign,
+};
 use crate::error::{Error, Result};
-use crate::keys::{EncryptionKey, PublicInner};
+use crate::public_key::{EncryptionKey, PublicInner};
+use core::cmp::Ordering;
+use crypto_bigint::Gcd;
 use num_bigint::{BigInt, BigUint, Sign};
-use num_traits::{Signed, ToPrimitive, Zero};
+use num_traits::{Signed, Zero};
 use std::sync::Arc;
 use zeroize::Zeroizing;
 
@@ -45,14 +52,6 @@ impl Plaintext {
             key: Arc::clone(key),
             value,
         }
-    }
-
-    /// The limbs of the residue, in place (for the valgrind harness, which declassifies a
-    /// decryption result before comparing it).
-    #[doc(hidden)]
-    #[must_use]
-    pub fn as_words(&self) -> &[u64] {
-        &self.value
     }
 
     /// The residue as an unsigned big integer in [0, n) (variable-time conversion: call it
@@ -98,14 +97,6 @@ impl PartialEq for Ciphertext {
 impl Eq for Ciphertext {}
 
 impl Ciphertext {
-    /// The limbs of c in place (for the valgrind harness, which declassifies a ciphertext
-    /// computed from poisoned secrets).
-    #[doc(hidden)]
-    #[must_use]
-    pub fn as_words(&self) -> &[u64] {
-        &self.value
-    }
-
     /// The ciphertext value c in (0, n²).
     #[must_use]
     pub fn to_biguint(&self) -> BigUint {
@@ -148,73 +139,136 @@ impl EncryptionKey {
 
     /// Encodes a signed integer x with |x| ≤ max_int (= ⌊n/3⌋ − 1) as x mod n.
     ///
+    /// Computed on zeroizing limbs (x < 0 as n − |x|): no copy of the value is left in
+    /// freed memory (the caller's `BigInt` is the caller's to wipe). Not constant time:
+    /// the sign and the range check branch on x.
+    ///
     /// # Errors
     /// [`Error::PlaintextOutOfRange`] if |x| > max_int.
     pub fn encode_signed(&self, x: &BigInt) -> Result<Plaintext> {
-        if x.magnitude() > &self.inner.max_int {
-            return Err(Error::PlaintextOutOfRange {
-                allowed: "|x| <= max_int = floor(n/3) - 1",
-            });
-        }
-        let residue = match x.sign() {
-            Sign::Minus => &self.inner.n_big - x.magnitude(),
-            _ => x.magnitude().clone(),
+        let out_of_range = Error::PlaintextOutOfRange {
+            allowed: "|x| <= max_int = floor(n/3) - 1",
         };
-        self.plaintext_from_biguint(&residue)
+        if x.magnitude() > &self.inner.max_int {
+            return Err(out_of_range);
+        }
+        let mut magnitude: Limbs = Zeroizing::new(vec![0u64; self.inner.n_limbs]);
+        for (o, d) in magnitude.iter_mut().zip(x.magnitude().iter_u64_digits()) {
+            *o = d;
+        }
+        Ok(self.signed_plaintext(magnitude, x.sign() == Sign::Minus))
     }
 
-    /// [`EncryptionKey::encode_signed`] for an `i64` (always in range for keys ≥ 256 bits).
+    /// x mod n for x = ±`magnitude` (|x| ≤ max_int, `n_limbs` limbs).
+    fn signed_plaintext(&self, magnitude: Limbs, negative: bool) -> Plaintext {
+        let is_zero = magnitude.iter().all(|&w| w == 0);
+        if negative && !is_zero {
+            let mut residue: Limbs = Zeroizing::new(self.inner.n.clone());
+            sub_assign(&mut residue, &magnitude);
+            Plaintext::from_limbs(&self.inner, residue)
+        } else {
+            Plaintext::from_limbs(&self.inner, magnitude)
+        }
+    }
+
+    /// [`EncryptionKey::encode_signed`] for an `i64` (always in range for keys ≥ 256 bits),
+    /// on limbs (no big-integer temporary).
     ///
     /// # Errors
     /// [`Error::PlaintextOutOfRange`] only for tiny test keys.
     pub fn encode_i64(&self, x: i64) -> Result<Plaintext> {
-        self.encode_signed(&BigInt::from(x))
+        self.encode_i128(i128::from(x))
     }
 
-    /// [`EncryptionKey::encode_signed`] for an `i128`.
+    /// [`EncryptionKey::encode_signed`] for an `i128` (always in range for keys ≥ 256
+    /// bits), on limbs (no big-integer temporary).
     ///
     /// # Errors
     /// [`Error::PlaintextOutOfRange`] if |x| > max_int.
     pub fn encode_i128(&self, x: i128) -> Result<Plaintext> {
-        self.encode_signed(&BigInt::from(x))
-    }
-
-    /// Decodes a residue as a signed integer: m ≤ max_int is m, m ≥ n − max_int is m − n.
-    ///
-    /// # Errors
-    /// [`Error::Overflow`] if m lies in the overflow band (max_int, n − max_int), and
-    /// [`Error::PlaintextOutOfRange`] if m ≥ n (a plaintext of a larger key).
-    pub fn decode_signed(&self, m: &Plaintext) -> Result<BigInt> {
-        let v = m.to_biguint();
-        let inner = &self.inner;
-        if v >= inner.n_big {
+        let mag = x.unsigned_abs();
+        let mut magnitude: Limbs = Zeroizing::new(vec![0u64; self.inner.n_limbs.max(2)]);
+        magnitude[0] = mag as u64;
+        magnitude[1] = (mag >> 64) as u64;
+        let fits = magnitude[self.inner.n_limbs..].iter().all(|&w| w == 0)
+            && cmp_vartime(&magnitude[..self.inner.n_limbs], &self.inner.max_int_limbs)
+                != Ordering::Greater;
+        if !fits {
             return Err(Error::PlaintextOutOfRange {
-                allowed: "0 <= m < n",
+                allowed: "|x| <= max_int = floor(n/3) - 1",
             });
         }
-        if v <= inner.max_int {
-            Ok(BigInt::from(v))
-        } else if v >= &inner.n_big - &inner.max_int {
-            Ok(-BigInt::from(&inner.n_big - v))
+        magnitude.truncate(self.inner.n_limbs);
+        Ok(self.signed_plaintext(magnitude, x < 0))
+    }
+
+    /// The sign and magnitude of a plaintext under python-paillier's band: m ≤ max_int is
+    /// +m, m ≥ n − max_int is −(n − m), on zeroizing limbs. Variable time (decoding
+    /// branches on the value; see the module docs of [`crate::encoding`]).
+    fn signed_parts(&self, m: &Plaintext) -> Result<(bool, Limbs)> {
+        let inner = &self.inner;
+        let out_of_range = Error::PlaintextOutOfRange {
+            allowed: "0 <= m < n",
+        };
+        let significant = m.value.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
+        if significant > inner.n_limbs {
+            return Err(out_of_range);
+        }
+        let mut v: Limbs = Zeroizing::new(vec![0u64; inner.n_limbs]);
+        v[..significant].copy_from_slice(&m.value[..significant]);
+        if cmp_vartime(&v, &inner.n) != Ordering::Less {
+            return Err(out_of_range);
+        }
+        if cmp_vartime(&v, &inner.max_int_limbs) != Ordering::Greater {
+            return Ok((false, v));
+        }
+        let mut negated: Limbs = Zeroizing::new(inner.n.clone());
+        sub_assign(&mut negated, &v);
+        if cmp_vartime(&negated, &inner.max_int_limbs) != Ordering::Greater {
+            Ok((true, negated))
         } else {
             Err(Error::Overflow)
         }
     }
 
-    /// [`EncryptionKey::decode_signed`] into an `i64`.
+    /// Decodes a residue as a signed integer: m ≤ max_int is m, m ≥ n − max_int is m − n.
+    /// Computed on zeroizing limbs; the only num-bigint value made is the result.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`] if m lies in the overflow band (max_int, n − max_int), and
+    /// [`Error::PlaintextOutOfRange`] if m ≥ n (a plaintext of a larger key).
+    pub fn decode_signed(&self, m: &Plaintext) -> Result<BigInt> {
+        let (negative, magnitude) = self.signed_parts(m)?;
+        let sign = if negative { Sign::Minus } else { Sign::Plus };
+        Ok(BigInt::from_biguint(sign, big_from_limbs(&magnitude)))
+    }
+
+    /// [`EncryptionKey::decode_signed`] into an `i64`, on limbs (no big-integer temporary).
     ///
     /// # Errors
     /// [`Error::Overflow`] if the value is in the overflow band or does not fit an `i64`.
     pub fn decode_i64(&self, m: &Plaintext) -> Result<i64> {
-        self.decode_signed(m)?.to_i64().ok_or(Error::Overflow)
+        i64::try_from(self.decode_i128(m)?).map_err(|_| Error::Overflow)
     }
 
-    /// [`EncryptionKey::decode_signed`] into an `i128`.
+    /// [`EncryptionKey::decode_signed`] into an `i128`, on limbs (no big-integer
+    /// temporary).
     ///
     /// # Errors
     /// [`Error::Overflow`] if the value is in the overflow band or does not fit an `i128`.
     pub fn decode_i128(&self, m: &Plaintext) -> Result<i128> {
-        self.decode_signed(m)?.to_i128().ok_or(Error::Overflow)
+        let (negative, magnitude) = self.signed_parts(m)?;
+        if magnitude.iter().skip(2).any(|&w| w != 0) {
+            return Err(Error::Overflow);
+        }
+        let low = u128::from(magnitude.first().copied().unwrap_or(0))
+            | u128::from(magnitude.get(1).copied().unwrap_or(0)) << 64;
+        if negative {
+            // −2^127 is the one magnitude beyond i128::MAX that fits.
+            0i128.checked_sub_unsigned(low).ok_or(Error::Overflow)
+        } else {
+            i128::try_from(low).map_err(|_| Error::Overflow)
+        }
     }
 
     /// The limbs of a plaintext of this key. A plaintext made by this key (or one with the
@@ -224,8 +278,7 @@ impl EncryptionKey {
     pub(crate) fn plaintext_limbs<'a>(&self, m: &'a Plaintext) -> Result<&'a [u64]> {
         let same_key = Arc::ptr_eq(&m.key, &self.inner) || m.key.n_big == self.inner.n_big;
         if same_key
-            || (m.value.len() == self.inner.n_limbs
-                && crate::arith::ct_lt_mask(&m.value, &self.inner.n) != 0)
+            || (m.value.len() == self.inner.n_limbs && ct_lt_mask(&m.value, &self.inner.n) != 0)
         {
             Ok(&m.value)
         } else {
@@ -244,5 +297,91 @@ impl EncryptionKey {
             });
         }
         Ok(())
+    }
+}
+
+impl EncryptionKey {
+    /// Checks that `c` was made under this key (the same key object, or the same modulus).
+    pub(crate) fn check_ciphertext(&self, c: &Ciphertext) -> Result<()> {
+        if Arc::ptr_eq(&c.key, &self.inner) || c.key.n_big == self.inner.n_big {
+            Ok(())
+        } else {
+            Err(Error::KeyMismatch)
+        }
+    }
+
+    /// A ciphertext from its value (exactly `n2_limbs` limbs, already known to lie in
+    /// Z*_{n²}: a product of valid values).
+    pub(crate) fn ciphertext_unchecked(&self, value: Vec<u64>) -> Ciphertext {
+        Ciphertext {
+            key: Arc::clone(&self.inner),
+            value: value.into_boxed_slice(),
+        }
+    }
+
+    /// The ciphertext a·b mod n² for `a` as limbs (< n²) and `b` in the domain mod n².
+    pub(crate) fn ciphertext_from_product(&self, a: &[u64], b: &MontVal) -> Ciphertext {
+        let value = self.inner.mont.mul_plain(a, b);
+        self.ciphertext_unchecked(value.to_vec())
+    }
+
+    /// The ciphertext whose value is `x` (a value in the domain mod n²).
+    pub(crate) fn ciphertext_from_mont(&self, x: &MontVal) -> Ciphertext {
+        self.ciphertext_unchecked(self.inner.mont.leave(x).to_vec())
+    }
+
+    /// Validates a candidate ciphertext value (`n2_limbs` limbs): 0 < c < n², gcd(c, n) = 1.
+    /// Public data: variable-time checks are fine.
+    pub(crate) fn validate_ciphertext_value(&self, c: Vec<u64>) -> Result<Ciphertext> {
+        let inner = &self.inner;
+        if c.iter().all(|&w| w == 0) {
+            return Err(Error::InvalidCiphertext { reason: "c = 0" });
+        }
+        if ct_lt_mask(&c, &inner.n2) == 0 {
+            return Err(Error::InvalidCiphertext { reason: "c >= n^2" });
+        }
+        let n_boxed = boxed_from_limbs(&inner.n, inner.n_limbs);
+        let n_nz = n_boxed.to_nz().into_option().ok_or(Error::InvalidModulus {
+            reason: "modulus is zero",
+        })?;
+        let c_mod_n = boxed_from_limbs(&c, inner.n2_limbs).rem_vartime(&n_nz);
+        let g = c_mod_n.gcd_vartime(&n_boxed);
+        if !bool::from(g.is_one()) {
+            return Err(Error::InvalidCiphertext {
+                reason: "gcd(c, n) != 1",
+            });
+        }
+        Ok(self.ciphertext_unchecked(c))
+    }
+
+    /// Imports a ciphertext value, validating 0 < c < n² and gcd(c, n) = 1.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCiphertext`].
+    pub fn ciphertext_from_biguint(&self, c: &BigUint) -> Result<Ciphertext> {
+        let words = limbs_from_big(c, self.inner.n2_limbs)
+            .ok_or(Error::InvalidCiphertext { reason: "c >= n^2" })?;
+        self.validate_ciphertext_value(words)
+    }
+
+    /// Imports a ciphertext from its fixed-width big-endian encoding of exactly
+    /// [`EncryptionKey::ciphertext_len`] bytes (as written by [`Ciphertext::to_bytes_be`]),
+    /// validating it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCiphertext`] for a wrong length or a value outside Z*_{n²}.
+    pub fn ciphertext_from_bytes_be(&self, bytes: &[u8]) -> Result<Ciphertext> {
+        if bytes.len() != self.inner.ciphertext_bytes {
+            return Err(Error::InvalidCiphertext {
+                reason: "encoding must be exactly the byte length of n^2",
+            });
+        }
+        let mut words = vec![0u64; self.inner.n2_limbs];
+        for (i, &b) in bytes.iter().rev().enumerate() {
+            if let Some(w) = words.get_mut(i / 8) {
+                *w |= u64::from(b) << (8 * (i % 8));
+            }
+        }
+        self.validate_ciphertext_value(words)
     }
 }

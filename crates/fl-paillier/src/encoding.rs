@@ -1,6 +1,6 @@
 //! Signed fixed-point encodings.
 //!
-//! * [`FixedPoint`]: one scale 2^f for a whole tensor — the protocol encoding. A fixed
+//! * [`FixedPointScale`]: one scale 2^f for a whole tensor — the protocol encoding. A fixed
 //!   scale leaks no magnitude information through per-value exponents.
 //! * [`PheEncodedNumber`] / [`PheEncryptedNumber`]: python-paillier's encoding (base 16,
 //!   value = mantissa · 16^exponent, exponent usually negative, chosen per value exactly as
@@ -13,13 +13,14 @@
 
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
-use crate::keys::{DecryptionKey, EncryptionKey};
+use crate::private_key::DecryptionKey;
+use crate::public_key::EncryptionKey;
 use num_bigint::{BigInt, BigUint, Sign};
 use num_integer::Integer;
 use num_traits::{One, ToPrimitive, Zero};
 use rand::CryptoRng;
 
-/// Largest fractional-bit count of a [`FixedPoint`] scale (keeps 2^−f a normal `f64`).
+/// Largest fractional-bit count of a [`FixedPointScale`] scale (keeps 2^−f a normal `f64`).
 pub const MAX_FRAC_BITS: u32 = 1000;
 
 /// Largest |exponent| accepted in a python-paillier encoded number (16^10000 = 2^40000;
@@ -131,15 +132,15 @@ fn round_scaled(x: f64, shift: i64) -> BigInt {
 
 /// A fixed-point scale 2^f shared by a whole tensor: x ↦ round_half_even(x · 2^f).
 ///
-/// Products of two encoded values carry the scale 2^(f₁+f₂) ([`FixedPoint::product`]).
+/// Products of two encoded values carry the scale 2^(f₁+f₂) ([`FixedPointScale::product`]).
 /// Exactness: x · 2^f is exact in `f64` (a power-of-two scale), so the only rounding is
 /// the final round-half-even to an integer; decoding rounds once, correctly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FixedPoint {
+pub struct FixedPointScale {
     frac_bits: u32,
 }
 
-impl FixedPoint {
+impl FixedPointScale {
     /// A scale with `frac_bits` fractional bits (0 ≤ f ≤ [`MAX_FRAC_BITS`]).
     ///
     /// # Errors
@@ -216,7 +217,7 @@ impl FixedPoint {
     /// Encodes and encrypts every value of a tensor (parallel with `rayon`).
     ///
     /// # Errors
-    /// As [`FixedPoint::encode`]; nothing is encrypted if any value fails.
+    /// As [`FixedPointScale::encode`]; nothing is encrypted if any value fails.
     pub fn encrypt_slice<R: CryptoRng + ?Sized>(
         &self,
         key: &EncryptionKey,

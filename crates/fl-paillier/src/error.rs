@@ -70,6 +70,12 @@ pub enum Error {
     /// Decrypting or decoding a ciphertext failed. Opaque on purpose: the reason (range,
     /// slot, type) would be a decryption oracle for whoever supplied the ciphertext.
     DecryptionFailed,
+    /// An arithmetic engine was requested that the running CPU cannot run (see
+    /// [`crate::Engine::available`]).
+    EngineUnavailable {
+        /// What was wrong and what is allowed.
+        reason: &'static str,
+    },
     /// Malformed serialized data (JSON, base64, number syntax).
     Format {
         /// What was wrong with the input's *syntax* (no secret values).
@@ -110,6 +116,7 @@ impl fmt::Display for Error {
                 write!(f, "length mismatch: {left} vs {right} (must be equal)")
             }
             Self::DecryptionFailed => write!(f, "decryption failed"),
+            Self::EngineUnavailable { reason } => write!(f, "engine unavailable: {reason}"),
             Self::Format { reason } => write!(f, "malformed input: {reason}"),
         }
     }

@@ -1,26 +1,34 @@
 #![doc = include_str!("../README.md")]
 
 mod arith;
-pub use arith::{Engine, default_engine, force_portable as force_portable_engine};
 pub mod ciphertext;
+pub mod djn;
 mod dot;
 pub mod encoding;
 pub mod error;
-pub mod fast;
-pub mod keys;
+#[cfg(feature = "hazmat")]
+pub mod hazmat;
+pub mod legacy;
 mod ops;
 pub mod packing;
+mod par;
 #[cfg(feature = "serde")]
 pub mod phe;
+pub mod pool;
+pub mod private_key;
+pub mod public_key;
 
+pub use arith::{Engine, default_engine};
 pub use ciphertext::{Ciphertext, Plaintext};
-pub use encoding::{FixedPoint, PheEncodedNumber, PheEncryptedNumber};
+pub use djn::{DjnEncryptor, DjnOwnerEncryptor, DjnPublic, djn_default_alpha_bits};
+pub use encoding::{FixedPointScale, PheEncodedNumber, PheEncryptedNumber};
 pub use error::{Error, Result};
-pub use fast::{DjnEncryptor, DjnOwnerEncryptor, DjnPublic, RandomizerPool};
-pub use keys::{
-    DEFAULT_KEY_BITS, DecryptionKey, EncryptionKey, MAX_KEY_BITS, MIN_KEY_BITS, SUPPORTED_KEY_BITS,
-    keygen, keygen_default,
-};
+pub use legacy::{LEGACY_MIN_KEY_BITS, LegacyDecryptionKey};
 /// Re-exported so callers can name the big-integer types of this API.
 pub use num_bigint::{BigInt, BigUint};
 pub use packing::{PackedCiphertext, PackingLayout, pack_signed_slots, unpack_signed_slots};
+pub use pool::RandomizerPool;
+pub use private_key::{DecryptionKey, keygen, keygen_default};
+pub use public_key::{
+    DEFAULT_KEY_BITS, EncryptionKey, MAX_KEY_BITS, MIN_KEY_BITS, SUPPORTED_KEY_BITS,
+};

@@ -4,109 +4,21 @@
 //! multiplication by a *public* scalar, negation) may branch on public values such as the
 //! scalar's bit length. The `*_secret*` variants are constant-time in the scalar.
 
-use crate::arith::inverse::invert_vartime;
+use crate::arith::multi_pow::{multi_pow_u64, secret_multi_pow};
 use crate::arith::{
     Limbs, MontVal, Monty, add_assign, ct_is_zero_mask, fit, limbs_from_big, mul_wide,
 };
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
-use crate::keys::EncryptionKey;
+use crate::par::{map_chunks, map_slice};
+use crate::public_key::EncryptionKey;
 use num_bigint::{BigInt, BigUint, Sign};
 use num_integer::Integer;
 use num_traits::{One, Zero};
 use rand::CryptoRng;
 use zeroize::{Zeroize, Zeroizing};
 
-/// Maps `f` over `xs`, in parallel with the `rayon` feature.
-pub(crate) fn map_slice<T, U, F>(xs: &[T], f: F) -> Vec<U>
-where
-    T: Sync,
-    U: Send,
-    F: Fn(&T) -> U + Sync + Send,
-{
-    #[cfg(feature = "rayon")]
-    {
-        use rayon::prelude::*;
-        xs.par_iter().map(f).collect()
-    }
-    #[cfg(not(feature = "rayon"))]
-    {
-        xs.iter().map(f).collect()
-    }
-}
-
-/// Maps `f` over consecutive chunks of at most `chunk` items of `xs` (chunks in parallel
-/// with the `rayon` feature) and concatenates the results in order: for the multi-buffer
-/// kernels, which work on up to [`Monty::BATCH`] values at once.
-pub(crate) fn map_chunks<T, U, F>(xs: &[T], chunk: usize, f: F) -> Vec<U>
-where
-    T: Sync,
-    U: Send,
-    F: Fn(&[T]) -> Vec<U> + Sync + Send,
-{
-    let chunks: Vec<&[T]> = xs.chunks(chunk.max(1)).collect();
-    map_slice(&chunks, |c| f(c)).into_iter().flatten().collect()
-}
-
-/// Pairs item i of `xs` with the i-th 32 bytes drawn from `rng` (the seed of its own
-/// ChaCha20 stream, so results do not depend on how items are scheduled). The caller wipes
-/// the seeds when done.
-pub(crate) fn draw_seeds<'a, T, R: CryptoRng + ?Sized>(
-    xs: &'a [T],
-    rng: &mut R,
-) -> Vec<(&'a T, [u8; 32])> {
-    xs.iter()
-        .map(|x| {
-            let mut seed = [0u8; 32];
-            rng.fill_bytes(&mut seed);
-            (x, seed)
-        })
-        .collect()
-}
-
-/// Maps `f` over `xs` (in parallel with the `rayon` feature), giving item i its own
-/// ChaCha20 stream seeded with the i-th 32 bytes drawn from `rng`, so the output does not
-/// depend on the thread count. The seeds are wiped afterwards.
-pub(crate) fn map_slice_seeded<T, U, R, F>(xs: &[T], rng: &mut R, f: F) -> Vec<U>
-where
-    T: Sync,
-    U: Send,
-    R: CryptoRng + ?Sized,
-    F: Fn(&T, &mut rand::rngs::ChaCha20Rng) -> U + Sync + Send,
-{
-    let mut jobs = draw_seeds(xs, rng);
-    let out = map_slice(&jobs, |(x, seed)| {
-        let mut local = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::from_seed(*seed);
-        f(x, &mut local)
-    });
-    for (_, seed) in &mut jobs {
-        seed.zeroize();
-    }
-    out
-}
-
-/// Simultaneous multi-exponentiation Π bᵢ^eᵢ with public 64-bit exponents, variable time:
-/// the shared-table Straus of [`crate::dot::public_multi_pow`] with one word per exponent.
-/// (The constant-time secret-scalar products go through [`crate::dot::secret_multi_pow`].)
-pub(crate) fn multi_pow_u64(mont: &Monty, bases: &[&MontVal], exps: &[u64]) -> MontVal {
-    let bits = 64 - exps.iter().copied().max().unwrap_or(0).leading_zeros();
-    let words: Vec<&[u64]> = exps.iter().map(core::slice::from_ref).collect();
-    crate::dot::public_multi_pow(mont, bases, &words, bits)
-}
-
-/// The inverse of a valid ciphertext value mod n² (public data, variable time).
-pub(crate) fn invert_public(key: &EncryptionKey, x: &[u64]) -> Result<Vec<u64>> {
-    invert_vartime(x, &key.inner.n2).ok_or(Error::InvalidCiphertext {
-        reason: "not invertible mod n^2",
-    })
-}
-
 impl EncryptionKey {
-    /// The Montgomery context mod n².
-    pub(crate) fn mont(&self) -> &Monty {
-        &self.inner.mont
-    }
-
     /// Draws r uniformly from [1, n) by reducing |n| + 64 random bits mod n in constant
     /// time (statistical distance below 2^−64; r = 0, probability ~2^−|n|, becomes 1 by a
     /// masked select). No rejection loop and no gcd check: r shares a factor with n with
@@ -211,7 +123,7 @@ impl EncryptionKey {
         if r >= &inner.n_big || r.is_zero() || !r.gcd(&inner.n_big).is_one() {
             return Err(bad);
         }
-        let r_words = limbs_from_big(r, inner.n_limbs).ok_or(bad)?;
+        let r_words: Limbs = Zeroizing::new(limbs_from_big(r, inner.n_limbs).ok_or(bad)?);
         let gm = self.g_pow(m)?;
         Ok(self.ciphertext_from_product(&gm, &self.r_pow_n(&r_words)))
     }
@@ -281,13 +193,13 @@ impl EncryptionKey {
     /// [`Error::KeyMismatch`].
     pub fn negate(&self, c: &Ciphertext) -> Result<Ciphertext> {
         self.check_ciphertext(c)?;
-        Ok(self.ciphertext_unchecked(invert_public(self, &c.value)?))
+        Ok(self.ciphertext_unchecked(self.invert_mod_n2(&c.value)?))
     }
 
     /// c or c⁻¹ in the domain, for a public scalar's sign.
     fn signed_base(&self, c: &Ciphertext, negative: bool) -> Result<MontVal> {
         Ok(if negative {
-            self.mont().to_mont(&invert_public(self, &c.value)?)
+            self.mont().to_mont(&self.invert_mod_n2(&c.value)?)
         } else {
             self.mont().to_mont(&c.value)
         })
@@ -446,7 +358,7 @@ impl EncryptionKey {
             return Ok(self.ciphertext_from_mont(&value));
         }
         let negative = mont.leave(&multi_pow_u64(mont, &neg, &neg_k));
-        let inverse = invert_public(self, &negative)?;
+        let inverse = self.invert_mod_n2(&negative)?;
         Ok(self.ciphertext_from_product(&inverse, &value))
     }
 
@@ -461,7 +373,7 @@ impl EncryptionKey {
         for _ in 0..bound_bits {
             mont.sqr_assign(&mut prod, &mut work);
         }
-        let inverse = invert_public(self, &mont.leave(&prod))?;
+        let inverse = self.invert_mod_n2(&mont.leave(&prod))?;
         Ok(mont.to_mont(&inverse))
     }
 
@@ -488,7 +400,7 @@ impl EncryptionKey {
         // kᵢ + 2^63 as an unsigned 64-bit value: flipping the sign bit (branch-free).
         let mut offset: Vec<u64> = ks.iter().map(|&k| (k as u64) ^ (1u64 << 63)).collect();
         let exps: Vec<&[u64]> = offset.iter().map(core::slice::from_ref).collect();
-        let shifted = crate::dot::secret_multi_pow(mont, &refs, &exps, 64);
+        let shifted = secret_multi_pow(mont, &refs, &exps, 64);
         drop(exps);
         offset.zeroize();
         let correction = self.secret_correction(&refs, 63)?;

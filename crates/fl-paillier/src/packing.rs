@@ -11,9 +11,10 @@
 //! which B could reach 2^(w−1), so a slot can never silently spill into its neighbour.
 
 use crate::ciphertext::{Ciphertext, Plaintext};
-use crate::encoding::FixedPoint;
+use crate::encoding::FixedPointScale;
 use crate::error::{Error, Result};
-use crate::keys::{DecryptionKey, EncryptionKey, MAX_KEY_BITS};
+use crate::private_key::DecryptionKey;
+use crate::public_key::{EncryptionKey, MAX_KEY_BITS};
 use num_bigint::BigInt;
 use num_integer::Integer;
 use num_traits::{ToPrimitive, Zero};
@@ -210,11 +211,11 @@ impl PackingLayout {
     /// round(x·2^f), which must fit an `i64` and the slot).
     ///
     /// # Errors
-    /// As [`FixedPoint::to_i64`] and [`PackingLayout::pack`].
+    /// As [`FixedPointScale::to_i64`] and [`PackingLayout::pack`].
     pub fn encrypt_f64<R: CryptoRng + ?Sized>(
         &self,
         key: &EncryptionKey,
-        scale: &FixedPoint,
+        scale: &FixedPointScale,
         values: &[f64],
         rng: &mut R,
     ) -> Result<PackedCiphertext> {
@@ -412,7 +413,7 @@ impl PackedCiphertext {
     ///
     /// # Errors
     /// As [`PackedCiphertext::decrypt`].
-    pub fn decrypt_f64(&self, key: &DecryptionKey, scale: &FixedPoint) -> Result<Vec<f64>> {
+    pub fn decrypt_f64(&self, key: &DecryptionKey, scale: &FixedPointScale) -> Result<Vec<f64>> {
         self.decrypt(key)?
             .into_iter()
             .map(|v| {

@@ -16,7 +16,8 @@
 
 use crate::encoding::{MAX_PHE_EXPONENT, PheEncryptedNumber};
 use crate::error::{Error, Result};
-use crate::keys::{DecryptionKey, EncryptionKey, mod_inverse};
+use crate::private_key::{DecryptionKey, mod_inverse};
+use crate::public_key::EncryptionKey;
 use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use num_bigint::BigUint;
@@ -163,7 +164,7 @@ pub fn private_key_from_jwk(json: &str) -> Result<DecryptionKey> {
         let p = base64_to_int(get_str(&map, "p")?)?;
         let q = base64_to_int(get_str(&map, "q")?)?;
         // Before any arithmetic: a prime of a valid key has at most MAX_KEY_BITS / 2 bits.
-        if p.bits().max(q.bits()) > u64::from(crate::keys::MAX_KEY_BITS / 2) {
+        if p.bits().max(q.bits()) > u64::from(crate::public_key::MAX_KEY_BITS / 2) {
             return Err(Error::InvalidPrimes {
                 reason: "a prime is longer than 4096 bits",
             });

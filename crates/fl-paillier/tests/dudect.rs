@@ -65,19 +65,10 @@ fn samples() -> usize {
         .unwrap_or(4000)
 }
 
-/// The key of the timing tests, built with the portable kernels or with the run-time
-/// choice (IFMA where the CPU has it).
-#[allow(clippy::unwrap_used)] // a test fixture: a failed import is a failed test
-fn key_on(portable: bool) -> fl_paillier::DecryptionKey {
-    fl_paillier::force_portable_engine(portable);
-    let (p, q) = common::key1024().expose_primes();
-    let dk = fl_paillier::DecryptionKey::from_primes(
-        &BigUint::from_bytes_be(&p),
-        &BigUint::from_bytes_be(&q),
-    )
-    .unwrap();
-    fl_paillier::force_portable_engine(false);
-    dk
+/// The key of the timing tests on `engine`.
+#[allow(clippy::unwrap_used)] // a test fixture: a failed rebuild is a failed test
+fn key_on(engine: fl_paillier::Engine) -> fl_paillier::DecryptionKey {
+    common::key1024().with_engine(engine).unwrap()
 }
 
 /// One test function, so that nothing else runs beside the measurements: for each kernel
@@ -89,15 +80,11 @@ fn key_on(portable: bool) -> fl_paillier::DecryptionKey {
 #[ignore = "timing-based, run explicitly in release mode (see the module docs)"]
 fn dudect_fixed_vs_random_secrets_on_every_kernel() {
     let mut rng = common::rng(100);
-    let mut kernels = vec![true];
-    if key_on(false).encryption_key().engine() == fl_paillier::Engine::Ifma {
-        kernels.push(false);
-    }
     let mut last_randoms = Vec::new();
-    for portable in kernels {
-        let dk = key_on(portable);
+    for engine in fl_paillier::Engine::available() {
+        let dk = key_on(engine);
         let ek = dk.encryption_key();
-        let engine = ek.engine();
+        assert_eq!(ek.engine(), engine);
         // Class 0: one fixed ciphertext (of 0, r = 1: c = 1). Class 1: random ciphertexts.
         let fixed = ek.ciphertext_from_biguint(&BigUint::from(1u8)).unwrap();
         let randoms: Vec<_> = (0..64)

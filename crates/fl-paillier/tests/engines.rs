@@ -1,35 +1,56 @@
-//! The two arithmetic kernels give bit-identical results through the public API: the same
-//! key built once on the portable kernels and once on the kernel the CPU gets by default
-//! (AVX-512 IFMA where available; on other CPUs both keys are portable and the test checks
+//! Every arithmetic kernel gives bit-identical results through the public API: the same
+//! key built on the portable kernel and on each engine the CPU has (AVX-512 IFMA where
+//! available; on other CPUs the portable key is compared with itself and the test checks
 //! determinism only). Every operation is also checked against its plaintext meaning.
-//!
-//! One test function: `force_portable_engine` is process-wide, so nothing else in this
-//! binary may build keys while it is on.
+//! Engines are chosen per key ([`DecryptionKey::with_engine`]), so this test runs beside
+//! the others.
 
 mod common;
 
+use fl_paillier::hazmat::{djn_encrypt_with_alpha, djn_owner_encrypt_with_alpha};
 use fl_paillier::{BigInt, BigUint, DecryptionKey, DjnEncryptor, DjnPublic, Engine};
 use rand::{Rng, RngExt, SeedableRng, rngs::ChaCha20Rng};
 
-#[allow(clippy::unwrap_used)] // a test fixture: a failed import is a failed test
-fn pair_of_keys(dk: &DecryptionKey) -> (DecryptionKey, DecryptionKey) {
-    let (p, q) = dk.expose_primes();
-    let (p, q) = (BigUint::from_bytes_be(&p), BigUint::from_bytes_be(&q));
-    fl_paillier::force_portable_engine(true);
-    let portable = DecryptionKey::from_primes(&p, &q).unwrap();
-    fl_paillier::force_portable_engine(false);
-    let default = DecryptionKey::from_primes(&p, &q).unwrap();
-    (portable, default)
+/// (the key on the portable engine, the key on `engine`) for every available engine.
+#[allow(clippy::unwrap_used)] // a test fixture: a failed rebuild is a failed test
+fn pairs_of_keys(dk: &DecryptionKey) -> Vec<(DecryptionKey, DecryptionKey)> {
+    Engine::available()
+        .into_iter()
+        .map(|e| {
+            (
+                dk.with_engine(Engine::Portable).unwrap(),
+                dk.with_engine(e).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn unavailable_engines_are_typed_errors() {
+    let dk = common::key512();
+    for &e in Engine::ALL {
+        let got = dk.with_engine(e);
+        assert_eq!(got.is_ok(), e.is_available(), "{e}");
+        if !e.is_available() {
+            assert!(matches!(
+                got,
+                Err(fl_paillier::Error::EngineUnavailable { .. })
+            ));
+        }
+    }
+    assert_eq!(
+        fl_paillier::default_engine(),
+        *Engine::available().last().unwrap()
+    );
 }
 
 #[test]
 fn kernels_agree_bit_for_bit_on_every_operation() {
     let keys = [common::key512(), common::key1024()];
     let mut rng = common::rng(2026);
-    for base in keys {
-        let (dp, dd) = pair_of_keys(base);
+    for (dp, dd) in keys.into_iter().flat_map(pairs_of_keys) {
+        let engine = dd.encryption_key().engine();
         assert_eq!(dp.encryption_key().engine(), Engine::Portable);
-        assert_eq!(dd.encryption_key().engine(), fl_paillier::default_engine());
         let (ep, ed) = (dp.encryption_key(), dd.encryption_key());
         let n = ep.n().clone();
         // Plaintexts and nonces at the edges and at random.
@@ -67,7 +88,11 @@ fn kernels_agree_bit_for_bit_on_every_operation() {
         }
         // Homomorphic operations, public and secret scalars, dot products, negation.
         let same = |a: &fl_paillier::Ciphertext, b: &fl_paillier::Ciphertext, what: &str| {
-            assert_eq!(a.to_biguint(), b.to_biguint(), "{what}");
+            assert_eq!(
+                a.to_biguint(),
+                b.to_biguint(),
+                "{what}: portable vs {engine}"
+            );
         };
         for k in [0i64, 1, -1, 12_345, i64::MIN, i64::MAX] {
             same(
@@ -163,28 +188,28 @@ fn kernels_agree_bit_for_bit_on_every_operation() {
         let alpha: Vec<u64> = (0..4).map(|_| rng.next_u64()).collect();
         let m = ep.encode_i64(-99).unwrap();
         let md = ed.encode_i64(-99).unwrap();
-        let bits = fl_paillier::fast::djn_default_alpha_bits(ep.bits()).min(ep.bits());
-        let c1 = DjnEncryptor::new(ep, &public, bits, 5)
-            .unwrap()
-            .encrypt_with_alpha(&m, &alpha)
-            .unwrap();
-        let c2 = DjnEncryptor::new(ed, &public, bits, 5)
-            .unwrap()
-            .encrypt_with_alpha(&md, &alpha)
-            .unwrap();
-        let c3 = dp
-            .djn_encryptor(&public, bits, 5)
-            .unwrap()
-            .encrypt_with_alpha(&m, &alpha)
-            .unwrap();
-        let c4 = dd
-            .djn_encryptor(&public, bits, 4)
-            .unwrap()
-            .encrypt_with_alpha(&md, &alpha)
-            .unwrap();
+        let bits = fl_paillier::djn_default_alpha_bits(ep.bits()).min(ep.bits());
+        let c1 = djn_encrypt_with_alpha(
+            &DjnEncryptor::new(ep, &public, bits, 5).unwrap(),
+            &m,
+            &alpha,
+        )
+        .unwrap();
+        let c2 = djn_encrypt_with_alpha(
+            &DjnEncryptor::new(ed, &public, bits, 5).unwrap(),
+            &md,
+            &alpha,
+        )
+        .unwrap();
+        let c3 =
+            djn_owner_encrypt_with_alpha(&dp.djn_encryptor(&public, bits, 5).unwrap(), &m, &alpha)
+                .unwrap();
+        let c4 =
+            djn_owner_encrypt_with_alpha(&dd.djn_encryptor(&public, bits, 4).unwrap(), &md, &alpha)
+                .unwrap();
         same(&c1, &c2, "DJN public");
         same(&c1, &c3, "DJN owner, portable");
-        same(&c1, &c4, "DJN owner, default kernel");
+        same(&c1, &c4, "DJN owner, other kernel");
         assert_eq!(dd.decrypt_i64(&c4).unwrap(), -99);
     }
 }

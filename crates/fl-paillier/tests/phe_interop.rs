@@ -22,6 +22,17 @@ fn key() -> &'static DecryptionKey {
     KEY.get_or_init(|| private_key_from_jwk(PRIVATE).unwrap())
 }
 
+/// The imported key on every arithmetic engine the CPU has (portable first).
+fn keys() -> &'static [DecryptionKey] {
+    static KEYS: OnceLock<Vec<DecryptionKey>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        fl_paillier::Engine::available()
+            .into_iter()
+            .map(|e| key().with_engine(e).unwrap())
+            .collect()
+    })
+}
+
 fn data(name: &str) -> Vec<Value> {
     let text = match name {
         "encodings" => include_str!("data/phe_encodings.json"),
@@ -86,76 +97,81 @@ fn encodings_match_phe_exactly() {
 
 #[test]
 fn phe_ciphertexts_decrypt_here() {
-    let dk = key();
-    let ek = dk.encryption_key();
-    for row in data("ciphertexts") {
-        let want = row["decrypted_bits"].as_u64().unwrap();
-        for form in ["pheutil", "raw"] {
-            let enc = encrypted_number_from_json(ek, &row[form].to_string()).unwrap();
-            assert_eq!(enc.decrypt_f64(dk).unwrap().to_bits(), want, "{row}");
-        }
-        let pheutil = encrypted_number_from_json(ek, &row["pheutil"].to_string()).unwrap();
-        assert!(pheutil.exponent <= -32);
-        // What `pheutil decrypt` prints: Python's repr of the value.
-        assert_eq!(
-            decrypt_to_pheutil_output(dk, &pheutil).unwrap(),
-            python_float_repr(f64::from_bits(want))
-        );
-        if want == row["x_bits"].as_u64().unwrap() {
+    for dk in keys() {
+        let ek = dk.encryption_key();
+        for row in data("ciphertexts") {
+            let want = row["decrypted_bits"].as_u64().unwrap();
+            for form in ["pheutil", "raw"] {
+                let enc = encrypted_number_from_json(ek, &row[form].to_string()).unwrap();
+                assert_eq!(enc.decrypt_f64(dk).unwrap().to_bits(), want, "{row}");
+            }
+            let pheutil = encrypted_number_from_json(ek, &row["pheutil"].to_string()).unwrap();
+            assert!(pheutil.exponent <= -32);
+            // What `pheutil decrypt` prints: Python's repr of the value.
             assert_eq!(
                 decrypt_to_pheutil_output(dk, &pheutil).unwrap(),
-                row["x"].as_str().unwrap()
+                python_float_repr(f64::from_bits(want))
             );
+            if want == row["x_bits"].as_u64().unwrap() {
+                assert_eq!(
+                    decrypt_to_pheutil_output(dk, &pheutil).unwrap(),
+                    row["x"].as_str().unwrap()
+                );
+            }
         }
     }
 }
 
 #[test]
 fn raw_encryption_matches_phe() {
-    let ek = key().encryption_key();
-    for row in data("raw") {
-        let m = BigUint::parse_bytes(row["m"].as_str().unwrap().as_bytes(), 10).unwrap();
-        let r = BigUint::parse_bytes(row["r"].as_str().unwrap().as_bytes(), 10).unwrap();
-        let c = ek
-            .encrypt_with_nonce(&ek.plaintext_from_biguint(&m).unwrap(), &r)
-            .unwrap();
-        assert_eq!(c.to_biguint().to_string(), row["c"].as_str().unwrap());
-        assert_eq!(key().decrypt(&c).unwrap().to_biguint(), m);
+    for dk in keys() {
+        let ek = dk.encryption_key();
+        for row in data("raw") {
+            let m = BigUint::parse_bytes(row["m"].as_str().unwrap().as_bytes(), 10).unwrap();
+            let r = BigUint::parse_bytes(row["r"].as_str().unwrap().as_bytes(), 10).unwrap();
+            let c = ek
+                .encrypt_with_nonce(&ek.plaintext_from_biguint(&m).unwrap(), &r)
+                .unwrap();
+            assert_eq!(c.to_biguint().to_string(), row["c"].as_str().unwrap());
+            assert_eq!(dk.decrypt(&c).unwrap().to_biguint(), m);
+        }
     }
 }
 
 #[test]
 fn phe_homomorphic_results_decrypt_here() {
-    let dk = key();
-    let ek = dk.encryption_key();
-    for row in data("homomorphic") {
-        let enc = encrypted_number_from_json(ek, &row["result"].to_string()).unwrap();
-        assert_eq!(
-            enc.decrypt_f64(dk).unwrap().to_bits(),
-            row["decrypted_bits"].as_u64().unwrap(),
-            "{row}"
-        );
+    for dk in keys() {
+        let ek = dk.encryption_key();
+        for row in data("homomorphic") {
+            let enc = encrypted_number_from_json(ek, &row["result"].to_string()).unwrap();
+            assert_eq!(
+                enc.decrypt_f64(dk).unwrap().to_bits(),
+                row["decrypted_bits"].as_u64().unwrap(),
+                "{row}"
+            );
+        }
     }
 }
 
 #[test]
 fn our_ciphertexts_round_trip_through_the_pheutil_format() {
-    let dk = key();
-    let ek = dk.encryption_key();
-    let mut rng = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(7);
-    for x in [3.25, -2.5, 0.0, 1e-5, 123456.789] {
-        let enc = PheEncryptedNumber::encrypt_f64(ek, x, &mut rng).unwrap();
-        let json = encrypted_number_to_json(ek, &enc).unwrap();
-        assert!(
-            json.starts_with("{\"v\": \"") && json.ends_with(", \"e\": -32}"),
-            "{json}"
-        );
-        let back = encrypted_number_from_json(ek, &json).unwrap();
-        assert_eq!(back.decrypt_f64(dk).unwrap(), x);
-        assert_eq!(
-            decrypt_to_pheutil_output(dk, &back).unwrap(),
-            python_float_repr(x)
-        );
+    for dk in keys() {
+        let ek = dk.encryption_key();
+        let mut rng = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(7);
+        for x in [3.25, -2.5, 0.0, 1e-5, 123456.789] {
+            let enc = PheEncryptedNumber::encrypt_f64(ek, x, &mut rng).unwrap();
+            let json = encrypted_number_to_json(ek, &enc).unwrap();
+            assert!(
+                json.starts_with("{\"v\": \"") && json.ends_with(", \"e\": -32}"),
+                "{json}"
+            );
+            let back = encrypted_number_from_json(ek, &json).unwrap();
+            assert_eq!(back.decrypt_f64(dk).unwrap(), x);
+            assert_eq!(
+                decrypt_to_pheutil_output(dk, &back).unwrap(),
+                python_float_repr(x)
+            );
+        }
     }
 }
 

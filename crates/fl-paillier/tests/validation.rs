@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{key512, rng};
-use fl_paillier::{BigUint, DecryptionKey, EncryptionKey, Error, keygen};
+use common::{keys512, rng};
+use fl_paillier::{BigUint, DecryptionKey, EncryptionKey, Error, hazmat, keygen};
 use num_integer::Integer;
 use num_traits::{One, Zero};
 
@@ -16,71 +16,73 @@ fn primes(dk: &DecryptionKey) -> (BigUint, BigUint) {
 
 #[test]
 fn p1_out_of_group_ciphertexts_are_rejected() {
-    let dk = key512();
-    let ek = dk.encryption_key();
-    let n = ek.n().clone();
-    let n2 = &n * &n;
-    let (p, q) = primes(dk);
-    let invalid = [
-        BigUint::zero(),
-        n.clone(),
-        &n * 2u32,
-        p.clone(),
-        q,
-        n2.clone(),
-        &n2 + 1u32,
-        &n2 - &p, // n² − p is a multiple of p
-        &n2 * 5u32,
-    ];
-    for c in &invalid {
-        assert!(
-            matches!(
-                ek.ciphertext_from_biguint(c),
-                Err(Error::InvalidCiphertext { .. })
-            ),
-            "accepted an invalid ciphertext"
+    for dk in keys512() {
+        let ek = dk.encryption_key();
+        let n = ek.n().clone();
+        let n2 = &n * &n;
+        let (p, q) = primes(dk);
+        let invalid = [
+            BigUint::zero(),
+            n.clone(),
+            &n * 2u32,
+            p.clone(),
+            q,
+            n2.clone(),
+            &n2 + 1u32,
+            &n2 - &p, // n² − p is a multiple of p
+            &n2 * 5u32,
+        ];
+        for c in &invalid {
+            assert!(
+                matches!(
+                    ek.ciphertext_from_biguint(c),
+                    Err(Error::InvalidCiphertext { .. })
+                ),
+                "accepted an invalid ciphertext"
+            );
+        }
+        // The check is exact, not over-strict: 1 and n² − 1 are units.
+        for c in [BigUint::one(), &n2 - 1u32] {
+            let ct = ek.ciphertext_from_biguint(&c).unwrap();
+            assert_eq!(ct.to_biguint(), c);
+            dk.decrypt(&ct).unwrap();
+            // and they survive the homomorphic operations
+            ek.add(&ct, &ct).unwrap();
+            ek.mul_i64(&ct, -3).unwrap();
+        }
+        assert_eq!(
+            dk.decrypt(&ek.ciphertext_from_biguint(&BigUint::one()).unwrap())
+                .unwrap()
+                .to_biguint(),
+            BigUint::zero()
         );
     }
-    // The check is exact, not over-strict: 1 and n² − 1 are units.
-    for c in [BigUint::one(), &n2 - 1u32] {
-        let ct = ek.ciphertext_from_biguint(&c).unwrap();
-        assert_eq!(ct.to_biguint(), c);
-        dk.decrypt(&ct).unwrap();
-        // and they survive the homomorphic operations
-        ek.add(&ct, &ct).unwrap();
-        ek.mul_i64(&ct, -3).unwrap();
-    }
-    assert_eq!(
-        dk.decrypt(&ek.ciphertext_from_biguint(&BigUint::one()).unwrap())
-            .unwrap()
-            .to_biguint(),
-        BigUint::zero()
-    );
 }
 
 #[test]
 fn p1_malformed_byte_encodings_are_rejected() {
-    let dk = key512();
-    let ek = dk.encryption_key();
-    let len = ek.ciphertext_len();
-    let good = ek.encrypt_i64(9, &mut rng(20)).unwrap();
-    let bytes = good.to_bytes_be(ek);
-    assert_eq!(bytes.len(), len);
-    assert_eq!(ek.ciphertext_from_bytes_be(&bytes).unwrap(), good);
-    let mut oversized = vec![0u8];
-    oversized.extend_from_slice(&bytes);
-    for bad in [
-        Vec::new(),
-        bytes[1..].to_vec(),
-        oversized,
-        vec![0u8; len],
-        vec![0xffu8; len],
-        vec![0u8; 10_000],
-    ] {
-        assert!(matches!(
-            ek.ciphertext_from_bytes_be(&bad),
-            Err(Error::InvalidCiphertext { .. })
-        ));
+    for dk in keys512() {
+        let ek = dk.encryption_key();
+        let len = ek.ciphertext_len();
+        let good = ek.encrypt_i64(9, &mut rng(20)).unwrap();
+        let bytes = good.to_bytes_be(ek);
+        assert_eq!(bytes.len(), len);
+        assert_eq!(ek.ciphertext_from_bytes_be(&bytes).unwrap(), good);
+        let mut oversized = vec![0u8];
+        oversized.extend_from_slice(&bytes);
+        for bad in [
+            Vec::new(),
+            bytes[1..].to_vec(),
+            oversized,
+            vec![0u8; len],
+            vec![0xffu8; len],
+            vec![0u8; 10_000],
+        ] {
+            assert!(matches!(
+                ek.ciphertext_from_bytes_be(&bad),
+                Err(Error::InvalidCiphertext { .. })
+            ));
+        }
     }
 }
 
@@ -102,60 +104,62 @@ fn primes_below_2_16(count: usize) -> Vec<u32> {
 
 #[test]
 fn p2_malformed_public_keys_are_rejected() {
-    let dk = key512();
-    let (p, q) = primes(dk);
-    let n = &p * &q;
-    let mut cases: Vec<(&str, BigUint)> = vec![
-        ("zero", BigUint::zero()),
-        ("one", BigUint::one()),
-        ("three", BigUint::from(3u32)),
-        ("even", &n + 1u32),
-        ("square", &p * &p),
-        ("cube", &p * &p * &p),
-        ("small factor", &q * 65_521u32 * 3u32),
-        ("too long", BigUint::one() << 9000u32),
-    ];
-    // BitForge-shaped: 16 primes near 2^16 times a large prime.
-    let mut bitforge = q * &p;
-    for f in primes_below_2_16(16) {
-        bitforge *= f;
+    for dk in keys512() {
+        let (p, q) = primes(dk);
+        let n = &p * &q;
+        let mut cases: Vec<(&str, BigUint)> = vec![
+            ("zero", BigUint::zero()),
+            ("one", BigUint::one()),
+            ("three", BigUint::from(3u32)),
+            ("even", &n + 1u32),
+            ("square", &p * &p),
+            ("cube", &p * &p * &p),
+            ("small factor", &q * 65_521u32 * 3u32),
+            ("too long", BigUint::one() << 9000u32),
+        ];
+        // BitForge-shaped: 16 primes near 2^16 times a large prime.
+        let mut bitforge = q * &p;
+        for f in primes_below_2_16(16) {
+            bitforge *= f;
+        }
+        cases.push(("bitforge", bitforge));
+        for (name, m) in cases {
+            assert!(
+                matches!(EncryptionKey::from_n(&m), Err(Error::InvalidModulus { .. })),
+                "accepted a malformed modulus: {name}"
+            );
+        }
+        assert!(EncryptionKey::from_n(&n).is_ok());
+        assert!(matches!(
+            EncryptionKey::from_n_be_bytes(&[0, 1, 2]),
+            Err(Error::InvalidModulus { .. })
+        ));
+        let mut bytes = n.to_bytes_be();
+        assert!(EncryptionKey::from_n_be_bytes(&bytes).is_ok());
+        bytes.insert(0, 0);
+        assert!(EncryptionKey::from_n_be_bytes(&bytes).is_err());
     }
-    cases.push(("bitforge", bitforge));
-    for (name, m) in cases {
-        assert!(
-            matches!(EncryptionKey::from_n(&m), Err(Error::InvalidModulus { .. })),
-            "accepted a malformed modulus: {name}"
-        );
-    }
-    assert!(EncryptionKey::from_n(&n).is_ok());
-    assert!(matches!(
-        EncryptionKey::from_n_be_bytes(&[0, 1, 2]),
-        Err(Error::InvalidModulus { .. })
-    ));
-    let mut bytes = n.to_bytes_be();
-    assert!(EncryptionKey::from_n_be_bytes(&bytes).is_ok());
-    bytes.insert(0, 0);
-    assert!(EncryptionKey::from_n_be_bytes(&bytes).is_err());
 }
 
 #[test]
 fn from_primes_rejects_bad_primes() {
-    let dk = key512();
-    let (p, q) = primes(dk);
-    let bad = |a: &BigUint, b: &BigUint| {
-        matches!(
-            DecryptionKey::from_primes(a, b),
-            Err(Error::InvalidPrimes { .. } | Error::InvalidModulus { .. })
-        )
-    };
-    assert!(bad(&p, &p));
-    assert!(bad(&(&p + 2u32), &q) || (&p + 2u32).is_even()); // composite (or even) p
-    assert!(bad(&(&p * 3u32), &q));
-    assert!(bad(&(&p >> 8u32), &q)); // different sizes
-    let ok = DecryptionKey::from_primes(&q, &p).unwrap();
-    assert_eq!(&ok, dk);
-    assert_eq!(ok.encryption_key(), dk.encryption_key());
-    assert!(ok != *common::other512());
+    for dk in keys512() {
+        let (p, q) = primes(dk);
+        let bad = |a: &BigUint, b: &BigUint| {
+            matches!(
+                DecryptionKey::from_primes(a, b),
+                Err(Error::InvalidPrimes { .. } | Error::InvalidModulus { .. })
+            )
+        };
+        assert!(bad(&p, &p));
+        assert!(bad(&(&p + 2u32), &q) || (&p + 2u32).is_even()); // composite (or even) p
+        assert!(bad(&(&p * 3u32), &q));
+        assert!(bad(&(&p >> 8u32), &q)); // different sizes
+        let ok = DecryptionKey::from_primes(&q, &p).unwrap();
+        assert_eq!(&ok, dk);
+        assert_eq!(ok.encryption_key(), dk.encryption_key());
+        assert!(ok != *common::other512());
+    }
 }
 
 #[test]
@@ -229,52 +233,59 @@ fn z1_decryption_key_wipes_every_secret_limb() {
     let limbs = |x: &BigUint| x.to_u64_digits();
     let moduli = [limbs(&p), limbs(&q), limbs(&(&p * &p)), limbs(&(&q * &q))];
     {
-        let regions = dk.secret_words();
+        let regions = hazmat::secret_words(&dk);
         assert!(regions.len() >= 27, "{}", regions.len());
         for m in &moduli {
             assert!(regions.contains(&m.as_slice()));
         }
         assert!(regions.iter().all(|w| w.iter().any(|&x| x != 0)));
     }
-    dk.wipe_secrets();
-    assert!(dk.secret_words().iter().all(|w| w.iter().all(|&x| x == 0)));
+    hazmat::wipe_secrets(&mut dk);
+    assert!(
+        hazmat::secret_words(&dk)
+            .iter()
+            .all(|w| w.iter().all(|&x| x == 0))
+    );
 }
 
 #[test]
 fn secrets_never_appear_in_debug_or_errors() {
-    let dk = key512();
-    let (p, q) = primes(dk);
-    let dbg = format!("{dk:?}");
-    for secret in [&p, &q] {
-        assert!(!dbg.contains(&secret.to_string()));
-        assert!(!dbg.contains(&format!("{secret:x}")));
+    for dk in keys512() {
+        let (p, q) = primes(dk);
+        let dbg = format!("{dk:?}");
+        for secret in [&p, &q] {
+            assert!(!dbg.contains(&secret.to_string()));
+            assert!(!dbg.contains(&format!("{secret:x}")));
+        }
+        assert!(dbg.contains("redacted"));
+        let m = dk.encryption_key().encode_i64(123_456_789).unwrap();
+        assert_eq!(format!("{m:?}"), "Plaintext(<redacted>)");
+        let err = DecryptionKey::from_primes(&p, &p).unwrap_err().to_string();
+        assert!(!err.contains(&p.to_string()));
     }
-    assert!(dbg.contains("redacted"));
-    let m = dk.encryption_key().encode_i64(123_456_789).unwrap();
-    assert_eq!(format!("{m:?}"), "Plaintext(<redacted>)");
-    let err = DecryptionKey::from_primes(&p, &p).unwrap_err().to_string();
-    assert!(!err.contains(&p.to_string()));
 }
 
 #[test]
 fn prime_limb_constructor_rejects_a_wrong_shape_with_a_typed_error() {
-    let dk = key512();
-    let (p, q) = primes(dk);
-    let ek = dk.encryption_key().clone();
-    let (pw, qw) = (p.to_u64_digits(), q.to_u64_digits());
-    // The right shape builds a working key.
-    let built = DecryptionKey::from_prime_limbs_unchecked(ek.clone(), &pw, &qw, 256).unwrap();
-    let c = ek.encrypt_i64(-5, &mut rng(40)).unwrap();
-    assert_eq!(built.decrypt_i64(&c).unwrap(), -5);
-    // A bit length that does not match n, an overflowing one, and too many limbs.
-    for (a, b, bits) in [
-        (&pw[..], &qw[..], 255u32),
-        (&pw[..], &qw[..], u32::MAX),
-        (&[pw.clone(), vec![0; 3]].concat()[..], &qw[..], 256),
-    ] {
-        assert!(matches!(
-            DecryptionKey::from_prime_limbs_unchecked(ek.clone(), a, b, bits),
-            Err(Error::InvalidPrimes { .. })
-        ));
+    for dk in keys512() {
+        let (p, q) = primes(dk);
+        let ek = dk.encryption_key().clone();
+        let (pw, qw) = (p.to_u64_digits(), q.to_u64_digits());
+        // The right shape builds a working key.
+        let built =
+            hazmat::decryption_key_from_prime_limbs_unchecked(ek.clone(), &pw, &qw, 256).unwrap();
+        let c = ek.encrypt_i64(-5, &mut rng(40)).unwrap();
+        assert_eq!(built.decrypt_i64(&c).unwrap(), -5);
+        // A bit length that does not match n, an overflowing one, and too many limbs.
+        for (a, b, bits) in [
+            (&pw[..], &qw[..], 255u32),
+            (&pw[..], &qw[..], u32::MAX),
+            (&[pw.clone(), vec![0; 3]].concat()[..], &qw[..], 256),
+        ] {
+            assert!(matches!(
+                hazmat::decryption_key_from_prime_limbs_unchecked(ek.clone(), a, b, bits),
+                Err(Error::InvalidPrimes { .. })
+            ));
+        }
     }
 }

@@ -108,8 +108,14 @@ impl<S: HomomorphicScheme> Encryptor<'_, S> {
 pub(crate) enum Rerandomizer<'a, S: HomomorphicScheme> {
     /// A textbook rⁿ.
     Public(&'a S::EncryptionKey),
-    /// h_s^β with the guest's long β.
-    FixedBase(&'a S::FixedBase),
+    /// h_s^β with the guest's long β on the host's base h_s, times h_g^γ on the guest's
+    /// own base h_g (γ of the default 2κ bits).
+    FixedBase {
+        /// The re-randomiser on the host's base.
+        host: &'a S::FixedBase,
+        /// The re-randomiser on the guest's own base.
+        own: &'a S::FixedBase,
+    },
 }
 
 impl<S: HomomorphicScheme> CtMatrix<S> {
@@ -221,7 +227,8 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
             let c = &cts.as_slice()[i];
             match rerandomizer {
                 Rerandomizer::Public(ek) => S::rerandomize(ek, c, r),
-                Rerandomizer::FixedBase(fb) => S::fixed_base_rerandomize(fb, c, r),
+                Rerandomizer::FixedBase { host, own } => S::fixed_base_rerandomize(host, c, r)
+                    .and_then(|c| S::fixed_base_rerandomize(own, &c, r)),
             }
             .map_err(scheme_err)
         })?;

@@ -1,121 +1,25 @@
-//! Montgomery contexts over either kernel (portable radix 2^64, or AVX-512 IFMA radix 2^52),
-//! and the exponentiations built on them.
+//! Montgomery contexts over any kernel ([`super::engine`]), and the exponentiations built
+//! on them.
 //!
-//! A [`Monty`] is made once per modulus (n², n, p, q, p², q²) and picks its kernel then:
-//! IFMA when the CPU has it, the modulus fits a compiled kernel and the portable engine is
-//! not forced ([`force_portable`]). Values in the Montgomery domain ([`MontVal`]) are in the
-//! context's own digit form and never leave it: [`Monty::to_mont`] takes and
-//! [`Monty::leave`] returns ordinary little-endian 64-bit limbs, fully reduced, so both
-//! kernels give bit-identical results.
+//! A [`Monty`] is made once per modulus (n², n, p, q, p², q²) with the kernel of a named
+//! [`Engine`] (chosen per context: see [`super::engine`]). Values in the Montgomery domain
+//! ([`MontVal`]) are in the kernel's own digit form and never leave it: [`Monty::to_mont`]
+//! takes and [`Monty::leave`] returns ordinary little-endian 64-bit limbs, fully reduced,
+//! so every kernel gives bit-identical results.
 //!
 //! Everything here is constant time in the values (of the operands, the exponent of
 //! [`Monty::pow_ct`] and the modulus itself): loop bounds depend on limb counts, the modulus's
 //! public bit length and public exponent lengths only; selections are masked. Only
 //! [`Monty::pow_public_exp`] reads its exponent's digits to skip work, and it is used for
-//! public exponents only (n, public scalars).
+//! public exponents only (n, public scalars). Every buffer is allocated at its final length
+//! (a `Vec` that grows frees an unwiped copy of its contents) and every buffer that can
+//! hold a secret is wiped when it is dropped.
 
+use super::barrier::mask;
+use super::engine::{AnyKernel, Engine, with_kernel};
+use super::kernel::{BATCH, Kernel, MontVal, SelectMasks, window_digit};
 use super::portable;
-use std::sync::atomic::{AtomicBool, Ordering};
 use zeroize::{Zeroize, Zeroizing};
-
-#[cfg(target_arch = "x86_64")]
-use super::ifma::{Ifma, MASK52, MAX_VECTORS};
-
-static FORCE_PORTABLE: AtomicBool = AtomicBool::new(false);
-
-/// Makes contexts created from now on use the portable kernels even on a CPU with AVX-512
-/// IFMA (`true`), or lets them choose again (`false`). For the valgrind harness (valgrind
-/// cannot execute AVX-512) and for tests that compare the two kernels; existing keys keep
-/// their kernel.
-pub fn force_portable(on: bool) {
-    FORCE_PORTABLE.store(on, Ordering::SeqCst);
-}
-
-/// The kernel a context made now gets for a modulus up to 8192 bits: [`Engine::Ifma`] on a
-/// CPU with AVX-512 F and IFMA unless [`force_portable`] is on, [`Engine::Portable`]
-/// otherwise.
-#[must_use]
-pub fn default_engine() -> Engine {
-    match choose(1) {
-        Kernel::Portable { .. } => Engine::Portable,
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Ifma { .. } => Engine::Ifma,
-    }
-}
-
-/// Which kernel a context runs on (for tests, benchmarks and diagnostics).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    /// Radix 2^64 CIOS multiplication and dedicated squaring, safe Rust.
-    Portable,
-    /// Radix 2^52 almost-Montgomery multiplication with AVX-512 IFMA.
-    Ifma,
-}
-
-/// The kernel a new context for a modulus of `limbs` limbs gets (a function of the public
-/// limb count only).
-fn choose(limbs: usize) -> Kernel {
-    #[cfg(target_arch = "x86_64")]
-    if !FORCE_PORTABLE.load(Ordering::SeqCst)
-        && let Some(token) = Ifma::detect()
-    {
-        // K·52 ≥ 64·limbs + 2: AMM needs 4m ≤ R, and every limb-sized value is below R, so
-        // to_mont takes it unreduced.
-        let need = 64 * limbs as u64 + 2;
-        let vectors = need.div_ceil(8 * 52) as usize;
-        if vectors <= MAX_VECTORS {
-            return Kernel::Ifma {
-                token,
-                vectors,
-                m52: Box::default(),
-                m2_52: Box::default(),
-                k0: 0,
-            };
-        }
-    }
-    let _ = limbs;
-    Kernel::Portable { m0: 0 }
-}
-
-enum Kernel {
-    Portable {
-        /// −m⁻¹ mod 2^64.
-        m0: u64,
-    },
-    #[cfg(target_arch = "x86_64")]
-    Ifma {
-        token: Ifma,
-        vectors: usize,
-        /// m in 8·vectors digits of 52 bits.
-        m52: Box<[u64]>,
-        /// 2m in the same form (the reduction bound of almost-reduced values).
-        m2_52: Box<[u64]>,
-        /// −m⁻¹ mod 2^52.
-        k0: u64,
-    },
-}
-
-/// A value in a context's Montgomery domain, in its digit form; wiped on drop.
-#[derive(Clone)]
-pub(crate) struct MontVal(pub(crate) Vec<u64>);
-
-impl Drop for MontVal {
-    fn drop(&mut self) {
-        self.0.zeroize();
-    }
-}
-
-impl AsRef<[u64]> for MontVal {
-    fn as_ref(&self) -> &[u64] {
-        &self.0
-    }
-}
-
-impl Zeroize for MontVal {
-    fn zeroize(&mut self) {
-        self.0.zeroize();
-    }
-}
 
 /// A table of values of one context stored contiguously (entry i is words
 /// `i·width .. (i + 1)·width`), so a constant-time scan streams through memory instead of
@@ -140,7 +44,9 @@ impl Table {
         }
     }
 
+    /// Appends an entry (the caller made room for it: the table never reallocates).
     fn push(&mut self, x: &MontVal) {
+        debug_assert!(self.words.len() + x.0.len() <= self.words.capacity());
         self.words.extend_from_slice(&x.0);
     }
 
@@ -169,7 +75,7 @@ pub(crate) struct Work {
 /// A Montgomery context for an odd modulus m > 1.
 pub(crate) struct Monty {
     m: Box<[u64]>,
-    kernel: Kernel,
+    kernel: AnyKernel,
     /// R² mod m in the digit form (converts into the domain).
     r2: MontVal,
     /// R mod m (the domain's one).
@@ -203,7 +109,7 @@ fn pow2_mod(m: &[u64], bits: u32, e: u64) -> Zeroizing<Vec<u64>> {
         }
         let borrow = portable::sub_into(&mut d, &x, m);
         // x ≥ m exactly when the doubling carried out or the subtraction did not borrow.
-        let take = portable::mask(u64::from(carry >= borrow));
+        let take = mask(u64::from(carry >= borrow));
         for (xw, &dw) in x.iter_mut().zip(d.iter()) {
             *xw = (dw & take) | (*xw & !take);
         }
@@ -211,96 +117,21 @@ fn pow2_mod(m: &[u64], bits: u32, e: u64) -> Zeroizing<Vec<u64>> {
     x
 }
 
-/// Little-endian 64-bit limbs as `k` digits of 52 bits (the value must fit).
-#[cfg(target_arch = "x86_64")]
-fn to_radix52(x: &[u64], k: usize) -> Vec<u64> {
-    let mut out = vec![0u64; k];
-    for (i, d) in out.iter_mut().enumerate() {
-        let bit = 52 * i;
-        let (w, off) = (bit / 64, bit % 64);
-        let lo = x.get(w).copied().unwrap_or(0) >> off;
-        let hi = if off > 12 {
-            x.get(w + 1).copied().unwrap_or(0) << (64 - off)
-        } else {
-            0
-        };
-        *d = (lo | hi) & MASK52;
-    }
-    out
-}
-
-/// `k` 52-bit digits as `limbs` little-endian 64-bit limbs (truncating above).
-#[cfg(target_arch = "x86_64")]
-fn from_radix52(d: &[u64], limbs: usize) -> Vec<u64> {
-    let mut out = vec![0u64; limbs];
-    for (i, &digit) in d.iter().enumerate() {
-        let bit = 52 * i;
-        let (w, off) = (bit / 64, bit % 64);
-        if let Some(x) = out.get_mut(w) {
-            *x |= digit << off;
-        }
-        if off > 12
-            && let Some(x) = out.get_mut(w + 1)
-        {
-            *x |= digit >> (64 - off);
-        }
-    }
-    out
-}
-
-/// a − b on 52-bit digits into `out`, returning the borrow (constant time).
-#[cfg(target_arch = "x86_64")]
-fn sub52(out: &mut [u64], a: &[u64], b: &[u64]) -> u64 {
-    let mut borrow = 0u64;
-    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        let t = x.wrapping_sub(y).wrapping_sub(borrow);
-        *o = t & MASK52;
-        borrow = t >> 63;
-    }
-    borrow
-}
-
 impl Monty {
     /// A context for the odd modulus `m` (little-endian limbs) of at least `min_bits` bits
-    /// (a public lower bound, e.g. 2·|p| − 1 for p²), constant time in m's value (only the
-    /// limb count and `min_bits` steer the work). m must be odd and is not checked here
-    /// (that would branch on a secret modulus): public moduli are validated by
-    /// `validate_modulus`, primes by primality tests. `None` if `min_bits` is out of range.
-    pub(crate) fn new(m: &[u64], min_bits: u32) -> Option<Self> {
+    /// (a public lower bound, e.g. 2·|p| − 1 for p²) on `engine`'s kernel (the portable one
+    /// where `engine` has none for m's size), constant time in m's value (only the limb
+    /// count and `min_bits` steer the work). m must be odd and is not checked here (that
+    /// would branch on a secret modulus): public moduli are validated by
+    /// `validate_modulus`, primes by primality tests. `None` if `min_bits` is out of range
+    /// or the running CPU lacks `engine`.
+    pub(crate) fn new(m: &[u64], min_bits: u32, engine: Engine) -> Option<Self> {
         let limbs = m.len();
         if limbs == 0 || min_bits < 2 || u64::from(min_bits) > 64 * limbs as u64 {
             return None;
         }
-        let mut kernel = choose(limbs);
-        let log_r = match &mut kernel {
-            Kernel::Portable { m0 } => {
-                *m0 = portable::inv64(m[0]).wrapping_neg();
-                64 * limbs as u64
-            }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma {
-                vectors,
-                m52,
-                m2_52,
-                k0,
-                ..
-            } => {
-                let k = 8 * *vectors;
-                *m52 = to_radix52(m, k).into_boxed_slice();
-                let mut twice = m.to_vec();
-                twice.push(0);
-                let mut carry = 0u64;
-                for w in &mut twice {
-                    let v = *w;
-                    *w = (v << 1) | carry;
-                    carry = v >> 63;
-                }
-                *m2_52 = to_radix52(&twice, k).into_boxed_slice();
-                twice.zeroize();
-                *k0 = portable::inv64(m[0]).wrapping_neg() & MASK52;
-                52 * k as u64
-            }
-        };
+        let kernel = AnyKernel::new(engine, m)?;
+        let log_r = kernel.as_dyn().log_r();
         let mut ctx = Self {
             m: m.to_vec().into_boxed_slice(),
             kernel,
@@ -320,20 +151,12 @@ impl Monty {
 
     /// The kernel this context runs on.
     pub(crate) fn engine(&self) -> Engine {
-        match self.kernel {
-            Kernel::Portable { .. } => Engine::Portable,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma { .. } => Engine::Ifma,
-        }
+        self.kernel.engine()
     }
 
     /// Words of a [`MontVal`] of this context.
     pub(crate) fn width(&self) -> usize {
-        match &self.kernel {
-            Kernel::Portable { .. } => self.m.len(),
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma { vectors, .. } => 8 * vectors,
-        }
+        with_kernel!(&self.kernel, k => k.width())
     }
 
     /// The modulus's limbs.
@@ -348,102 +171,57 @@ impl Monty {
         self.r2.zeroize();
         self.one.zeroize();
         self.radix.zeroize();
-        match &mut self.kernel {
-            Kernel::Portable { m0 } => m0.zeroize(),
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma { m52, m2_52, k0, .. } => {
-                m52.zeroize();
-                m2_52.zeroize();
-                k0.zeroize();
-            }
-        }
+        with_kernel!(&mut self.kernel, k => k.wipe());
     }
 
     /// The words of the modulus and of every constant derived from it (for the zeroization
     /// test and the valgrind harness, which marks them undefined).
+    #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
     pub(crate) fn secret_words(&self) -> Vec<&[u64]> {
         let mut out: Vec<&[u64]> = vec![&self.m, &self.r2.0, &self.one.0, &self.radix.0];
-        #[cfg(target_arch = "x86_64")]
-        if let Kernel::Ifma { m52, m2_52, .. } = &self.kernel {
-            out.push(m52);
-            out.push(m2_52);
-        }
+        out.extend(self.kernel.as_dyn().secret_words());
         out
     }
 
-    /// Limbs (< R) in the kernel's digit form, not converted into the domain.
-    fn digits(&self, x: &[u64]) -> MontVal {
-        match &self.kernel {
-            Kernel::Portable { .. } => {
-                let mut v = x.to_vec();
-                v.resize(self.m.len(), 0);
-                MontVal(v)
-            }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma { vectors, .. } => MontVal(to_radix52(x, 8 * vectors)),
-        }
+    /// A zero value of this context (allocated at its final width).
+    fn zero(&self) -> MontVal {
+        MontVal(vec![0; self.width()])
     }
 
-    /// Scratch words for one multiplication: 2·limbs for the portable kernels (CIOS,
-    /// squaring and Karatsuba), none for IFMA (its accumulators live in registers).
+    /// Limbs (< R, at most `limbs` words) in the kernel's digit form, not converted into
+    /// the domain.
+    fn digits(&self, x: &[u64]) -> MontVal {
+        let mut v = self.zero();
+        with_kernel!(&self.kernel, k => k.load(&mut v.0, x));
+        v
+    }
+
+    /// Scratch words for one multiplication (wiped on drop).
     fn scratch(&self) -> Zeroizing<Vec<u64>> {
-        let words = match &self.kernel {
-            Kernel::Portable { .. } => 2 * self.m.len(),
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma { .. } => 0,
-        };
-        Zeroizing::new(vec![0; words])
+        Zeroizing::new(vec![0; with_kernel!(&self.kernel, k => k.scratch_words())])
     }
 
     /// Scratch for [`Monty::mul_assign`] / [`Monty::sqr_assign`].
     pub(crate) fn work(&self) -> Work {
         Work {
-            tmp: MontVal(vec![0; self.width()]),
+            tmp: self.zero(),
             buf: self.scratch(),
         }
     }
 
     /// out = a·b·R⁻¹ (`out` must not alias a or b).
     fn mul_raw(&self, out: &mut [u64], a: &[u64], b: &[u64], buf: &mut [u64]) {
-        match &self.kernel {
-            Kernel::Portable { m0 } => {
-                let l = self.m.len();
-                if l >= portable::KARATSUBA_LIMBS {
-                    portable::mul_karatsuba(buf, a, b, 32);
-                    portable::redc(out, buf, &self.m, *m0);
-                } else {
-                    portable::mont_mul(out, a, b, &self.m, *m0, &mut buf[..l]);
-                }
-            }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma {
-                token,
-                vectors,
-                m52,
-                k0,
-                ..
-            } => token.amm(*vectors, out, a, b, m52, *k0),
-        }
+        with_kernel!(&self.kernel, k => k.mul(out, a, b, &self.m, buf));
     }
 
     /// out = a²·R⁻¹.
     fn sqr_raw(&self, out: &mut [u64], a: &[u64], buf: &mut [u64]) {
-        match &self.kernel {
-            Kernel::Portable { m0 } => portable::mont_sqr(out, a, &self.m, *m0, buf),
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma {
-                token,
-                vectors,
-                m52,
-                k0,
-                ..
-            } => token.amm(*vectors, out, a, a, m52, *k0),
-        }
+        with_kernel!(&self.kernel, k => k.sqr(out, a, &self.m, buf));
     }
 
     /// a·b in the domain.
     pub(crate) fn mul(&self, a: &MontVal, b: &MontVal) -> MontVal {
-        let mut out = MontVal(vec![0; self.width()]);
+        let mut out = self.zero();
         self.mul_raw(&mut out.0, &a.0, &b.0, &mut self.scratch());
         out
     }
@@ -478,9 +256,7 @@ impl Monty {
 
     /// The value of x as `limbs` little-endian limbs, fully reduced below m.
     pub(crate) fn leave(&self, x: &MontVal) -> Zeroizing<Vec<u64>> {
-        let mut unit = vec![0u64; self.m.len()];
-        unit[0] = 1;
-        let unit = self.digits(&unit);
+        let unit = self.digits(&[1]);
         self.finish(&self.mul(x, &unit))
     }
 
@@ -491,71 +267,18 @@ impl Monty {
         self.finish(&self.mul(&plain, b))
     }
 
-    /// A kernel output (< 2m for IFMA: a < m and b < 2m give a·b/R + m < 1.5m; fully
-    /// reduced for the portable kernel) as fully reduced limbs.
+    /// A kernel output (< 2m) as fully reduced limbs.
     fn finish(&self, x: &MontVal) -> Zeroizing<Vec<u64>> {
-        match &self.kernel {
-            Kernel::Portable { .. } => Zeroizing::new(x.0.clone()),
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma { .. } => {
-                let l = self.m.len();
-                let mut v = Zeroizing::new(from_radix52(&x.0, l + 1));
-                let mut ext = Zeroizing::new(self.m.to_vec());
-                ext.push(0);
-                let mut d = Zeroizing::new(vec![0u64; l + 1]);
-                let borrow = portable::sub_into(&mut d, &v, &ext);
-                let keep = portable::mask(borrow);
-                for (o, &dw) in v.iter_mut().zip(d.iter()) {
-                    *o = (dw & !keep) | (*o & keep);
-                }
-                v.truncate(l);
-                v
-            }
-        }
+        let mut out = Zeroizing::new(vec![0u64; self.m.len()]);
+        with_kernel!(&self.kernel, k => k.store(&mut out, &x.0, &self.m));
+        out
     }
 
     /// (a + b) in the domain (both almost reduced; so is the sum).
     pub(crate) fn add(&self, a: &MontVal, b: &MontVal) -> MontVal {
-        match &self.kernel {
-            Kernel::Portable { .. } => {
-                let l = self.m.len();
-                let mut s = vec![0u64; l];
-                let mut carry = 0u64;
-                for ((o, &x), &y) in s.iter_mut().zip(&a.0).zip(&b.0) {
-                    let (t, c1) = x.overflowing_add(y);
-                    let (t, c2) = t.overflowing_add(carry);
-                    *o = t;
-                    carry = u64::from(c1 | c2);
-                }
-                let mut d = vec![0u64; l];
-                let borrow = portable::sub_into(&mut d, &s, &self.m);
-                let take = portable::mask(u64::from(carry >= borrow));
-                for (o, &x) in d.iter_mut().zip(&s) {
-                    *o = (*o & take) | (x & !take);
-                }
-                s.zeroize();
-                MontVal(d)
-            }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma { m2_52, .. } => {
-                // a, b < 2m, so a + b < 4m ≤ R: subtract 2m once if the sum reaches it.
-                let mut s = vec![0u64; a.0.len()];
-                let mut carry = 0u64;
-                for ((o, &x), &y) in s.iter_mut().zip(&a.0).zip(&b.0) {
-                    let t = x + y + carry;
-                    *o = t & MASK52;
-                    carry = t >> 52;
-                }
-                let mut d = vec![0u64; s.len()];
-                let borrow = sub52(&mut d, &s, m2_52);
-                let keep = portable::mask(borrow);
-                for (o, &x) in d.iter_mut().zip(&s) {
-                    *o = (*o & !keep) | (x & keep);
-                }
-                s.zeroize();
-                MontVal(d)
-            }
-        }
+        let mut out = self.zero();
+        with_kernel!(&self.kernel, k => k.add(&mut out.0, &a.0, &b.0, &self.m));
+        out
     }
 
     /// x mod m in the domain for limbs x of any length (Horner over `limbs`-word chunks).
@@ -571,7 +294,7 @@ impl Monty {
                 Some(a) => self.add(&self.mul(&a, &self.radix), &part),
             });
         }
-        acc.unwrap_or_else(|| MontVal(vec![0; self.width()]))
+        acc.unwrap_or_else(|| self.zero())
     }
 
     /// Sets `dst` to `table[index]` by reading every entry (a masked OR over all words, with
@@ -579,20 +302,7 @@ impl Monty {
     /// becomes 0 if index ≥ table.len(). The table's width must be `dst`'s length.
     pub(crate) fn ct_lookup(&self, dst: &mut MontVal, table: &Table, index: u64) {
         let masks = SelectMasks::new(table.len(), index);
-        let masks = masks.as_slice();
-        #[cfg(target_arch = "x86_64")]
-        if let Kernel::Ifma { token, .. } = &self.kernel
-            && dst.0.len().is_multiple_of(8)
-        {
-            token.masked_select_flat(&mut dst.0, &table.words, masks);
-            return;
-        }
-        dst.0.fill(0);
-        for (entry, &hit) in table.words.chunks(table.width).zip(masks) {
-            for (d, &s) in dst.0.iter_mut().zip(entry) {
-                *d |= s & hit;
-            }
-        }
+        with_kernel!(&self.kernel, k => k.select(&mut dst.0, &table.words, masks.as_slice()));
     }
 
     /// The powers base^0 … base^(2^w − 1), contiguous (each entry computed from earlier
@@ -604,7 +314,7 @@ impl Monty {
         if size > 1 {
             table.push(base);
         }
-        let mut next = MontVal(vec![0; self.width()]);
+        let mut next = self.zero();
         let mut buf = self.scratch();
         for i in 2..size {
             if i % 2 == 0 {
@@ -666,18 +376,16 @@ impl Monty {
         }
         acc.unwrap_or_else(|| self.one())
     }
-}
 
-/// Operations on up to [`Monty::BATCH`] values at once (the IFMA multi-buffer kernel: one
-/// instruction stream, eight independent multiplications), with the portable kernels one
-/// value at a time. Results are the same values as the single operations give.
-impl Monty {
-    /// Values per batched operation.
-    pub(crate) const BATCH: usize = 8;
+    /// Values per batched operation ([`Monty::pow_batch`]).
+    pub(crate) const BATCH: usize = BATCH;
 
     /// base_i^exp for every base (at most [`Monty::BATCH`]) and one exponent below 2^bits,
     /// constant time in the bases and, with `secret_exp`, in the exponent (masked scans);
-    /// with `!secret_exp` the exponent is public and indexes the table directly.
+    /// with `!secret_exp` the exponent is public and indexes the table directly. One
+    /// multi-buffer exponentiation where the kernel has one (IFMA: one instruction stream,
+    /// eight independent multiplications), one value at a time otherwise; the results are
+    /// the values the single exponentiations give.
     pub(crate) fn pow_batch(
         &self,
         bases: &[MontVal],
@@ -685,34 +393,14 @@ impl Monty {
         bits: u32,
         secret_exp: bool,
     ) -> Vec<MontVal> {
-        match &self.kernel {
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Ifma {
-                token,
-                vectors,
-                m52,
-                k0,
-                ..
-            } if bases.len() > 1 && bases.len() <= Self::BATCH => {
-                let w = if secret_exp {
-                    ct_window(bits)
-                } else {
-                    public_window(bits)
-                };
-                let lanes = X8 {
-                    token: *token,
-                    vectors: *vectors,
-                    m52,
-                    k0: *k0,
-                };
-                let base = lanes.interleave(bases, &self.one);
-                let one = lanes.interleave(&[], &self.one);
-                lanes.deinterleave(
-                    &lanes.pow(&base, &one, exp, bits, w, secret_exp),
-                    bases.len(),
-                )
-            }
-            _ => bases
+        let w = if secret_exp {
+            ct_window(bits)
+        } else {
+            public_window(bits)
+        };
+        let batched = with_kernel!(&self.kernel, k => k.pow_batch(bases, &self.one, exp, bits, w, secret_exp));
+        batched.unwrap_or_else(|| {
+            bases
                 .iter()
                 .map(|b| {
                     if secret_exp {
@@ -721,144 +409,9 @@ impl Monty {
                         self.pow_public_exp(b, exp, bits)
                     }
                 })
-                .collect(),
-        }
+                .collect()
+        })
     }
-}
-
-/// The multi-buffer view of an IFMA context: eight values interleaved digit by digit.
-#[cfg(target_arch = "x86_64")]
-struct X8<'a> {
-    token: Ifma,
-    vectors: usize,
-    m52: &'a [u64],
-    k0: u64,
-}
-
-#[cfg(target_arch = "x86_64")]
-impl X8<'_> {
-    /// Digits per value.
-    fn k(&self) -> usize {
-        8 * self.vectors
-    }
-
-    /// Up to eight values interleaved (word 8·j + l = digit j of value l); missing lanes
-    /// are filled with `pad`.
-    fn interleave(&self, vals: &[MontVal], pad: &MontVal) -> MontVal {
-        let k = self.k();
-        let mut out = vec![0u64; 8 * k];
-        for lane in 0..8 {
-            let src = vals.get(lane).unwrap_or(pad);
-            for (j, &d) in src.0.iter().enumerate().take(k) {
-                out[8 * j + lane] = d;
-            }
-        }
-        MontVal(out)
-    }
-
-    /// The first `count` lanes as separate values.
-    fn deinterleave(&self, x: &MontVal, count: usize) -> Vec<MontVal> {
-        let k = self.k();
-        (0..count)
-            .map(|lane| MontVal((0..k).map(|j| x.0[8 * j + lane]).collect()))
-            .collect()
-    }
-
-    fn mul(&self, a: &MontVal, b: &MontVal) -> MontVal {
-        let mut out = MontVal(vec![0; 8 * self.k()]);
-        self.token
-            .amm_x8(self.vectors, &mut out.0, &a.0, &b.0, self.m52, self.k0);
-        out
-    }
-
-    /// base^exp lane by lane, one exponent for all lanes (fixed windows of `w` bits; with
-    /// `ct` every window multiplies by an entry chosen by a masked scan of the table).
-    fn pow(
-        &self,
-        base: &MontVal,
-        one: &MontVal,
-        exp: &[u64],
-        bits: u32,
-        w: u32,
-        ct: bool,
-    ) -> MontVal {
-        let size = 1usize << w;
-        let mut table: Vec<MontVal> = Vec::with_capacity(size);
-        table.push(one.clone());
-        if size > 1 {
-            table.push(base.clone());
-        }
-        for i in 2..size {
-            let next = if i % 2 == 0 {
-                self.mul(&table[i / 2], &table[i / 2])
-            } else {
-                self.mul(&table[i - 1], base)
-            };
-            table.push(next);
-        }
-        let mut acc = one.clone();
-        let mut selected = one.clone();
-        let windows = bits.div_ceil(w);
-        for i in (0..windows).rev() {
-            if i + 1 < windows {
-                for _ in 0..w {
-                    acc = self.mul(&acc, &acc);
-                }
-            }
-            let mut digit = window_digit(exp, i * w, w);
-            if ct {
-                let masks = SelectMasks::new(table.len(), digit);
-                self.token
-                    .masked_select(&mut selected.0, &table, masks.as_slice());
-                acc = self.mul(&acc, &selected);
-            } else if digit != 0 {
-                acc = self.mul(&acc, &table[digit as usize]);
-            }
-            digit.zeroize();
-        }
-        acc
-    }
-}
-
-/// Entries of the largest table a scan selects from (2^8: windows are at most 8 bits).
-const MAX_TABLE: usize = 256;
-
-/// The masks of a table scan for `index` over `len` ≤ [`MAX_TABLE`] entries, on the
-/// stack (no allocation on the hot path): all ones at `index`, zero elsewhere, computed
-/// without branches (behind the optimisation barrier of [`portable::mask`]). Entries past
-/// [`MAX_TABLE`] get no mask and are never selected (no table is that large).
-struct SelectMasks {
-    masks: [u64; MAX_TABLE],
-    len: usize,
-}
-
-impl SelectMasks {
-    fn new(len: usize, index: u64) -> Self {
-        let len = len.min(MAX_TABLE);
-        let mut masks = [0u64; MAX_TABLE];
-        for (j, m) in masks.iter_mut().enumerate().take(len) {
-            *m = portable::mask(u64::from(
-                subtle::ConstantTimeEq::ct_eq(&index, &(j as u64)).unwrap_u8(),
-            ));
-        }
-        Self { masks, len }
-    }
-
-    fn as_slice(&self) -> &[u64] {
-        &self.masks[..self.len]
-    }
-}
-
-/// Bits `start .. start + w` of the little-endian words `exp` (zero beyond its end).
-pub(crate) fn window_digit(exp: &[u64], start: u32, w: u32) -> u64 {
-    let (word, off) = ((start / 64) as usize, start % 64);
-    let lo = exp.get(word).copied().unwrap_or(0) >> off;
-    let hi = if off + w > 64 {
-        exp.get(word + 1).copied().unwrap_or(0) << (64 - off)
-    } else {
-        0
-    };
-    (lo | hi) & ((1u64 << w) - 1)
 }
 
 /// Window width of the constant-time exponentiation for a `bits`-bit exponent: the cost is
@@ -896,20 +449,17 @@ mod tests {
         crate::arith::limbs_from_big(x, l).unwrap()
     }
 
+    /// A context for m on every engine the CPU has.
     fn contexts(m: &BigUint) -> Vec<Monty> {
         let l = m.to_u64_digits().len();
         let bits = u32::try_from(m.bits()).unwrap();
-        let mut out = Vec::new();
-        // Build with and without the override; the override is process-global, so this
-        // test module is the only one that sets it (and restores it).
-        force_portable(true);
-        out.push(Monty::new(&words(m, l), bits).unwrap());
-        force_portable(false);
-        out.push(Monty::new(&words(m, l), bits).unwrap());
-        out
+        Engine::available()
+            .into_iter()
+            .map(|e| Monty::new(&words(m, l), bits, e).unwrap())
+            .collect()
     }
 
-    /// Both kernels agree with num-bigint (and so bit for bit with each other) on
+    /// Every kernel agrees with num-bigint (and so bit for bit with each other) on
     /// multiplication, conversion, addition, reduction of long values and both
     /// exponentiations, for moduli from one limb to 8192 bits, including the edge operands
     /// 0, 1, m − 1 and all-ones limbs.

@@ -1,20 +1,106 @@
-//! The portable Montgomery kernels: radix 2^64, CIOS multiplication and a dedicated
-//! squaring, on limb slices of the modulus's length. Straight-line in the values: every loop
+//! The portable Montgomery kernel: radix 2^64, CIOS multiplication and a dedicated
+//! squaring (a separate Karatsuba product and reduction for the largest moduli), on limb
+//! slices of the modulus's length, in safe Rust. Straight-line in the values: every loop
 //! bound is a length, the final subtraction is a masked select, so the control flow and the
-//! memory accesses depend only on the (public) limb count.
+//! memory accesses depend only on the (public) limb count. Every temporary lives in the
+//! caller's scratch (wiped when the caller's work space is dropped): a multiplication
+//! allocates nothing.
 
-/// A selection mask (all ones or all zeros) from a bit (0 or 1), behind an optimisation
-/// barrier: without it, LLVM may turn a loop of masked selects driven by one condition into
-/// a branch (loop unswitching), which is exactly the secret-dependent control flow the
-/// masks are there to avoid (the valgrind harness caught it doing so).
-#[inline(always)]
-pub(crate) fn mask(bit: u64) -> u64 {
-    core::hint::black_box(bit.wrapping_neg())
+use super::barrier::mask;
+use super::kernel::Kernel;
+use zeroize::{Zeroize, Zeroizing};
+
+/// The portable kernel's state for one modulus m.
+pub(crate) struct PortableKernel {
+    /// |m| in limbs.
+    limbs: usize,
+    /// −m⁻¹ mod 2^64.
+    m0: u64,
+}
+
+impl PortableKernel {
+    /// The kernel for the odd modulus `m` (constant time in m).
+    pub(crate) fn new(m: &[u64]) -> Self {
+        Self {
+            limbs: m.len(),
+            m0: inv64(m.first().copied().unwrap_or(1)).wrapping_neg(),
+        }
+    }
+}
+
+impl Kernel for PortableKernel {
+    fn width(&self) -> usize {
+        self.limbs
+    }
+
+    fn log_r(&self) -> u64 {
+        64 * self.limbs as u64
+    }
+
+    fn scratch_words(&self) -> usize {
+        if self.limbs >= KARATSUBA_LIMBS {
+            2 * self.limbs + karatsuba_scratch(self.limbs, KARATSUBA_HALVES_TO)
+        } else {
+            2 * self.limbs
+        }
+    }
+
+    fn load(&self, out: &mut [u64], x: &[u64]) {
+        out.fill(0);
+        for (o, &w) in out.iter_mut().zip(x) {
+            *o = w;
+        }
+    }
+
+    fn store(&self, out: &mut [u64], x: &[u64], _m: &[u64]) {
+        // The portable kernel keeps values fully reduced.
+        out.copy_from_slice(&x[..out.len()]);
+    }
+
+    fn mul(&self, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], scratch: &mut [u64]) {
+        let l = self.limbs;
+        if l >= KARATSUBA_LIMBS {
+            let (product, rest) = scratch.split_at_mut(2 * l);
+            mul_karatsuba(product, a, b, KARATSUBA_HALVES_TO, rest);
+            redc(out, product, m, self.m0);
+        } else {
+            mont_mul(out, a, b, m, self.m0, &mut scratch[..l]);
+        }
+    }
+
+    fn sqr(&self, out: &mut [u64], a: &[u64], m: &[u64], scratch: &mut [u64]) {
+        mont_sqr(out, a, m, self.m0, &mut scratch[..2 * self.limbs]);
+    }
+
+    fn add(&self, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64]) {
+        // a, b < m: the sum is below 2m; subtract m once if it reaches m.
+        let mut s = Zeroizing::new(vec![0u64; self.limbs]);
+        let mut carry = 0u64;
+        for ((o, &x), &y) in s.iter_mut().zip(a).zip(b) {
+            let (t, c1) = x.overflowing_add(y);
+            let (t, c2) = t.overflowing_add(carry);
+            *o = t;
+            carry = u64::from(c1 | c2);
+        }
+        let borrow = sub_into(out, &s, m);
+        let take = mask(u64::from(carry >= borrow));
+        for (o, &x) in out.iter_mut().zip(s.iter()) {
+            *o = (*o & take) | (x & !take);
+        }
+    }
+
+    fn secret_words(&self) -> Vec<&[u64]> {
+        vec![core::slice::from_ref(&self.m0)]
+    }
+
+    fn wipe(&mut self) {
+        self.m0.zeroize();
+    }
 }
 
 /// x⁻¹ mod 2^64 for odd x (Newton's iteration doubles the correct low bits each step, from
 /// 3 to 96); constant time.
-pub(super) fn inv64(x: u64) -> u64 {
+pub(crate) fn inv64(x: u64) -> u64 {
     let mut inv = 1u64;
     for _ in 0..6 {
         inv = inv.wrapping_mul(2u64.wrapping_sub(x.wrapping_mul(inv)));
@@ -24,7 +110,7 @@ pub(super) fn inv64(x: u64) -> u64 {
 
 /// `a·b + c + carry` as (low word, high word in `carry`).
 #[inline(always)]
-pub(super) fn mac(a: u64, b: u64, c: u64, carry: &mut u64) -> u64 {
+pub(crate) fn mac(a: u64, b: u64, c: u64, carry: &mut u64) -> u64 {
     let t = u128::from(a) * u128::from(b) + u128::from(c) + u128::from(*carry);
     *carry = (t >> 64) as u64;
     t as u64
@@ -32,7 +118,7 @@ pub(super) fn mac(a: u64, b: u64, c: u64, carry: &mut u64) -> u64 {
 
 /// `x − y` into `out` (all the same length), returning the borrow (0 or 1).
 #[inline(always)]
-pub(super) fn sub_into(out: &mut [u64], x: &[u64], y: &[u64]) -> u64 {
+pub(crate) fn sub_into(out: &mut [u64], x: &[u64], y: &[u64]) -> u64 {
     let mut borrow = 0u64;
     for ((o, &a), &b) in out.iter_mut().zip(x).zip(y) {
         let (d, b1) = a.overflowing_sub(b);
@@ -58,7 +144,7 @@ fn final_sub(out: &mut [u64], t: &[u64], t_hi: u64, m: &[u64]) {
 /// Montgomery multiplication (CIOS): out = a·b·2^(−64L) mod m for L = |m| limbs, with
 /// a < 2^(64L), b < m (so the result is fully reduced). `t` is scratch of L words; `out`
 /// must not alias the inputs.
-pub(super) fn mont_mul(out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], m0: u64, t: &mut [u64]) {
+fn mont_mul(out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], m0: u64, t: &mut [u64]) {
     let l = m.len();
     t.fill(0);
     let mut t_hi = 0u64;
@@ -86,7 +172,7 @@ pub(super) fn mont_mul(out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], m0: u64
 /// Montgomery squaring: the 2L-word square with each cross product computed once and
 /// doubled, then a separate Montgomery reduction. `p` is scratch of 2L words; `out` must not
 /// alias `a`.
-pub(super) fn mont_sqr(out: &mut [u64], a: &[u64], m: &[u64], m0: u64, p: &mut [u64]) {
+fn mont_sqr(out: &mut [u64], a: &[u64], m: &[u64], m0: u64, p: &mut [u64]) {
     let l = m.len();
     p.fill(0);
     for i in 0..l {
@@ -117,7 +203,7 @@ pub(super) fn mont_sqr(out: &mut [u64], a: &[u64], m: &[u64], m0: u64, p: &mut [
 
 /// Montgomery reduction of the 2L-word `p` (< m·2^(64L)): out = p·2^(−64L) mod m. `p` is
 /// overwritten.
-pub(super) fn redc(out: &mut [u64], p: &mut [u64], m: &[u64], m0: u64) {
+fn redc(out: &mut [u64], p: &mut [u64], m: &[u64], m0: u64) {
     let l = m.len();
     let mut extra = 0u64;
     for i in 0..l {
@@ -168,12 +254,29 @@ fn abs_diff(out: &mut [u64], x: &[u64], y: &[u64]) -> u64 {
 /// at 32, 7.0 / 6.8 at 48, 12.2 / 12.7 at 64, 29.2 / 27.3 at 96, 58.2 / 44.1 at 128. Only
 /// at 128 limbs (n² of a 4096-bit key) is the gain clear, so that is the threshold; below,
 /// CIOS's single pass wins or ties.
-pub(super) const KARATSUBA_LIMBS: usize = 128;
+const KARATSUBA_LIMBS: usize = 128;
+
+/// Limb count below which Karatsuba's halves are multiplied by schoolbook.
+const KARATSUBA_HALVES_TO: usize = 32;
+
+/// Scratch words [`mul_karatsuba`] needs for n-limb operands with the given threshold: per
+/// level |a₀ − a₁|, |b₀ − b₁| (n/2 each), their product z1 (n) and the middle term (n + 1),
+/// plus the next level's.
+fn karatsuba_scratch(n: usize, threshold: usize) -> usize {
+    if n < threshold.max(4) || n % 2 == 1 {
+        0
+    } else {
+        3 * n + 1 + karatsuba_scratch(n / 2, threshold)
+    }
+}
 
 /// The full product a·b (|a| = |b| = n) into `out` (2n words) by Karatsuba above
 /// `threshold` limbs (subtractive form, |a₀ − a₁|·|b₀ − b₁| with the sign applied under a
-/// mask, so the control flow depends on n only), schoolbook below or for odd n.
-pub(super) fn mul_karatsuba(out: &mut [u64], a: &[u64], b: &[u64], threshold: usize) {
+/// mask, so the control flow depends on n only), schoolbook below or for odd n. Its
+/// temporaries live in `scratch` (at least [`karatsuba_scratch`] words, owned and wiped by
+/// the caller): it allocates nothing, so no copy of an operand or of a partial product is
+/// ever freed unwiped.
+fn mul_karatsuba(out: &mut [u64], a: &[u64], b: &[u64], threshold: usize, scratch: &mut [u64]) {
     let n = a.len();
     if n < threshold.max(4) || n % 2 == 1 {
         mul_schoolbook(out, a, b);
@@ -184,18 +287,18 @@ pub(super) fn mul_karatsuba(out: &mut [u64], a: &[u64], b: &[u64], threshold: us
     let (b0, b1) = b.split_at(h);
     {
         let (lo, hi) = out.split_at_mut(n);
-        mul_karatsuba(lo, a0, b0, threshold);
-        mul_karatsuba(hi, a1, b1, threshold);
+        mul_karatsuba(lo, a0, b0, threshold, scratch);
+        mul_karatsuba(hi, a1, b1, threshold, scratch);
     }
-    let mut da = vec![0u64; h];
-    let mut db = vec![0u64; h];
-    let sa = abs_diff(&mut da, a0, a1);
-    let sb = abs_diff(&mut db, b0, b1);
-    let mut z1 = vec![0u64; n];
-    mul_karatsuba(&mut z1, &da, &db, threshold);
+    let (da, rest) = scratch.split_at_mut(h);
+    let (db, rest) = rest.split_at_mut(h);
+    let (z1, rest) = rest.split_at_mut(n);
+    let (mid, rest) = rest.split_at_mut(n + 1);
+    let sa = abs_diff(da, a0, a1);
+    let sb = abs_diff(db, b0, b1);
+    mul_karatsuba(z1, da, db, threshold, rest);
     // a₀b₁ + a₁b₀ = z₀ + z₂ − (a₀ − a₁)(b₀ − b₁), and (a₀ − a₁)(b₀ − b₁) = ±z1 with the
     // sign + when both differences have the same sign: subtract z1 then, add it otherwise.
-    let mut mid = vec![0u64; n + 1];
     let mut carry = 0u64;
     for (i, m) in mid.iter_mut().take(n).enumerate() {
         let t = u128::from(out[i]) + u128::from(out[n + i]) + u128::from(carry);
@@ -223,10 +326,6 @@ pub(super) fn mul_karatsuba(out: &mut [u64], a: &[u64], b: &[u64], threshold: us
         *w = t;
         carry = u64::from(c1);
     }
-    da.fill(0);
-    db.fill(0);
-    z1.fill(0);
-    mid.fill(0);
 }
 
 #[cfg(test)]
@@ -308,7 +407,8 @@ mod tests {
                 mul_schoolbook(&mut want, a, b);
                 for threshold in [4usize, 8, 16] {
                     let mut got = vec![0; 2 * n];
-                    mul_karatsuba(&mut got, a, b, threshold);
+                    let mut scratch = vec![0; karatsuba_scratch(n, threshold)];
+                    mul_karatsuba(&mut got, a, b, threshold, &mut scratch);
                     assert_eq!(got, want, "n = {n}, threshold = {threshold}");
                 }
             }

@@ -1,12 +1,14 @@
-//! Fast encryption: a pool of precomputed rⁿ values, the DJN fixed-base variant, and CRT
-//! encryption for the key owner. Every mode produces ordinary Paillier ciphertexts that
-//! [`crate::DecryptionKey::decrypt`] decrypts.
+//! DJN encryption (Damgård–Jurik–Nielsen): randomizers h_s^α from a fixed base h_s with a
+//! short exponent α, by a constant-time comb table — for anyone with the public key
+//! ([`DjnEncryptor`]) and, four times cheaper by CRT, for the key owner
+//! ([`DjnOwnerEncryptor`]). Every ciphertext is an ordinary Paillier ciphertext that
+//! [`DecryptionKey::decrypt`] decrypts. The faster encryption modes side by side:
 //!
 //! | mode | online cost | security |
 //! |---|---|---|
-//! | [`RandomizerPool`] | one multiplication mod n² | standard Paillier (DCR); the pooled rⁿ are secrets, zeroized on drop |
+//! | [`crate::RandomizerPool`] | one multiplication mod n² | standard Paillier (DCR); the pooled rⁿ are secrets, zeroized on drop |
 //! | [`DjnEncryptor`] | ⌈ℓ/w⌉ multiplications mod n² (ℓ-bit α, w-bit comb windows) | DCR **plus** the DJN short-exponent assumption (below) |
-//! | [`crate::DecryptionKey::encrypt_crt`] | two |p|-bit exponentiations mod p², q² | standard Paillier: the same distribution as rⁿ |
+//! | [`DecryptionKey::encrypt_crt`] | two |p|-bit exponentiations mod p², q² | standard Paillier: the same distribution as rⁿ |
 //!
 //! **DJN assumption.** Damgård–Jurik–Nielsen (*A generalization of Paillier's public-key
 //! system with applications to electronic voting*, IJIS 2010, §4.1) replace rⁿ by
@@ -17,107 +19,18 @@
 //! (κ = 112 for 2048-bit n, 128 for 3072, 152 for 4096) the generic attacks cost 2^κ. This
 //! is an extra assumption beyond textbook Paillier: the mode is opt-in.
 
-use crate::arith::monty::window_digit;
-use crate::arith::{Limbs, MontVal, Monty, Table, big_from_limbs};
+use crate::arith::{
+    Limbs, MontVal, Monty, Table, big_from_limbs, limbs_from_big, sub_assign, window_digit,
+};
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
-use crate::keys::EncryptionKey;
-use crate::ops::{map_slice, map_slice_seeded};
+use crate::par::{map_slice, map_slice_seeded};
+use crate::private_key::DecryptionKey;
+use crate::public_key::EncryptionKey;
 use num_bigint::BigUint;
+use num_traits::One;
 use rand::CryptoRng;
 use zeroize::{Zeroize, Zeroizing};
-
-/// A pool of precomputed randomizers rⁿ mod n² for the standard scheme: encryption then
-/// costs one multiplication. Each value is used once and removed; the values are secret
-/// (rⁿ decrypts its ciphertext), so they are zeroized on drop. The pool is `Send`: fill it
-/// from a background thread while the protocol idles.
-pub struct RandomizerPool {
-    key: EncryptionKey,
-    values: Vec<MontVal>,
-}
-
-impl core::fmt::Debug for RandomizerPool {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("RandomizerPool")
-            .field("available", &self.values.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for RandomizerPool {
-    fn drop(&mut self) {
-        for v in &mut self.values {
-            v.zeroize();
-        }
-    }
-}
-
-impl RandomizerPool {
-    /// An empty pool for `key`.
-    #[must_use]
-    pub fn new(key: &EncryptionKey) -> Self {
-        Self {
-            key: key.clone(),
-            values: Vec::new(),
-        }
-    }
-
-    /// Precomputes `count` more randomizers (exponentiations in parallel with `rayon`).
-    pub fn fill<R: CryptoRng + ?Sized>(&mut self, count: usize, rng: &mut R) {
-        let rs: Vec<Limbs> = (0..count).map(|_| self.key.random_unit(rng)).collect();
-        let mut fresh = crate::ops::map_chunks(&rs, Monty::BATCH, |chunk| {
-            self.key.r_pow_n_batch(&chunk.iter().collect::<Vec<_>>())
-        });
-        self.values.append(&mut fresh);
-    }
-
-    /// Number of unused randomizers.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    /// Whether the pool is empty.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-
-    fn take<R: CryptoRng + ?Sized>(&mut self, rng: &mut R) -> MontVal {
-        match self.values.pop() {
-            Some(v) => v,
-            None => self.key.fresh_randomizer(rng),
-        }
-    }
-
-    /// Encrypts m with a pooled randomizer (a fresh one from `rng` if the pool is empty).
-    ///
-    /// # Errors
-    /// [`Error::PlaintextOutOfRange`] if m ≥ n.
-    pub fn encrypt<R: CryptoRng + ?Sized>(
-        &mut self,
-        m: &Plaintext,
-        rng: &mut R,
-    ) -> Result<Ciphertext> {
-        let gm = self.key.g_pow(m)?;
-        let r = self.take(rng);
-        Ok(self.key.ciphertext_from_product(&gm, &r))
-    }
-
-    /// Re-randomizes c with a pooled randomizer.
-    ///
-    /// # Errors
-    /// [`Error::KeyMismatch`].
-    pub fn rerandomize<R: CryptoRng + ?Sized>(
-        &mut self,
-        c: &Ciphertext,
-        rng: &mut R,
-    ) -> Result<Ciphertext> {
-        self.key.check_ciphertext(c)?;
-        let r = self.take(rng);
-        Ok(self.key.ciphertext_from_product(&c.value, &r))
-    }
-}
 
 /// The default DJN exponent length 2κ for an n of `bits` bits (κ per NIST SP 800-57).
 #[must_use]
@@ -131,10 +44,21 @@ pub fn djn_default_alpha_bits(bits: u32) -> u32 {
     }
 }
 
-/// The public DJN value h_s = hⁿ mod n² (h = −x² mod n). Generate it once per key (anyone
-/// can, from the public key alone) and publish it with the key.
+/// The public DJN value h_s = hⁿ mod n² (h = −x² mod n for a random unit x), bound to the
+/// key it was made for.
+///
+/// Anyone can make one from the public key alone ([`DjnPublic::generate`]), and **the party
+/// whose privacy depends on the randomizers should**: a party that re-randomises a peer's
+/// ciphertexts (to hide what it computed on them) must draw its own h_s, never import the
+/// key owner's. [`DjnPublic::from_hs`] rejects every h_s whose weakness is visible from the
+/// public key (h_s ≡ ±1 mod n, an order mod n or mod a prime factor of n that divides
+/// lcm(1, …, 4096)), but a key owner who knows p and q can choose an h_s whose order mod n
+/// is small yet not smooth, which no public check detects; re-randomised outputs would
+/// then link to their inputs through c mod n.
 #[derive(Clone, PartialEq, Eq)]
 pub struct DjnPublic {
+    /// The modulus n of the key it belongs to.
+    n: BigUint,
     hs: BigUint,
 }
 
@@ -144,46 +68,123 @@ impl core::fmt::Debug for DjnPublic {
     }
 }
 
+/// The bound B of [`DjnPublic::from_hs`]'s smooth-order test: h_s is rejected when its
+/// order mod n, or mod a prime factor of n, divides lcm(1, …, B).
+const DJN_SMOOTH_ORDER_BOUND: u32 = 4096;
+
+/// lcm(1, …, [`DJN_SMOOTH_ORDER_BOUND`]) as little-endian limbs (≈ 5900 bits), computed
+/// once.
+fn smooth_exponent() -> &'static [u64] {
+    static E: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    E.get_or_init(|| {
+        let bound = DJN_SMOOTH_ORDER_BOUND;
+        let mut composite = vec![false; bound as usize + 1];
+        let mut e = BigUint::from(1u8);
+        for p in 2..=bound {
+            if composite[p as usize] {
+                continue;
+            }
+            let mut j = p * p;
+            while j <= bound {
+                composite[j as usize] = true;
+                j += p;
+            }
+            // The largest power of p not above the bound.
+            let mut power = p;
+            while power <= bound / p {
+                power *= p;
+            }
+            e *= power;
+        }
+        e.to_u64_digits()
+    })
+}
+
 impl DjnPublic {
-    /// Generates h_s for `key`: x uniform in Z*_n, h = −x² mod n, h_s = hⁿ mod n².
+    /// Generates h_s for `key`: x uniform in Z*_n, h = −x² mod n, h_s = hⁿ mod n² (x and h
+    /// are wiped).
     pub fn generate<R: CryptoRng + ?Sized>(key: &EncryptionKey, rng: &mut R) -> Self {
         let x = key.random_unit(rng);
         let mont_n = &key.inner.mont_n;
         let xm = mont_n.to_mont(&x);
         let x2 = mont_n.leave(&mont_n.mul(&xm, &xm));
         // h = −x² mod n = n − x² (x² ≠ 0, as x is a unit).
-        let mut h = key.inner.n.clone();
-        crate::arith::sub_assign(&mut h, &x2);
+        let mut h: Limbs = Zeroizing::new(key.inner.n.clone());
+        sub_assign(&mut h, &x2);
         let hs = key.inner.mont.leave(&key.r_pow_n(&h));
         Self {
+            n: key.n().clone(),
             hs: big_from_limbs(&hs),
         }
     }
 
-    /// Imports a published h_s, checking it is a unit mod n² (it must also be an n-th
-    /// residue for ciphertexts to decrypt; a wrong h_s only makes decryption wrong, it
-    /// cannot leak the plaintext).
+    /// Imports a published h_s for `key`, rejecting every h_s whose weakness is visible
+    /// from the public key: it must be a unit mod n² (0 < h_s < n², gcd(h_s, n) = 1),
+    /// h_s mod n must not be ±1 (with h_s ≡ 1 mod n, e.g. h_s = 1 + n, every ciphertext
+    /// would have c mod n = 1, so (c − 1)/n = m + α would reveal every plaintext bit
+    /// above ℓ + 1, and re-randomisation would leave c mod n unchanged), and with
+    /// E = lcm(1, …, 4096), h_s^E mod n must not be 1 modulo n or modulo any factor of n
+    /// (gcd(h_s^E − 1, n) = 1): an h_s whose order mod n, mod p or mod q is that smooth
+    /// has only a few possible randomizers mod that factor.
+    ///
+    /// **These checks cannot make an imported h_s safe against the key owner**, who knows
+    /// p and q and can pick an h_s of small, non-smooth order (the type's docs). It must
+    /// also be an n-th residue for ciphertexts to decrypt, which only the key owner can
+    /// check. A party that needs its randomizers to hide something from the key owner
+    /// draws its own with [`DjnPublic::generate`].
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] unless 1 < h_s < n² − 1 and gcd(h_s, n) = 1 (h_s = 1
-    /// and h_s = n² − 1 = −1 have order 1 and 2: every randomizer would be ±1).
+    /// [`Error::InvalidParameter`] naming the failed check.
     pub fn from_hs(key: &EncryptionKey, hs: &BigUint) -> Result<Self> {
         key.ciphertext_from_biguint(hs)
             .map_err(|_| Error::InvalidParameter {
                 reason: "h_s must be a unit mod n^2",
             })?;
-        if hs == &BigUint::from(1u8) || *hs == key.n() * key.n() - 1u8 {
+        let n = key.n();
+        let y = hs % n;
+        if y == BigUint::from(1u8) || y == n - 1u8 {
             return Err(Error::InvalidParameter {
-                reason: "h_s must not be 1 or -1 (order 1 or 2)",
+                reason: "h_s must not be 1 or -1 mod n (every randomizer would be +-1 mod n)",
             });
         }
-        Ok(Self { hs: hs.clone() })
+        let smooth = Error::InvalidParameter {
+            reason: "h_s has a smooth order mod n or mod a factor of n (h_s^E = 1 for E = lcm(1..4096))",
+        };
+        let mont_n = &key.inner.mont_n;
+        let words = limbs_from_big(&y, key.inner.n_limbs).ok_or(smooth.clone())?;
+        let e = smooth_exponent();
+        let e_bits = u32::try_from(64 * e.len()).unwrap_or(u32::MAX);
+        let z = big_from_limbs(&mont_n.leave(&mont_n.pow_public_exp(
+            &mont_n.to_mont(&words),
+            e,
+            e_bits,
+        )));
+        // z − 1 mod n (z = 0 cannot happen for a unit y).
+        let z_minus_1 = (z + n - 1u8) % n;
+        if !num_integer::Integer::gcd(&z_minus_1, n).is_one() {
+            return Err(smooth);
+        }
+        Ok(Self {
+            n: n.clone(),
+            hs: hs.clone(),
+        })
     }
 
     /// The value h_s.
     #[must_use]
     pub fn hs(&self) -> &BigUint {
         &self.hs
+    }
+
+    /// h_s as a ciphertext-shaped value of `key`, checking that this h_s was made for it.
+    fn base_for(&self, key: &EncryptionKey) -> Result<Ciphertext> {
+        if &self.n != key.n() {
+            return Err(Error::KeyMismatch);
+        }
+        key.ciphertext_from_biguint(&self.hs)
+            .map_err(|_| Error::InvalidParameter {
+                reason: "h_s must be a unit mod n^2",
+            })
     }
 }
 
@@ -220,7 +221,8 @@ impl DjnEncryptor {
     /// digit, ⌈ℓ/6⌉·64 table entries of |n²| bits).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for an out-of-range length or window.
+    /// [`Error::InvalidParameter`] for an out-of-range length or window;
+    /// [`Error::KeyMismatch`] if `public` was made for another key.
     pub fn new(
         key: &EncryptionKey,
         public: &DjnPublic,
@@ -228,11 +230,7 @@ impl DjnEncryptor {
         window: u32,
     ) -> Result<Self> {
         check_djn_parameters(key, alpha_bits, window)?;
-        let base =
-            key.ciphertext_from_biguint(&public.hs)
-                .map_err(|_| Error::InvalidParameter {
-                    reason: "h_s must be a unit mod n^2",
-                })?;
+        let base = public.base_for(key)?;
         let mont = key.mont();
         let table = comb_table(mont, &mont.to_mont(&base.value), alpha_bits, window);
         Ok(Self {
@@ -276,12 +274,9 @@ impl DjnEncryptor {
     }
 
     /// Encrypts m with a caller-chosen α (little-endian 64-bit words; bits beyond ℓ are
-    /// ignored): for known-answer tests and the valgrind harness only.
-    ///
-    /// # Errors
-    /// [`Error::PlaintextOutOfRange`] if m ≥ n.
-    #[doc(hidden)]
-    pub fn encrypt_with_alpha(&self, m: &Plaintext, alpha: &[u64]) -> Result<Ciphertext> {
+    /// ignored): for known-answer tests and the valgrind harness, through `hazmat`.
+    #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
+    pub(crate) fn encrypt_with_alpha(&self, m: &Plaintext, alpha: &[u64]) -> Result<Ciphertext> {
         let gm = self.key.g_pow(m)?;
         let r = self.randomizer_from_alpha(alpha);
         Ok(self.key.ciphertext_from_product(&gm, &r))
@@ -410,13 +405,13 @@ fn comb_pow(mont: &Monty, table: &[Table], window: u32, bits: u32, alpha: &[u64]
 /// DJN encryption by the **key owner**: exactly the ciphertexts of [`DjnEncryptor`] (for the
 /// same α, bit for bit), with h_s^α computed from comb tables mod p² and q² and recombined
 /// by CRT — multiplications of half the size, so about 4× cheaper. Made by
-/// [`crate::DecryptionKey::djn_encryptor`].
+/// [`DecryptionKey::djn_encryptor`].
 ///
 /// The tables hold h_s mod p² and mod q², from which p and q follow (a gcd with n²): they
 /// are secrets, wiped on drop, and read only by constant-time scans; encryption is constant
 /// time in α, m and the key. Same security assumption as [`DjnEncryptor`] (module docs).
 pub struct DjnOwnerEncryptor<'k> {
-    key: &'k crate::DecryptionKey,
+    key: &'k DecryptionKey,
     alpha_bits: u32,
     window: u32,
     /// The comb tables mod p² and mod q².
@@ -432,13 +427,13 @@ impl core::fmt::Debug for DjnOwnerEncryptor<'_> {
     }
 }
 
-impl crate::DecryptionKey {
+impl DecryptionKey {
     /// The key owner's DJN encryptor for `public` (this key's h_s) with ℓ = `alpha_bits`
     /// and `window`-bit comb digits, under the same rules as [`DjnEncryptor::new`].
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for an out-of-range length or window, or an h_s that is
-    /// not a unit mod n².
+    /// [`Error::InvalidParameter`] for an out-of-range length or window;
+    /// [`Error::KeyMismatch`] if `public` was made for another key.
     pub fn djn_encryptor(
         &self,
         public: &DjnPublic,
@@ -447,11 +442,7 @@ impl crate::DecryptionKey {
     ) -> Result<DjnOwnerEncryptor<'_>> {
         let key = self.encryption_key();
         check_djn_parameters(key, alpha_bits, window)?;
-        let hs = key
-            .ciphertext_from_biguint(&public.hs)
-            .map_err(|_| Error::InvalidParameter {
-                reason: "h_s must be a unit mod n^2",
-            })?;
+        let hs = public.base_for(key)?;
         let tables = self.square_contexts().map(|mont| {
             let base = mont.reduce(&hs.value);
             comb_table(mont, &base, alpha_bits, window)
@@ -484,13 +475,10 @@ impl DjnOwnerEncryptor<'_> {
         self.encrypt_with_alpha(m, &draw_alpha(self.alpha_bits, rng))
     }
 
-    /// Encrypts m with a caller-chosen α (as [`DjnEncryptor::encrypt_with_alpha`]): for
-    /// known-answer tests and the valgrind harness only.
-    ///
-    /// # Errors
-    /// [`Error::PlaintextOutOfRange`] if m ≥ n.
-    #[doc(hidden)]
-    pub fn encrypt_with_alpha(&self, m: &Plaintext, alpha: &[u64]) -> Result<Ciphertext> {
+    /// Encrypts m with a caller-chosen α (as `DjnEncryptor::encrypt_with_alpha`): for
+    /// known-answer tests and the valgrind harness, through `hazmat`.
+    #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
+    pub(crate) fn encrypt_with_alpha(&self, m: &Plaintext, alpha: &[u64]) -> Result<Ciphertext> {
         let key = self.key.encryption_key();
         let gm = key.g_pow(m)?;
         Ok(key.ciphertext_from_product(&gm, &self.randomizer_from_alpha(alpha)))

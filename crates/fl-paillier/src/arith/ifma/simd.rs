@@ -1,9 +1,10 @@
-//! The AVX-512 IFMA kernels (x86-64 only): almost-Montgomery multiplication in radix 2^52
-//! (`vpmadd52luq` / `vpmadd52huq`), after Gueron and Krasnov's AMM and OpenSSL's
-//! `rsaz-avx512`, written with `core::arch` intrinsics.
+//! The AVX-512 IFMA instructions (x86-64 only): almost-Montgomery multiplication in radix
+//! 2^52 (`vpmadd52luq` / `vpmadd52huq`), after Gueron and Krasnov's AMM and OpenSSL's
+//! `rsaz-avx512`, and the 512-bit masked table scan, written with `core::arch` intrinsics.
+//! The digit layout and the kernel built on these lives in the parent module.
 //!
-//! **The one module of fl-paillier that may use `unsafe`** (SECURITY.md names the
-//! exception). Every `unsafe` block here is one of two kinds, each with its `SAFETY:`
+//! **One of fl-paillier's two `unsafe` modules** (with `arith/barrier.rs`; SECURITY.md
+//! names both). Every `unsafe` block here is one of two kinds, each with its `SAFETY:`
 //! comment: an unaligned vector load or store whose bounds are asserted just before, or the
 //! call of a `#[target_feature]` kernel, which is only reachable through an [`Ifma`] token,
 //! and a token exists only after `is_x86_feature_detected!` has confirmed `avx512f` and
@@ -16,7 +17,7 @@
 //! loop bounds depend on V only, there are no branches or memory indices derived from a
 //! digit, and the digit carries are propagated over every word. The constant-time claim
 //! for this path rests on that construction and on the dudect-style timing test (valgrind
-//! cannot execute AVX-512, so the memcheck harness runs the portable kernels).
+//! cannot execute AVX-512, so the memcheck harness runs the portable kernel).
 
 #![allow(unsafe_code)]
 
@@ -100,7 +101,7 @@ impl Ifma {
 
 impl Ifma {
     /// dst = OR over entries of (entry AND mask): the masked table scan of
-    /// `Monty::ct_lookup` with 512-bit vectors. `masks[e]` is all ones for the selected
+    /// `Kernel::select` with 512-bit vectors. `masks[e]` is all ones for the selected
     /// entry and zero otherwise (computed by the caller without branches); every entry is
     /// read whatever the masks are. Entries shorter than `dst` (or a `dst` whose length is
     /// not a multiple of 8) leave `dst` untouched: callers pass equal, 8-aligned lengths.

@@ -1,69 +1,22 @@
-//! Key generation, public-key import with validation, and the zeroized decryption key with
-//! its constant-time CRT decryption.
+//! Private keys: key generation, the zeroized decryption key with its constant-time CRT
+//! decryption, and the key owner's CRT encryption.
 
 use crate::arith::{
-    Engine, Limbs, MontVal, Monty, add_assign, boxed_from_limbs, byte_len, ct_is_zero_mask,
-    ct_lt_mask, fit, limbs_for, limbs_from_big, mul_low, mul_wide, sub_assign,
+    Engine, Limbs, MontVal, Monty, add_assign, ct_is_zero_mask, fit, limbs_for, limbs_from_big,
+    mul_low, mul_wide, sub_assign,
 };
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
-use crypto_bigint::Gcd;
+use crate::par::{Seeded, item_rng, join, map_chunks};
+use crate::public_key::{
+    DEFAULT_KEY_BITS, EncryptionKey, INSECURE, SUPPORTED_KEY_BITS, validate_modulus,
+};
 use num_bigint::BigUint;
 use num_integer::Integer;
-use num_traits::{One, Zero};
+use num_traits::One;
 use rand::CryptoRng;
-use std::sync::{Arc, OnceLock};
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
-
-/// The default modulus size: 3072 bits (≈ 128-bit security, NIST SP 800-57 Part 1).
-pub const DEFAULT_KEY_BITS: u32 = 3072;
-
-/// The smallest modulus this build accepts, for generated and imported keys alike: 2048 bits
-/// (≈ 112-bit security), or 256 bits when the `insecure-test-keys` feature is on.
-#[cfg(not(feature = "insecure-test-keys"))]
-pub const MIN_KEY_BITS: u32 = 2048;
-/// The smallest modulus this build accepts, for generated and imported keys alike. This
-/// build has the `insecure-test-keys` feature on: keys this small are **breakable** and
-/// exist only to make tests fast.
-#[cfg(feature = "insecure-test-keys")]
-pub const MIN_KEY_BITS: u32 = 256;
-
-/// The largest modulus accepted on import (a bound on the work a peer's key can cause).
-pub const MAX_KEY_BITS: u32 = 8192;
-
-/// Key sizes [`keygen`] produces without the `insecure-test-keys` feature.
-pub const SUPPORTED_KEY_BITS: [u32; 3] = [2048, 3072, 4096];
-
-/// Trial division bound for imported moduli: no prime factor below 2^16 is accepted.
-const TRIAL_DIVISION_BOUND: u32 = 1 << 16;
-
-/// The primes below 2^16, computed once.
-fn small_primes() -> &'static [u32] {
-    static PRIMES: OnceLock<Vec<u32>> = OnceLock::new();
-    PRIMES.get_or_init(|| {
-        let limit = TRIAL_DIVISION_BOUND as usize;
-        let mut composite = vec![false; limit];
-        let mut primes = Vec::with_capacity(6542);
-        for i in 2..limit {
-            if composite.get(i).copied().unwrap_or(true) {
-                continue;
-            }
-            primes.push(i as u32);
-            let mut j = i * i;
-            while j < limit {
-                if let Some(slot) = composite.get_mut(j) {
-                    *slot = true;
-                }
-                j += i;
-            }
-        }
-        primes
-    })
-}
-
-/// Whether this build has the `insecure-test-keys` feature.
-const INSECURE: bool = cfg!(feature = "insecure-test-keys");
 
 /// The key-size policy of [`keygen`]; `insecure` says whether test-only sizes are allowed.
 pub(crate) fn check_keygen_bits(bits: u32, insecure: bool) -> Result<()> {
@@ -163,7 +116,7 @@ pub fn keygen<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Result<Decryptio
         if !n.gcd(&phi).is_one() {
             continue;
         }
-        return DecryptionKey::from_checked_primes(&p, &q, &n);
+        return DecryptionKey::from_checked_primes(&p, &q, &n, crate::arith::default_engine());
     }
 }
 
@@ -173,242 +126,6 @@ pub fn keygen<R: CryptoRng + ?Sized>(bits: u32, rng: &mut R) -> Result<Decryptio
 /// Never in practice; see [`keygen`].
 pub fn keygen_default<R: CryptoRng + ?Sized>(rng: &mut R) -> Result<DecryptionKey> {
     keygen(DEFAULT_KEY_BITS, rng)
-}
-
-/// Shared, immutable public-key data (behind an `Arc`, so keys are cheap to clone).
-pub(crate) struct PublicInner {
-    /// n as a public num-bigint (parsing, printing, encodings).
-    pub(crate) n_big: BigUint,
-    /// ⌊n/3⌋ − 1, python-paillier's max_int.
-    pub(crate) max_int: BigUint,
-    /// n in `n_limbs` limbs.
-    pub(crate) n: Vec<u64>,
-    /// n² in `n2_limbs` limbs.
-    pub(crate) n2: Vec<u64>,
-    /// Bit length of n.
-    pub(crate) bits: u32,
-    pub(crate) n_limbs: usize,
-    pub(crate) n2_limbs: usize,
-    /// The Montgomery context mod n² (every ciphertext operation).
-    pub(crate) mont: Monty,
-    /// The Montgomery context mod n (DJN set-up).
-    pub(crate) mont_n: Monty,
-    /// Byte length of the fixed-width big-endian ciphertext encoding.
-    pub(crate) ciphertext_bytes: usize,
-}
-
-/// A Paillier public key: the modulus n (g = n + 1), with n², its Montgomery contexts and
-/// python-paillier's `max_int` = ⌊n/3⌋ − 1 cached.
-///
-/// Construct it with [`keygen`] (via [`DecryptionKey::encryption_key`]) or import a peer's
-/// modulus with [`EncryptionKey::from_n`], which validates it. Cloning is cheap (shared).
-///
-/// **Trust model.** Validation (odd, ≥ 2048 bits, not a perfect power, no prime factor
-/// below 2^16) rejects malformed and lazily malicious keys. It does *not* prove that n is a
-/// product of two large primes: a key owner who uses factors of 2^40–2^100 passes trial
-/// division. Protocols that face a malicious key owner need a Π-mod / Π-fac proof, which
-/// this crate does not implement (semi-honest key owners only).
-#[derive(Clone)]
-pub struct EncryptionKey {
-    pub(crate) inner: Arc<PublicInner>,
-}
-
-impl core::fmt::Debug for EncryptionKey {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("EncryptionKey")
-            .field("bits", &self.inner.bits)
-            .field("n", &format_args!("{:x}", self.inner.n_big))
-            .finish()
-    }
-}
-
-impl PartialEq for EncryptionKey {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner) || self.inner.n_big == other.inner.n_big
-    }
-}
-impl Eq for EncryptionKey {}
-
-impl EncryptionKey {
-    /// Imports a public key from its modulus n, validating it: n must be odd, have between
-    /// [`MIN_KEY_BITS`] and [`MAX_KEY_BITS`] bits, not be a perfect power (in particular not
-    /// a square, as p = q would give), have no prime factor below 2^16, and not be prime
-    /// (a Miller–Rabin test; with a prime n, n² − n elements would not decrypt).
-    ///
-    /// # Errors
-    /// [`Error::InvalidModulus`] naming the failed check.
-    pub fn from_n(n: &BigUint) -> Result<Self> {
-        validate_modulus(n)?;
-        Self::from_validated_n(n)
-    }
-
-    /// Imports a modulus from big-endian bytes (leading zero bytes are not allowed); see
-    /// [`EncryptionKey::from_n`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidModulus`].
-    pub fn from_n_be_bytes(bytes: &[u8]) -> Result<Self> {
-        if bytes.first() == Some(&0) {
-            return Err(Error::InvalidModulus {
-                reason: "non-canonical encoding (leading zero byte)",
-            });
-        }
-        Self::from_n(&BigUint::from_bytes_be(bytes))
-    }
-
-    pub(crate) fn from_validated_n(n: &BigUint) -> Result<Self> {
-        let too_large = || Error::InvalidModulus {
-            reason: "modulus too large",
-        };
-        let bits = u32::try_from(n.bits()).map_err(|_| too_large())?;
-        let n_limbs = limbs_for(bits);
-        let n2_big = n * n;
-        let n2_bits = u32::try_from(n2_big.bits()).map_err(|_| too_large())?;
-        let n2_limbs = limbs_for(n2_bits);
-        let bad = || Error::InvalidModulus {
-            reason: "modulus must be odd and fit its precision",
-        };
-        let n_words = limbs_from_big(n, n_limbs).ok_or_else(bad)?;
-        let n2_words = limbs_from_big(&n2_big, n2_limbs).ok_or_else(bad)?;
-        // n is public: the context set-up need not hide it.
-        let mont = Monty::new(&n2_words, n2_bits).ok_or_else(bad)?;
-        let mont_n = Monty::new(&n_words, bits).ok_or_else(bad)?;
-        let max_int = n / 3u32 - 1u32;
-        Ok(Self {
-            inner: Arc::new(PublicInner {
-                n_big: n.clone(),
-                max_int,
-                n: n_words,
-                n2: n2_words,
-                bits,
-                n_limbs,
-                n2_limbs,
-                mont,
-                mont_n,
-                ciphertext_bytes: byte_len(n2_big.bits()),
-            }),
-        })
-    }
-
-    /// The modulus n.
-    #[must_use]
-    pub fn n(&self) -> &BigUint {
-        &self.inner.n_big
-    }
-
-    /// The bit length of n.
-    #[must_use]
-    pub fn bits(&self) -> u32 {
-        self.inner.bits
-    }
-
-    /// python-paillier's `max_int` = ⌊n/3⌋ − 1: signed plaintexts x with |x| ≤ max_int are
-    /// encodable; decoded values in (max_int, n − max_int) are reported as
-    /// [`Error::Overflow`].
-    #[must_use]
-    pub fn max_int(&self) -> &BigUint {
-        &self.inner.max_int
-    }
-
-    /// Length in bytes of [`Ciphertext::to_bytes_be`]'s fixed-width encoding (the byte
-    /// length of n²).
-    #[must_use]
-    pub fn ciphertext_len(&self) -> usize {
-        self.inner.ciphertext_bytes
-    }
-
-    /// A short public fingerprint of the key (the low 64 bits of n), for logs. Key binding
-    /// itself compares the whole modulus, not this value.
-    #[must_use]
-    pub fn fingerprint(&self) -> u64 {
-        self.inner.n_big.iter_u64_digits().next().unwrap_or(0)
-    }
-
-    /// The arithmetic kernel this key's operations run on: [`Engine::Ifma`] on a CPU with
-    /// AVX-512 IFMA (unless [`crate::force_portable_engine`] was on when the key was made),
-    /// [`Engine::Portable`] otherwise. Results are bit-identical either way.
-    #[must_use]
-    pub fn engine(&self) -> Engine {
-        self.inner.mont.engine()
-    }
-}
-
-/// The public-key validation of [`EncryptionKey::from_n`].
-pub(crate) fn validate_modulus(n: &BigUint) -> Result<()> {
-    validate_modulus_policy(n, INSECURE)
-}
-
-/// [`validate_modulus`] with an explicit size policy (`insecure` allows 256-bit moduli).
-pub(crate) fn validate_modulus_policy(n: &BigUint, insecure: bool) -> Result<()> {
-    let bits = n.bits();
-    let min = if insecure { 256 } else { 2048 };
-    if bits < min {
-        return Err(Error::InvalidModulus {
-            reason: if insecure {
-                "modulus shorter than 256 bits (insecure-test-keys build)"
-            } else {
-                "modulus shorter than 2048 bits (n < 2^2047)"
-            },
-        });
-    }
-    if bits > u64::from(MAX_KEY_BITS) {
-        return Err(Error::InvalidModulus {
-            reason: "modulus longer than 8192 bits",
-        });
-    }
-    if n.is_even() {
-        return Err(Error::InvalidModulus {
-            reason: "modulus must be odd",
-        });
-    }
-    for &p in small_primes() {
-        if (n % p).is_zero() {
-            return Err(Error::InvalidModulus {
-                reason: "modulus has a prime factor below 2^16",
-            });
-        }
-    }
-    // With no factor below 2^16, n = a^k forces a ≥ 2^16, so k ≤ bits/16; testing prime k
-    // suffices (a^(jk) = (a^j)^k).
-    let max_k = u32::try_from(bits / 16).unwrap_or(u32::MAX);
-    for &k in small_primes().iter().take_while(|&&k| k <= max_k) {
-        let root = n.nth_root(k);
-        if &root.pow(k) == n {
-            return Err(Error::InvalidModulus {
-                reason: "modulus is a perfect power (e.g. p = q)",
-            });
-        }
-    }
-    if is_probable_prime_vartime(n) {
-        return Err(Error::InvalidModulus {
-            reason: "modulus is prime (it must be a product of two primes)",
-        });
-    }
-    Ok(())
-}
-
-/// Miller–Rabin with the twelve prime bases up to 37 (variable time: n is public). A
-/// composite n is rejected by the first base in all but a negligible fraction of cases, so
-/// a genuine modulus costs one modular exponentiation.
-fn is_probable_prime_vartime(n: &BigUint) -> bool {
-    let one = BigUint::from(1u8);
-    let n_minus_1 = n - &one;
-    let twos = n_minus_1.trailing_zeros().unwrap_or(0);
-    let odd = &n_minus_1 >> twos;
-    'bases: for a in [2u8, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37] {
-        let mut x = BigUint::from(a).modpow(&odd, n);
-        if x == one || x == n_minus_1 {
-            continue;
-        }
-        for _ in 1..twos {
-            x = x.modpow(&BigUint::from(2u8), n);
-            if x == n_minus_1 {
-                continue 'bases;
-            }
-        }
-        return false;
-    }
-    true
 }
 
 /// One CRT half of the decryption key (prime s, other prime t). Every field is secret and
@@ -441,6 +158,7 @@ impl CrtHalf {
         self.mont_sq.wipe();
     }
 
+    #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
     fn secret_values(&self) -> Vec<&[u64]> {
         let mut out: Vec<&[u64]> = vec![&self.prime, &self.exp, &self.inv_2k, &self.h.0];
         out.extend(self.mont.secret_words());
@@ -451,15 +169,16 @@ impl CrtHalf {
     /// The half for prime s (`sbits` bits, public) and the other prime t, both as limbs;
     /// constant time in s and t (the valgrind harness runs it on poisoned primes). The
     /// caller has checked that s and t are distinct odd primes.
-    fn new(s: &[u64], t: &[u64], sbits: u32) -> Result<Self> {
+    fn new(s: &[u64], t: &[u64], sbits: u32, engine: Engine) -> Result<Self> {
         let bad = |reason| Error::InvalidPrimes { reason };
         let limbs = limbs_for(sbits);
         let sq_limbs = limbs_for(2 * sbits);
         let prime = fit(s, limbs);
-        let mont = Monty::new(&prime, sbits).ok_or(bad("prime of an unsupported size"))?;
+        let mont = Monty::new(&prime, sbits, engine).ok_or(bad("prime of an unsupported size"))?;
         let sq = fit(&mul_wide(&prime, &prime), sq_limbs);
         // s² has 2|s| − 1 or 2|s| bits: the lower bound keeps the set-up independent of s.
-        let mont_sq = Monty::new(&sq, 2 * sbits - 1).ok_or(bad("prime of an unsupported size"))?;
+        let mont_sq =
+            Monty::new(&sq, 2 * sbits - 1, engine).ok_or(bad("prime of an unsupported size"))?;
         let inv_2k = inverse_mod_2k(&prime);
         let mut exp = prime.clone();
         sub_assign(&mut exp, &[1]);
@@ -649,14 +368,14 @@ impl DecryptionKey {
         if !n.gcd(&phi).is_one() {
             return Err(bad("gcd(n, phi(n)) must be 1"));
         }
-        Self::from_checked_primes(p, q, &n)
+        Self::from_checked_primes(p, q, &n, crate::arith::default_engine())
     }
 
-    /// Builds the key from primes already checked by the caller.
-    fn from_checked_primes(p: &BigUint, q: &BigUint, n: &BigUint) -> Result<Self> {
+    /// Builds the key from primes already checked by the caller, on `engine`.
+    fn from_checked_primes(p: &BigUint, q: &BigUint, n: &BigUint, engine: Engine) -> Result<Self> {
         let bad = |reason| Error::InvalidPrimes { reason };
         let (small, large) = if p < q { (p, q) } else { (q, p) };
-        let public = EncryptionKey::from_validated_n(n)?;
+        let public = EncryptionKey::from_validated_n(n, engine)?;
         let bits = u32::try_from(p.bits()).map_err(|_| bad("prime too large"))?;
         let l = limbs_for(bits);
         let small = Zeroizing::new(limbs_from_big(small, l).ok_or(bad("prime does not fit"))?);
@@ -665,10 +384,11 @@ impl DecryptionKey {
     }
 
     /// The key for primes p < q of `bits` bits each (limbs), constant time in p and q: the
-    /// Montgomery contexts, s⁻¹ mod 2^k (Newton), and the CRT constants by Fermat / Euler
-    /// inverses with constant-time exponentiations. Public (hidden) for the valgrind
-    /// harness, which runs it on poisoned primes; everything else must come through
-    /// [`keygen`] or [`DecryptionKey::from_primes`].
+    /// Montgomery contexts (on the public key's engine), s⁻¹ mod 2^k (Newton), and the CRT
+    /// constants by Fermat / Euler inverses with constant-time exponentiations. Reached by
+    /// [`keygen`], [`DecryptionKey::from_primes`], [`DecryptionKey::with_engine`] and, for
+    /// the valgrind harness (which runs it on poisoned primes) and the zeroization test,
+    /// through `hazmat`.
     ///
     /// **Unchecked**: that p and q are distinct odd primes, p < q and p·q is the public
     /// key's n is the caller's promise (checking it would branch on the secret primes);
@@ -678,8 +398,7 @@ impl DecryptionKey {
     /// # Errors
     /// [`Error::InvalidPrimes`] unless 2·`bits` is the public key's bit length or one less,
     /// and p and q have at most ⌈bits/64⌉ limbs.
-    #[doc(hidden)]
-    pub fn from_prime_limbs_unchecked(
+    pub(crate) fn from_prime_limbs_unchecked(
         public: EncryptionKey,
         p: &[u64],
         q: &[u64],
@@ -697,8 +416,9 @@ impl DecryptionKey {
                 reason: "primes of bits(n)/2 bits, in at most ceil(bits/64) limbs",
             });
         }
-        let ph = CrtHalf::new(p, q, bits)?;
-        let qh = CrtHalf::new(q, p, bits)?;
+        let engine = public.inner.engine;
+        let ph = CrtHalf::new(p, q, bits, engine)?;
+        let qh = CrtHalf::new(q, p, bits, engine)?;
         // p⁻¹ mod q = p^(q−2) (p < q, so p is reduced mod q).
         let mut q_minus_2 = qh.prime.clone();
         sub_assign(&mut q_minus_2, &[2]);
@@ -771,7 +491,7 @@ impl DecryptionKey {
         for c in cs {
             self.public.check_ciphertext(c)?;
         }
-        Ok(crate::ops::map_chunks(cs, Monty::BATCH, |chunk| {
+        Ok(map_chunks(cs, Monty::BATCH, |chunk| {
             let values: Vec<&[u64]> = chunk.iter().map(|c| &c.value[..]).collect();
             let (mps, mqs) = join(
                 || self.p.decrypt_halves(&values),
@@ -822,11 +542,21 @@ impl DecryptionKey {
         (to_bytes(&self.p.prime), to_bytes(&self.q.prime))
     }
 
+    /// The same key with its arithmetic on `engine` (for tests, benchmarks and CPUs where
+    /// the default is not wanted): the contexts are rebuilt from the primes in constant
+    /// time; every operation gives bit-identical results.
+    ///
+    /// # Errors
+    /// [`Error::EngineUnavailable`] if the running CPU lacks `engine`.
+    pub fn with_engine(&self, engine: Engine) -> Result<Self> {
+        let public = self.public.with_engine(engine)?;
+        let bits = self.p.exp_bits;
+        Self::from_prime_limbs_unchecked(public, &self.p.prime, &self.q.prime, bits)
+    }
+
     /// Overwrites every secret limb this key holds with zeros — exactly what `Drop` runs.
-    /// The key is unusable afterwards. Public for the zeroization test (reading freed
-    /// memory would need `unsafe`, which this workspace forbids).
-    #[doc(hidden)]
-    pub fn wipe_secrets(&mut self) {
+    /// The key is unusable afterwards (for the zeroization test, through `hazmat`).
+    pub(crate) fn wipe_secrets(&mut self) {
         self.p.wipe();
         self.q.wipe();
         self.p_inv_q.zeroize();
@@ -837,10 +567,9 @@ impl DecryptionKey {
     /// The secret values this key holds (p, q, p − 1, q − 1, hp, hq, s⁻¹ mod 2^k, p⁻¹ mod q,
     /// p⁻² mod q², p², and the moduli and constants of the Montgomery contexts mod p, q, p²,
     /// q²), as the words in place: for the zeroization test and the valgrind harness
-    /// (which marks exactly these regions as undefined).
-    #[doc(hidden)]
-    #[must_use]
-    pub fn secret_words(&self) -> Vec<&[u64]> {
+    /// (which marks exactly these regions as undefined), through `hazmat`.
+    #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
+    pub(crate) fn secret_words(&self) -> Vec<&[u64]> {
         let mut out: Vec<&[u64]> = Vec::new();
         for half in [&self.p, &self.q] {
             out.extend(half.secret_values());
@@ -854,9 +583,10 @@ impl DecryptionKey {
 
     /// Textbook decryption m = L(c^λ mod n²)·μ mod n with num-bigint (variable time),
     /// for tests that cross-check the CRT path and for the valgrind self-check. Not for use
-    /// on secret data in production: it leaks λ through timing.
-    #[doc(hidden)]
-    pub fn decrypt_textbook_vartime(&self, c: &Ciphertext) -> Result<BigUint> {
+    /// on secret data in production: it leaks λ through timing (and its num-bigint
+    /// temporaries are not wiped). Reached through `hazmat`.
+    #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
+    pub(crate) fn decrypt_textbook_vartime(&self, c: &Ciphertext) -> Result<BigUint> {
         self.public.check_ciphertext(c)?;
         let (pb, qb) = self.expose_primes();
         let p = BigUint::from_bytes_be(&pb);
@@ -964,11 +694,14 @@ impl DecryptionKey {
             .collect::<Result<_>>()?;
         // One ChaCha20 stream per item (seeded in order from `rng`), drawn in the order of
         // `crt_randomizer` (t_p, then t_q), so the output does not depend on batching.
-        let mut seeded = crate::ops::draw_seeds(&gms, rng);
-        let out = crate::ops::map_chunks(&seeded, Monty::BATCH, |chunk| {
-            let (mut tps, mut tqs) = (Vec::new(), Vec::new());
+        let seeded = Seeded::draw(&gms, rng);
+        let out = map_chunks(seeded.jobs(), Monty::BATCH, |chunk| {
+            let (mut tps, mut tqs) = (
+                Vec::with_capacity(chunk.len()),
+                Vec::with_capacity(chunk.len()),
+            );
             for (_, seed) in chunk {
-                let mut local = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::from_seed(*seed);
+                let mut local = item_rng(seed);
                 tps.push(self.p.residue_base(&mut local));
                 tqs.push(self.q.residue_base(&mut local));
             }
@@ -982,26 +715,13 @@ impl DecryptionKey {
                 })
                 .collect()
         });
-        for (_, seed) in &mut seeded {
-            seed.zeroize();
-        }
+        drop(seeded);
         Ok(out)
     }
 }
 
-/// Runs `a` and `b` (on two rayon threads with the `rayon` feature).
-fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
-    #[cfg(feature = "rayon")]
-    {
-        rayon::join(a, b)
-    }
-    #[cfg(not(feature = "rayon"))]
-    {
-        (a(), b())
-    }
-}
-
 /// Modular inverse with num-bigint (public or test data only).
+#[cfg_attr(not(any(feature = "hazmat", feature = "serde")), allow(dead_code))]
 pub(crate) fn mod_inverse(a: &BigUint, m: &BigUint) -> Option<BigUint> {
     use num_bigint::BigInt;
     let a = BigInt::from(a.clone());
@@ -1014,111 +734,9 @@ pub(crate) fn mod_inverse(a: &BigUint, m: &BigUint) -> Option<BigUint> {
     x.to_biguint()
 }
 
-impl EncryptionKey {
-    /// Checks that `c` was made under this key (the same key object, or the same modulus).
-    pub(crate) fn check_ciphertext(&self, c: &Ciphertext) -> Result<()> {
-        if Arc::ptr_eq(&c.key, &self.inner) || c.key.n_big == self.inner.n_big {
-            Ok(())
-        } else {
-            Err(Error::KeyMismatch)
-        }
-    }
-
-    /// A ciphertext from its value (exactly `n2_limbs` limbs, already known to lie in
-    /// Z*_{n²}: a product of valid values).
-    pub(crate) fn ciphertext_unchecked(&self, value: Vec<u64>) -> Ciphertext {
-        Ciphertext {
-            key: Arc::clone(&self.inner),
-            value: value.into_boxed_slice(),
-        }
-    }
-
-    /// The ciphertext a·b mod n² for `a` as limbs (< n²) and `b` in the domain mod n².
-    pub(crate) fn ciphertext_from_product(&self, a: &[u64], b: &MontVal) -> Ciphertext {
-        let value = self.inner.mont.mul_plain(a, b);
-        self.ciphertext_unchecked(value.to_vec())
-    }
-
-    /// The ciphertext whose value is `x` (a value in the domain mod n²).
-    pub(crate) fn ciphertext_from_mont(&self, x: &MontVal) -> Ciphertext {
-        self.ciphertext_unchecked(self.inner.mont.leave(x).to_vec())
-    }
-
-    /// Validates a candidate ciphertext value (`n2_limbs` limbs): 0 < c < n², gcd(c, n) = 1.
-    /// Public data: variable-time checks are fine.
-    pub(crate) fn validate_ciphertext_value(&self, c: Vec<u64>) -> Result<Ciphertext> {
-        let inner = &self.inner;
-        if c.iter().all(|&w| w == 0) {
-            return Err(Error::InvalidCiphertext { reason: "c = 0" });
-        }
-        if ct_lt_mask(&c, &inner.n2) == 0 {
-            return Err(Error::InvalidCiphertext { reason: "c >= n^2" });
-        }
-        let n_boxed = boxed_from_limbs(&inner.n, inner.n_limbs);
-        let n_nz = n_boxed.to_nz().into_option().ok_or(Error::InvalidModulus {
-            reason: "modulus is zero",
-        })?;
-        let c_mod_n = boxed_from_limbs(&c, inner.n2_limbs).rem_vartime(&n_nz);
-        let g = c_mod_n.gcd_vartime(&n_boxed);
-        if !bool::from(g.is_one()) {
-            return Err(Error::InvalidCiphertext {
-                reason: "gcd(c, n) != 1",
-            });
-        }
-        Ok(self.ciphertext_unchecked(c))
-    }
-
-    /// Imports a ciphertext value, validating 0 < c < n² and gcd(c, n) = 1.
-    ///
-    /// # Errors
-    /// [`Error::InvalidCiphertext`].
-    pub fn ciphertext_from_biguint(&self, c: &BigUint) -> Result<Ciphertext> {
-        let words = limbs_from_big(c, self.inner.n2_limbs)
-            .ok_or(Error::InvalidCiphertext { reason: "c >= n^2" })?;
-        self.validate_ciphertext_value(words)
-    }
-
-    /// Imports a ciphertext from its fixed-width big-endian encoding of exactly
-    /// [`EncryptionKey::ciphertext_len`] bytes (as written by [`Ciphertext::to_bytes_be`]),
-    /// validating it.
-    ///
-    /// # Errors
-    /// [`Error::InvalidCiphertext`] for a wrong length or a value outside Z*_{n²}.
-    pub fn ciphertext_from_bytes_be(&self, bytes: &[u8]) -> Result<Ciphertext> {
-        if bytes.len() != self.inner.ciphertext_bytes {
-            return Err(Error::InvalidCiphertext {
-                reason: "encoding must be exactly the byte length of n^2",
-            });
-        }
-        let mut words = vec![0u64; self.inner.n2_limbs];
-        for (i, &b) in bytes.iter().rev().enumerate() {
-            if let Some(w) = words.get_mut(i / 8) {
-                *w |= u64::from(b) << (8 * (i % 8));
-            }
-        }
-        self.validate_ciphertext_value(words)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_prime_modulus_is_rejected_and_a_product_of_two_primes_is_not() {
-        // 2^256 − 189 and 2^255 − 19 are prime.
-        let p = (BigUint::from(1u8) << 256u32) - 189u32;
-        let q = (BigUint::from(1u8) << 255u32) - 19u32;
-        assert!(is_probable_prime_vartime(&p) && is_probable_prime_vartime(&q));
-        let err = validate_modulus_policy(&p, true).unwrap_err();
-        assert!(err.to_string().contains("prime"), "{err}");
-        // Negative control: their product passes every check.
-        let n = &p * &q;
-        assert!(!is_probable_prime_vartime(&n));
-        assert!(validate_modulus_policy(&n, true).is_ok());
-        // A Carmichael number (561 = 3·11·17) is composite for Miller–Rabin.
-        assert!(!is_probable_prime_vartime(&BigUint::from(561u32)));
-    }
 
     #[test]
     fn production_key_policy() {
@@ -1132,26 +750,5 @@ mod tests {
         assert!(check_keygen_bits(512, true).is_ok());
         assert!(check_keygen_bits(128, true).is_err());
         assert_eq!(DEFAULT_KEY_BITS, 3072);
-    }
-
-    #[test]
-    fn production_import_policy_rejects_short_moduli() {
-        let mut rng = <rand::rngs::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(5);
-        let p = glass_pumpkin::prime::from_rng(1024, &mut rng).unwrap();
-        let q = glass_pumpkin::prime::from_rng(1023, &mut rng).unwrap();
-        let short = &p * &q; // 2046 or 2047 bits: n < 2^2047
-        assert!(short.bits() < 2048);
-        assert!(validate_modulus_policy(&short, false).is_err());
-        assert!(validate_modulus_policy(&short, true).is_ok());
-        let q2 = glass_pumpkin::prime::from_rng(1025, &mut rng).unwrap();
-        let ok = &p * &q2;
-        if ok.bits() >= 2048 {
-            assert!(validate_modulus_policy(&ok, false).is_ok());
-        }
-        // A perfect square of a 1024-bit prime passes trial division but not the power test.
-        assert!(matches!(
-            validate_modulus_policy(&(&q2 * &q2), false),
-            Err(Error::InvalidModulus { reason }) if reason.contains("perfect power")
-        ));
     }
 }

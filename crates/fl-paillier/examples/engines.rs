@@ -1,0 +1,13 @@
+//! Prints the arithmetic engines this CPU can run, one name per line, the default last
+//! (`.ci/run` uses it to say which kernels its `cargo test -p fl-paillier` exercised: every
+//! arithmetic test runs on each of them).
+//!
+//! ```sh
+//! cargo run -p fl-paillier --example engines
+//! ```
+
+fn main() {
+    for engine in fl_paillier::Engine::available() {
+        println!("{engine}");
+    }
+}

@@ -1,0 +1,94 @@
+//! ⚠️ Low-level hooks into the key and the values, for the crate's own harnesses: the
+//! valgrind constant-time harness (which marks secret words undefined and declassifies
+//! results), the zeroization tests, known-answer tests and the fuzz targets' oracles.
+//! Compiled only with the `hazmat` feature (as RustCrypto's `rsa` keeps its raw
+//! primitives behind one); nothing here is needed to use the crate, and misuse (a reused
+//! α, a key built from wrong primes, a variable-time decryption of secret data) breaks its
+//! security claims.
+
+use crate::ciphertext::{Ciphertext, Plaintext};
+use crate::djn::{DjnEncryptor, DjnOwnerEncryptor};
+use crate::error::Result;
+use crate::private_key::DecryptionKey;
+use crate::public_key::EncryptionKey;
+use num_bigint::BigUint;
+
+/// The limbs of a plaintext's residue, in place (little-endian 64-bit words).
+#[must_use]
+pub fn plaintext_words(m: &Plaintext) -> &[u64] {
+    &m.value
+}
+
+/// The limbs of a ciphertext's value, in place (little-endian 64-bit words).
+#[must_use]
+pub fn ciphertext_words(c: &Ciphertext) -> &[u64] {
+    &c.value
+}
+
+/// DJN encryption of m with a caller-chosen exponent α (little-endian 64-bit words; bits
+/// beyond ℓ are ignored). Reusing α links ciphertexts and reveals differences of
+/// plaintexts.
+///
+/// # Errors
+/// [`crate::Error::PlaintextOutOfRange`] if m ≥ n.
+pub fn djn_encrypt_with_alpha(
+    djn: &DjnEncryptor,
+    m: &Plaintext,
+    alpha: &[u64],
+) -> Result<Ciphertext> {
+    djn.encrypt_with_alpha(m, alpha)
+}
+
+/// [`djn_encrypt_with_alpha`] by the key owner's CRT encryptor (the same ciphertext).
+///
+/// # Errors
+/// [`crate::Error::PlaintextOutOfRange`] if m ≥ n.
+pub fn djn_owner_encrypt_with_alpha(
+    djn: &DjnOwnerEncryptor<'_>,
+    m: &Plaintext,
+    alpha: &[u64],
+) -> Result<Ciphertext> {
+    djn.encrypt_with_alpha(m, alpha)
+}
+
+/// The decryption key for primes p < q of `bits` bits each (little-endian limbs), built in
+/// constant time in p and q (the path [`crate::keygen`] and
+/// [`DecryptionKey::from_primes`] end in). **Unchecked**: that p and q are distinct odd
+/// primes, p < q and p·q is `public`'s n is the caller's promise; a broken promise gives a
+/// key that decrypts wrongly, never a panic. Only the public shape is checked.
+///
+/// # Errors
+/// [`crate::Error::InvalidPrimes`] unless 2·`bits` is the public key's bit length or one
+/// less, and p and q have at most ⌈bits/64⌉ limbs.
+pub fn decryption_key_from_prime_limbs_unchecked(
+    public: EncryptionKey,
+    p: &[u64],
+    q: &[u64],
+    bits: u32,
+) -> Result<DecryptionKey> {
+    DecryptionKey::from_prime_limbs_unchecked(public, p, q, bits)
+}
+
+/// Overwrites every secret limb the key holds with zeros, exactly as its `Drop` does; the
+/// key is unusable afterwards.
+pub fn wipe_secrets(key: &mut DecryptionKey) {
+    key.wipe_secrets();
+}
+
+/// Every secret region the key holds, in place: p, q, p − 1, q − 1, hp, hq, s⁻¹ mod 2^k,
+/// p⁻¹ mod q, p⁻² mod q², p², and the moduli and every constant of its Montgomery contexts
+/// mod p, q, p², q² (the kernels' own forms included).
+#[must_use]
+pub fn secret_words(key: &DecryptionKey) -> Vec<&[u64]> {
+    key.secret_words()
+}
+
+/// Textbook decryption L(c^λ mod n²)·μ mod n with num-bigint: **variable time** and its
+/// temporaries are not wiped (a cross-check for tests and the valgrind harness's positive
+/// control).
+///
+/// # Errors
+/// [`crate::Error::KeyMismatch`] if `c` belongs to another key.
+pub fn decrypt_textbook_vartime(key: &DecryptionKey, c: &Ciphertext) -> Result<BigUint> {
+    key.decrypt_textbook_vartime(c)
+}
