@@ -107,7 +107,8 @@ fn selected() -> Vec<&'static Variant> {
 
 fn pair(s: &Setup, v: &Variant) -> Option<Pair<Paillier, ChaCha20Rng>> {
     let profile = v.profile;
-    let mut c = ProtocolConfig::new(profile, s.d_a, s.m);
+    let mut c =
+        ProtocolConfig::new(profile, s.d_a, s.m).accepting_exact_error_and_activation_leaks();
     c.encryption = v.encryption;
     c.max_batch_rows = s.n;
     c.min_key_bits = u64::from(s.key_bits);
@@ -125,11 +126,12 @@ fn pair(s: &Setup, v: &Variant) -> Option<Pair<Paillier, ChaCha20Rng>> {
     Some(pair)
 }
 
-/// One training step: all seven messages.
+/// One training step: all seven messages (the batch is records 0..n).
 fn step(pair: &mut Pair<Paillier, ChaCha20Rng>, s: &Setup) -> bool {
+    let ids: Vec<u64> = (0..s.a.rows() as u64).collect();
     if pair
         .host
-        .start_round(Purpose::Train, &s.a, &mut pair.host_rng)
+        .start_round(Purpose::Train, &s.a, &ids, &mut pair.host_rng)
         .is_err()
         || pair.drive().is_err()
     {
@@ -138,7 +140,12 @@ fn step(pair: &mut Pair<Paillier, ChaCha20Rng>, s: &Setup) -> bool {
     while let Some(e) = pair.poll_guest_event() {
         let _ = matches!(e, GuestEvent::Forward { .. });
     }
-    if pair.guest.backward(&s.delta, &mut pair.guest_rng).is_err() || pair.drive().is_err() {
+    if pair
+        .guest
+        .backward(&s.delta, &ids, &mut pair.guest_rng)
+        .is_err()
+        || pair.drive().is_err()
+    {
         return false;
     }
     while pair.poll_host_event().is_some() {}

@@ -72,7 +72,7 @@ fn session<S: HomomorphicScheme>(mode: u8, rest: &[u8], dk: S::DecryptionKey, mu
     } else {
         Profile::FateFaithful
     };
-    let mut c = ProtocolConfig::new(profile, 2, 2);
+    let mut c = ProtocolConfig::new(profile, 2, 2).accepting_exact_error_and_activation_leaks();
     c.min_key_bits = 64;
     c.max_batch_rows = 8;
     // Mode bits 4–5 pick the encryption (DJN adds the fixed base to the hello).
@@ -103,7 +103,10 @@ fn session<S: HomomorphicScheme>(mode: u8, rest: &[u8], dk: S::DecryptionKey, mu
             let _ = guest.handle_frame(f, &mut rng);
         }
         let a = Matrix::filled(3, 2, 0.5);
-        if host.start_round(Purpose::Train, &a, &mut rng).is_ok() {
+        if host
+            .start_round(Purpose::Train, &a, &[0, 1, 2], &mut rng)
+            .is_ok()
+        {
             while let Some(m) = host.poll_message() {
                 let _ = guest.handle_frame(&m.encode(), &mut rng);
             }
@@ -113,7 +116,7 @@ fn session<S: HomomorphicScheme>(mode: u8, rest: &[u8], dk: S::DecryptionKey, mu
     for (i, f) in frames(rest).into_iter().enumerate() {
         if (i + usize::from(mode >> 2)) % 2 == 0 {
             let _ = guest.handle_frame(f, &mut rng);
-            let _ = guest.backward(&Matrix::filled(3, 2, 0.01), &mut rng);
+            let _ = guest.backward(&Matrix::filled(3, 2, 0.01), &[0, 1, 2], &mut rng);
         } else {
             let _ = host.handle_frame(f, &mut rng);
         }

@@ -33,13 +33,13 @@ command line, so one mechanism can be audited both ways.
 """
 
 import json
-import operator
+import re
 import sys
 from typing import List, NamedTuple, Optional
 
 import numpy as np
 
-from fl_privacy import _native
+from fl_privacy import _checks, _native
 
 __all__ = ["LAW_OPTIONS", "MECHANISMS", "AuditResult", "audit", "serve"]
 
@@ -97,7 +97,7 @@ class _Answer:
         request = json.loads(line)
         try:
             outputs = self.mechanism_fn(request["input"], request["n"])
-        except Exception as exc:  # re-raised by audit(), chained to the audit's error
+        except BaseException as exc:  # re-raised by audit() (KeyboardInterrupt included)
             self.error = exc
             raise
         return _response_line(outputs)
@@ -124,30 +124,57 @@ def _law_options(options):
         if value is None:
             continue
         if name in _INTEGER_OPTIONS:
-            value = operator.index(value)
+            value = _checks.integer(name, value, 0, _checks.U64_MAX)
         elif name in _FLOAT_OPTIONS:
-            value = float(value)
+            value = _checks.real(name, value)
         elif name in _VECTOR_OPTIONS:
-            value = [float(v) for v in np.asarray(value, dtype=float).reshape(-1)]
+            if isinstance(value, (str, bytes)):
+                raise TypeError("%s must be a sequence of numbers, got %s"
+                                % (name, type(value).__name__))
+            value = [_checks.real("%s[%d]" % (name, i), v)
+                     for i, v in enumerate(np.asarray(value).reshape(-1).tolist())]
+        elif name == "suite":
+            value = str(value) if hasattr(value, "__fspath__") else _checks.string(name, value)
         else:
-            value = str(value)
+            value = _checks.string(name, value)
         law[name] = value
     return law
 
 
-def audit(mechanism_fn, mechanism, epsilon, *, samples=1_000_000, alpha=1e-3, batch=10_000,
-          out=None, **law):
+#: The command line's option names that are not the Python argument's name with "-" → "_".
+_RENAMED_OPTIONS = {"eps": "epsilon"}
+
+
+def _python_names(message):
+    """fl-audit's usage message with its command-line options (``--eps``, ``--top-k``)
+    written as this function's arguments (``epsilon``, ``top_k``)."""
+    return re.sub(
+        r"--([a-z][a-z0-9-]*)",
+        lambda m: _RENAMED_OPTIONS.get(m.group(1), m.group(1).replace("-", "_")),
+        message,
+    )
+
+
+def audit(mechanism_fn, mechanism, epsilon, *, samples=None, alpha=1e-3, batch=10_000,
+          out=None, progress=None, **law):
     """Audit ``mechanism_fn`` against fl-audit's law of ``mechanism`` at ``epsilon``.
 
     Args:
       mechanism_fn: ``f(input, n)`` returning ``n`` outputs for the protocol input.
       mechanism: one of :data:`MECHANISMS` (``fl-audit external --mechanism``).
       epsilon: the claimed ε (``--eps``).
-      samples: samples per input (``--samples``, default 10^6 as the command line).
+      samples: samples per input (``--samples``); ``None`` (the default, as the command
+        line) draws the planner's size for the claimed ε, which detects a 1 % relative error
+        in every keep/flip probability with power 0.99; fewer make the summary's verdict line
+        say what the audit could detect.
       alpha: family-wise significance level (``--alpha``).
       batch: outputs per call of ``mechanism_fn`` (``--batch``).
       out: a directory to write report.json, report.md, report.html and the plot into
         (atomically; ``--out``).
+      progress: draw fl-audit's progress bar (samples drawn, rate, ETA) on the process's
+        stderr, as the command line does: redrawn in place on a terminal, a line every 10 %
+        otherwise. None (default) decides as the command line: when stderr is a terminal
+        or the ``CI`` environment variable is set.
       **law: the mechanism's parameters, named as in :data:`LAW_OPTIONS`: ``classes``
         (``--classes``: rr-kary, label-dp-onehot, frequency-*), ``dim`` (embedding-dp,
         laplace, signds-selection, signds-client), ``utilities``, ``sensitivity`` and
@@ -160,21 +187,39 @@ def audit(mechanism_fn, mechanism, epsilon, *, samples=1_000_000, alpha=1e-3, ba
       :class:`AuditResult`. A failed audit is a result (``passed`` False), not an exception.
 
     Raises:
-      TypeError: for a parameter :func:`audit` does not know.
+      TypeError: for a parameter :func:`audit` does not know, or of the wrong type (e.g.
+        ``epsilon="1"``).
       ValueError: for a usage error (unknown mechanism, missing or invalid parameter, bad ε
-        or α).
+        or α), naming the arguments of this function.
+      KeyboardInterrupt: on Ctrl-C (raised by ``mechanism_fn``'s next call).
       RuntimeError: when the mechanism misbehaves (wrong count or form of outputs, NaN) or
         ``out`` cannot be written; an exception raised by ``mechanism_fn`` propagates,
         chained to the audit's error.
     """
+    if not callable(mechanism_fn):
+        raise TypeError("mechanism_fn must be callable, got %s" % type(mechanism_fn).__name__)
     options = _law_options(law)
+    mechanism = _checks.string("mechanism", mechanism)
+    epsilon = _checks.real("epsilon", epsilon)
+    if samples is not None:
+        samples = _checks.integer("samples", samples, 1, _checks.U64_MAX)
+    alpha = _checks.real("alpha", alpha)
+    batch = _checks.integer("batch", batch, 1, _checks.U64_MAX)
+    if out is not None and not isinstance(out, str):
+        if not hasattr(out, "__fspath__"):
+            raise TypeError("out must be None, a str or a path, got %s" % type(out).__name__)
+        out = str(out)
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError("progress must be None, True or False, got %s" % type(progress).__name__)
     answer = _Answer(mechanism_fn)
     target = getattr(mechanism_fn, "__qualname__", repr(mechanism_fn))
     try:
         passed, header, verdict, report = _native.audit_external(
-            answer, str(mechanism), float(epsilon), int(samples), float(alpha), int(batch),
-            None if out is None else str(out), target, **options,
+            answer, mechanism, epsilon, samples, alpha, batch, out, target,
+            progress=progress, **options,
         )
+    except ValueError as exc:
+        raise ValueError(_python_names(str(exc))) from None
     except RuntimeError as exc:
         if answer.error is not None:
             raise answer.error from exc

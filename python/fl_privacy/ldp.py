@@ -22,7 +22,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from fl_privacy import _native
+from fl_privacy import _checks, _native
 
 __all__ = [
     "BinaryRandomizedResponse",
@@ -75,7 +75,7 @@ class SeededRng:
     """
 
     def __init__(self, seed):
-        self._native = _native.NativeSeededRng(int(seed))
+        self._native = _native.NativeSeededRng(_checks.integer("seed", seed, 0, _checks.U64_MAX))
 
 
 def _rng(rng):
@@ -87,11 +87,9 @@ def _rng(rng):
 
 
 def _finite_number(name, value):
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise TypeError("%s must be a number, got %r" % (name, value)) from None
-    return value
+    """A number argument (int or float, not str or bool); the mechanisms reject NaN,
+    infinities and out-of-range values with their own ValueError."""
+    return _checks.real(name, value)
 
 
 def _bits(bits):
@@ -138,7 +136,10 @@ class BinaryRandomizedResponse:
 
     def estimate_ones(self, reported_ones, total):
         """The de-biased number of true ones among ``total`` reports, and its variance."""
-        return self._native.estimate_ones(int(reported_ones), int(total))
+        return self._native.estimate_ones(
+            _checks.integer("reported_ones", reported_ones, 0, _checks.U64_MAX),
+            _checks.integer("total", total, 0, _checks.U64_MAX),
+        )
 
 
 class KaryRandomizedResponse:
@@ -146,7 +147,9 @@ class KaryRandomizedResponse:
     class with 1/(k-1+e^ε). ε-LDP for any two classes."""
 
     def __init__(self, epsilon, k):
-        self._native = _native.NativeKaryRr(_finite_number("epsilon", epsilon), int(k))
+        self._native = _native.NativeKaryRr(
+            _finite_number("epsilon", epsilon), _checks.integer("k", k, 0, _checks.U64_MAX)
+        )
 
     @property
     def k(self):
@@ -212,7 +215,9 @@ class EmbeddingDP:
         return PrivacyClaim(*self._native.claim())
 
     def vector_claim(self, dimension):
-        return PrivacyClaim(*self._native.vector_claim(int(dimension)))
+        return PrivacyClaim(
+            *self._native.vector_claim(_checks.integer("dimension", dimension, 0, _checks.U64_MAX))
+        )
 
     def privatize(self, embedding, rng=None):
         """0/1 bits (uint8) of the embedding's shape; NaN is an error."""
@@ -239,7 +244,10 @@ class LabelDP:
         return self._native.flip_probability
 
     def claim(self, shape):
-        return PrivacyClaim(*self._native.claim(list(shape)))
+        """The label-DP claim for labels of ``shape`` ((n,), (n, 1) or (n, k))."""
+        shape = [_checks.integer("shape[%d]" % i, d, 0, _checks.U64_MAX)
+                 for i, d in enumerate(shape)]
+        return PrivacyClaim(*self._native.claim(shape))
 
     def privatize(self, labels, rng=None):
         array = np.asarray(labels)
@@ -262,11 +270,12 @@ class Laplace:
                  granularity_exponent=None, timing="exact"):
         self._native = _native.NativeLaplace(
             _finite_number("epsilon", epsilon),
-            int(dimension),
-            calibration,
+            _checks.integer("dimension", dimension, 0, _checks.U64_MAX),
+            _checks.string("calibration", calibration),
             _finite_number("tolerance", tolerance),
-            granularity_exponent,
-            timing,
+            _checks.optional_integer("granularity_exponent", granularity_exponent,
+                                     -(2**31), 2**31 - 1),
+            _checks.string("timing", timing),
         )
 
     @property
@@ -304,7 +313,8 @@ class ExponentialMechanism:
 
     def __init__(self, epsilon, sensitivity, form="standard"):
         self._native = _native.NativeExponential(
-            _finite_number("epsilon", epsilon), _finite_number("sensitivity", sensitivity), form
+            _finite_number("epsilon", epsilon), _finite_number("sensitivity", sensitivity),
+            _checks.string("form", form),
         )
 
     @property
@@ -326,7 +336,8 @@ class ExponentialMechanism:
 
     def sample(self, utilities, size, rng=None):
         """``size`` independent selections over the same utilities (an int64 array)."""
-        out = self._native.sample(_utilities(utilities, 1), int(size), _rng(rng))
+        size = _checks.integer("size", size, 0, _checks.U64_MAX)
+        out = self._native.sample(_utilities(utilities, 1), size, _rng(rng))
         return _release(out, self._native.claim())
 
 

@@ -16,35 +16,56 @@ ways: as ints (``ciphertext()``, ``EncryptedNumber(public_key, c, exponent)``), 
 layout of phe's docs, and in pheutil's JWK / ``{"v", "e"}`` files.
 
 Batch calls over numpy arrays (``encrypt_many``, ``decrypt_many`` and ``EncryptedArray``'s
-``+``, ``*``, ``sum``) release the GIL and run in parallel.
+``+``, ``*``, ``sum``) run in chunks with the GIL released and in parallel; Ctrl-C
+interrupts them between chunks (``KeyboardInterrupt``, within about 0.1 s of work),
+``progress=callable`` reports ``(done, total)`` after each chunk, and a batch whose result
+cannot be allocated raises ``MemoryError``.
+
+``EncodedNumber`` subclasses with another ``BASE`` (phe documents them) encode, decode and
+decrease their exponent in that base, exactly as phe does.
 
 Deliberate deviations from phe (stricter, never silently different):
 
 * keys: n must have 2048 to 8192 bits and pass fl-paillier's validation (odd, not prime,
   not a perfect power, no factor below 2^16); ``generate_paillier_keypair`` makes 2048,
-  3072 (the default, as phe) or 4096-bit keys. phe accepts any n.
-* ``EncryptedNumber(public_key, ciphertext)`` validates 0 < c < n² and gcd(c, n) = 1
-  (phe stores any int); exponents are bounded to ±10000.
+  3072 (the default, as phe) or 4096-bit keys. phe accepts any n. Data under an existing
+  smaller key (1024–2047 bits, e.g. FATE's default) can be decrypted and moved to a new key
+  with :class:`LegacyPaillierPrivateKey`, an explicit opt-in that warns.
+* ``EncryptedNumber(public_key, ciphertext, exponent)`` validates 0 < c < n², gcd(c, n) =
+  1 and the exponent (an int within ±10000) when it is built (phe stores anything and
+  fails, or not, later).
+* an ``EncodedNumber`` whose class has another ``BASE`` than 16 cannot be added to or
+  multiplied with an ``EncryptedNumber`` (``ValueError``): the ciphertext's exponent is in
+  base 16, and phe silently mixes the bases into a wrong value.
+* ``raw_encrypt``'s ``r_value`` must be a unit mod n (phe computes a ciphertext that does
+  not decrypt); like phe, the plaintext and r are taken mod n.
 * pickling an ``EncryptedNumber`` obfuscates it first (phe pickles the raw, possibly
   unobfuscated ciphertext, which can reveal the scalars applied to it).
 * error messages do not include plaintext values.
 """
 
+import base64
+import fractions
 import json
 import math
 import numbers
 import secrets
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
-from fl_privacy import _native
+from fl_privacy import _checks, _native
 
 __all__ = [
     "DEFAULT_KEYSIZE",
     "EncodedNumber",
     "EncryptedArray",
     "EncryptedNumber",
+    "InsecureKeyWarning",
+    "LegacyPaillierPrivateKey",
+    "LegacyPaillierPublicKey",
+    "NonPositiveIntError",
     "PaillierPrivateKey",
     "PaillierPrivateKeyring",
     "PaillierPublicKey",
@@ -57,7 +78,29 @@ __all__ = [
 #: phe's default key size (bits).
 DEFAULT_KEYSIZE = 3072
 
+#: The smallest modulus accepted for new work (generated or imported public keys).
+MIN_KEY_BITS = 2048
+
 _BASE = 16
+
+#: phe exponents are bounded to ±MAX_EXPONENT (fl-paillier's bound: 16^10000 is far beyond
+#: any float or key).
+MAX_EXPONENT = _native.MAX_PHE_EXPONENT
+
+_LEGACY_HINT = (
+    "keys under 2048 bits are refused; to decrypt data that already exists under such a "
+    "key (1024 to 2047 bits) and move it to a new key, import it with "
+    "LegacyPaillierPrivateKey.from_primes_insecure or .from_jwk_insecure (decryption only)"
+)
+
+
+def _exponent(value, name="exponent"):
+    """A phe exponent: an int within ±MAX_EXPONENT."""
+    return _checks.integer(name, value, -MAX_EXPONENT, MAX_EXPONENT)
+
+
+def _progress(progress):
+    return _checks.callback("progress", progress)
 
 
 def _scalar(value):
@@ -99,14 +142,16 @@ def generate_paillier_keypair(private_keyring=None, n_length=DEFAULT_KEYSIZE):
     added to ``private_keyring`` if given. The primes come from the operating system's
     CSPRNG; the GIL is released while they are searched.
     """
-    if isinstance(n_length, bool) or not isinstance(n_length, numbers.Integral):
-        raise TypeError("n_length must be an int, got %s" % type(n_length))
-    if int(n_length) not in _native.SUPPORTED_KEY_BITS:
+    n_length = _checks.integer("n_length", n_length)
+    if n_length not in _native.SUPPORTED_KEY_BITS:
         raise ValueError(
-            "unsupported key size %d bits: allowed are 2048, 3072 (default) or 4096"
-            % n_length
+            "unsupported key size %d bits: allowed are 2048, 3072 (default) or 4096 "
+            "(smaller keys are not generated: about 80-bit security or less)" % n_length
         )
-    native = _native.NativePrivateKey.generate(int(n_length))
+    if private_keyring is not None and not isinstance(private_keyring, PaillierPrivateKeyring):
+        raise TypeError("private_keyring must be a PaillierPrivateKeyring, got %s"
+                        % type(private_keyring).__name__)
+    native = _native.NativePrivateKey.generate(n_length)
     public_key = PaillierPublicKey._from_native(native.public_key())
     private_key = PaillierPrivateKey._from_native(public_key, native)
     if private_keyring is not None:
@@ -125,6 +170,8 @@ class PaillierPublicKey:
     """
 
     def __init__(self, n):
+        if isinstance(n, numbers.Integral) and not isinstance(n, bool) and 0 < n < 2 ** (MIN_KEY_BITS - 1):
+            raise ValueError("n has %d bits: %s" % (int(n).bit_length(), _LEGACY_HINT))
         self._set_native(_native.NativePublicKey.from_n(n))
 
     @classmethod
@@ -155,14 +202,36 @@ class PaillierPublicKey:
         return (PaillierPublicKey, (self.n,))
 
     def raw_encrypt(self, plaintext, r_value=None):
-        """Paillier encryption of an int 0 <= plaintext < n; returns the ciphertext int.
+        """Paillier encryption of an int plaintext (taken mod n, as phe does: n encrypts
+        0); returns the ciphertext int.
 
-        ``r_value`` fixes the obfuscator r (0 < r < n, gcd(r, n) = 1); by default a fresh
-        uniform r is drawn.
+        ``r_value`` fixes the obfuscator r, taken mod n like phe's (r^n mod n² depends only
+        on r mod n); it must be a unit mod n. By default (None or 0, as phe) a fresh uniform
+        r is drawn.
+
+        Raises:
+          TypeError: if plaintext or r_value is not an int.
+          ValueError: if r_value is not a unit mod n (phe would return a ciphertext that
+            does not decrypt).
         """
         if not isinstance(plaintext, int):
             raise TypeError("Expected int type plaintext but got: %s" % type(plaintext))
-        return int(self._native.raw_encrypt(plaintext, r_value))
+        return int(self._native.raw_encrypt(plaintext % self.n, self._r_value(r_value)))
+
+    def _r_value(self, r_value):
+        """phe's obfuscator argument: None or 0 for a fresh random r, else r mod n (a unit)."""
+        if r_value is None:
+            return None
+        r_value = _checks.integer("r_value", r_value)
+        if r_value == 0:
+            return None
+        r = r_value % self.n
+        if r == 0 or math.gcd(r, self.n) != 1:
+            raise ValueError(
+                "r_value must be a unit mod n (the nonce r must satisfy gcd(r, n) = 1): "
+                "phe would compute a ciphertext that does not decrypt"
+            )
+        return r
 
     def get_random_lt_n(self):
         """A cryptographically random int in [1, n)."""
@@ -179,26 +248,40 @@ class PaillierPublicKey:
         if isinstance(value, EncodedNumber):
             return self.encrypt_encoded(value, r_value)
         if r_value is None:
-            c, exponent = self._native.encrypt(_scalar(value), precision)
+            c, exponent = self._native.encrypt(_scalar(value), _precision(precision))
             return EncryptedNumber._make(self, c, exponent, obfuscated=True)
         return self.encrypt_encoded(EncodedNumber.encode(self, value, precision), r_value)
 
     def encrypt_encoded(self, encoding, r_value):
-        """Encrypt an :class:`EncodedNumber` (obfuscated with a fresh r unless r_value)."""
+        """Encrypt an :class:`EncodedNumber` (of any ``BASE``; the exponent travels as it
+        is): obfuscated with a fresh r when ``r_value`` is None, else with r = ``r_value``
+        (phe: 0 means r = 1, an unobfuscated ciphertext)."""
+        if not isinstance(encoding, EncodedNumber):
+            raise TypeError("encoding must be an EncodedNumber, got %s" % type(encoding).__name__)
         if encoding.public_key != self:
             raise ValueError("the encoding was made for a different public key")
-        c = self._native.raw_encrypt(encoding.encoding, r_value)
-        return EncryptedNumber._make(self, c, encoding.exponent, obfuscated=r_value is None)
+        exponent = _exponent(encoding.exponent, "encoding.exponent")
+        m = _checks.integer("encoding.encoding", encoding.encoding)
+        if not 0 <= m < self.n:
+            raise ValueError("encoding.encoding must be in [0, n)")
+        r = self._r_value(r_value) if r_value else 1
+        c = self._native.raw_encrypt(m, r)
+        return EncryptedNumber._make(self, c, exponent, obfuscated=r_value is None)
 
-    def encrypt_many(self, values, precision=None):
+    def encrypt_many(self, values, precision=None, progress=None):
         """Encrypt every value of an array (floats or ints, any shape) in parallel.
 
         Float arrays use phe's float encoding, integer arrays phe's int encoding (exponent
         0, or the one ``precision`` gives). Returns an :class:`EncryptedArray` of the same
-        shape. The GIL is released during the work.
+        shape. The work runs in chunks with the GIL released: Ctrl-C raises
+        ``KeyboardInterrupt`` between chunks, and ``progress(done, total)`` (a callable,
+        optional) is called after each chunk.
+
+        Raises:
+          MemoryError: if the result does not fit in memory (checked before any work).
         """
         flat, shape = _encryptable(values)
-        native = self._native.encrypt_array(flat, precision)
+        native = self._native.encrypt_array(flat, _precision(precision), _progress(progress))
         return EncryptedArray._make(self, native, shape, obfuscated=True)
 
     def to_jwk(self, kid=None):
@@ -210,10 +293,24 @@ class PaillierPublicKey:
         """Parse a phe public JWK (``pheutil extract`` output; a JSON string or dict)."""
         if isinstance(jwk, Mapping):
             jwk = json.dumps(jwk)
-        return cls._from_native(_native.NativePublicKey.from_jwk(jwk))
+        return cls._from_native(_with_legacy_hint(_native.NativePublicKey.from_jwk, jwk))
 
 
-class PaillierPrivateKey:
+class _Primes:
+    """``p`` and ``q`` of a private key held by fl-paillier, read on access."""
+
+    @property
+    def p(self):
+        """The smaller prime (a Python int, which cannot be wiped: for export only)."""
+        return self._native.primes()[0]
+
+    @property
+    def q(self):
+        """The larger prime (a Python int, which cannot be wiped: for export only)."""
+        return self._native.primes()[1]
+
+
+class PaillierPrivateKey(_Primes):
     """A Paillier private key, phe's ``PaillierPrivateKey(public_key, p, q)``.
 
     The key lives in fl-paillier (constant-time CRT decryption, secrets zeroized when the
@@ -228,6 +325,8 @@ class PaillierPrivateKey:
     def __init__(self, public_key, p, q):
         if not isinstance(public_key, PaillierPublicKey):
             raise TypeError("public_key should be a PaillierPublicKey")
+        p = _checks.integer("p", p)
+        q = _checks.integer("q", q)
         if not p * q == public_key.n:
             raise ValueError("given public key does not match the given p and q.")
         if p == q:
@@ -255,16 +354,6 @@ class PaillierPrivateKey:
         if not p * q == public_key.n:
             raise ValueError("given public key and totient do not match.")
         return PaillierPrivateKey(public_key, p, q)
-
-    @property
-    def p(self):
-        """The smaller prime (a Python int: not wiped)."""
-        return self._native.primes()[0]
-
-    @property
-    def q(self):
-        """The larger prime (a Python int: not wiped)."""
-        return self._native.primes()[1]
 
     @property
     def psquare(self):
@@ -338,31 +427,34 @@ class PaillierPrivateKey:
             raise TypeError("Expected ciphertext to be an int, not: %s" % type(ciphertext))
         return self._native.raw_decrypt(self.public_key._native.ciphertext(ciphertext))
 
-    def encrypt_many(self, values, precision=None):
+    def encrypt_many(self, values, precision=None, progress=None):
         """:meth:`PaillierPublicKey.encrypt_many`, done by the key owner (not in phe).
 
         fl-paillier's CRT encryption: the randomizer rⁿ is built mod p² and q² from the
         primes, so each encryption costs about a quarter of a public-key one, and the
         ciphertexts have exactly the same distribution (they are indistinguishable from, and
         decrypt like, public-key encryptions). For a party that encrypts under its own key,
-        as FATE's hetero-NN host does. Constant-time in the secrets.
+        as FATE's hetero-NN host does. Constant-time in the secrets. Chunked, interruptible
+        and with ``progress`` as the public key's.
         """
         flat, shape = _encryptable(values)
-        native = self._native.encrypt_array(flat, precision)
+        native = self._native.encrypt_array(flat, _precision(precision), _progress(progress))
         return EncryptedArray._make(self.public_key, native, shape, obfuscated=True)
 
-    def decrypt_many(self, encrypted, dtype=np.float64):
+    def decrypt_many(self, encrypted, dtype=np.float64, progress=None):
         """Decrypt an :class:`EncryptedArray` (or a sequence of numbers) in parallel.
 
         ``dtype`` float64 (default) decodes as phe does, correctly rounded; int64 requires
         every value to be an integer that fits. Returns an array of the input's shape.
+        Chunked with the GIL released: Ctrl-C raises ``KeyboardInterrupt`` between chunks;
+        ``progress(done, total)`` is called after each chunk.
         """
         if not isinstance(encrypted, EncryptedArray):
             encrypted = EncryptedArray.from_numbers(list(encrypted))
         if len(encrypted) and encrypted.public_key != self.public_key:
             raise ValueError("encrypted_number was encrypted against a different key!")
         name = np.dtype(dtype).name
-        flat = self._native.decrypt_array(encrypted._native, name)
+        flat = self._native.decrypt_array(encrypted._native, name, _progress(progress))
         return flat.reshape(encrypted.shape)
 
     def to_jwk(self, kid=None, public_kid=None):
@@ -377,7 +469,7 @@ class PaillierPrivateKey:
         """Parse pheutil's private JWK (``p``/``q``, or ``lambda``/``mu``)."""
         if isinstance(jwk, Mapping):
             jwk = json.dumps(jwk)
-        native = _native.NativePrivateKey.from_jwk(jwk)
+        native = _with_legacy_hint(_native.NativePrivateKey.from_jwk, jwk)
         return cls._from_native(PaillierPublicKey._from_native(native.public_key()), native)
 
 
@@ -414,11 +506,249 @@ class PaillierPrivateKeyring(Mapping):
         return self.__keyring[encrypted_number.public_key].decrypt(encrypted_number)
 
 
+class InsecureKeyWarning(UserWarning):
+    """Warned when a private key under 2048 bits is imported
+    (:class:`LegacyPaillierPrivateKey`): such keys give about 80-bit security or less."""
+
+
+_LEGACY_NO_ENCRYPT = (
+    "a legacy key (under 2048 bits) is imported for decryption only: nothing new is "
+    "encrypted under it. Move its data to a new key with LegacyPaillierPrivateKey.reencrypt "
+    "or reencrypt_many (see python/README.md, 'Legacy keys')"
+)
+
+
+class LegacyPaillierPublicKey:
+    """The public half of a :class:`LegacyPaillierPrivateKey`: ``n``, ``g``, ``nsquare`` and
+    ``max_int``, for decoding (:class:`EncodedNumber`) only. It cannot encrypt: every
+    encryption method raises ``TypeError``."""
+
+    def __init__(self, n, max_int):
+        self.n = n
+        self.g = n + 1
+        self.nsquare = n * n
+        self.max_int = max_int
+
+    def __repr__(self):
+        return "<LegacyPaillierPublicKey {} bits, decryption only>".format(self.n.bit_length())
+
+    def __eq__(self, other):
+        if not isinstance(other, LegacyPaillierPublicKey):
+            return NotImplemented
+        return self.n == other.n
+
+    def __hash__(self):
+        return hash(("LegacyPaillierPublicKey", self.n))
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(_LEGACY_NO_ENCRYPT)
+
+    raw_encrypt = encrypt = encrypt_encoded = encrypt_many = _refuse
+
+
+class LegacyPaillierPrivateKey(_Primes):
+    """An existing private key of 1024 to 2047 bits, imported to **decrypt** data that
+    already exists under it, and to move that data to a new key. Insecure by today's
+    standards (about 80-bit security at 1024 bits): nothing is ever encrypted under it.
+
+    Build it only with :meth:`from_primes_insecure` or :meth:`from_jwk_insecure` (their
+    names state the risk; both warn with :class:`InsecureKeyWarning`). Decryption is
+    fl-paillier's constant-time CRT, and the key's limbs are zeroized when it is freed.
+
+    Migration::
+
+        legacy = paillier.LegacyPaillierPrivateKey.from_jwk_insecure(old_jwk)
+        public_key, private_key = paillier.generate_paillier_keypair()   # 3072 bits
+        moved = legacy.reencrypt_many(ciphertexts, exponents, public_key)  # EncryptedArray
+        # store moved.ciphertexts() and moved.exponents; discard the old key and ciphertexts
+
+    Ciphertexts are the ints phe's ``ciphertext()`` gives, with phe's exponents (FATE 1.x
+    stores its exponents with the opposite sign: pass ``-exponent``).
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError(
+            "import a legacy key with LegacyPaillierPrivateKey.from_primes_insecure(p, q) or "
+            ".from_jwk_insecure(jwk): keys under 2048 bits are for decrypting old data only"
+        )
+
+    @classmethod
+    def _from_native(cls, native):
+        warnings.warn(
+            "imported a %d-bit Paillier private key: keys under 2048 bits are insecure; "
+            "use it only to decrypt existing data and move it to a new key "
+            "(LegacyPaillierPrivateKey.reencrypt_many)" % native.bits,
+            InsecureKeyWarning,
+            stacklevel=3,
+        )
+        key = cls.__new__(cls)
+        key._native = native
+        key.public_key = LegacyPaillierPublicKey(native.n, native.max_int)
+        return key
+
+    @classmethod
+    def from_primes_insecure(cls, p, q):
+        """The legacy key with primes p and q (either order; n = p·q of 1024 to 2047 bits).
+
+        Raises:
+          TypeError: if p or q is not an int.
+          ValueError: if p or q is not prime, p = q, their lengths differ, or n has fewer
+            than 1024 or 2048 and more bits (import such a key with PaillierPrivateKey).
+        """
+        p = _checks.integer("p", p, 1)
+        q = _checks.integer("q", q, 1)
+        return cls._from_native(_native.NativeLegacyPrivateKey.from_primes_insecure_legacy(p, q))
+
+    @classmethod
+    def from_jwk_insecure(cls, jwk):
+        """The legacy key of pheutil's private JWK (a JSON string or dict, with ``p``/``q``
+        or ``lambda``/``mu``, and its ``pub`` with ``n``), checked against that ``n``.
+
+        Raises:
+          ValueError: for a malformed JWK, or a key that is not a legacy key.
+        """
+        data = json.loads(jwk) if isinstance(jwk, (str, bytes)) else jwk
+        if not isinstance(data, Mapping):
+            raise ValueError("a private JWK must be a JSON object")
+        if data.get("kty") != "DAJ" or "decrypt" not in data.get("key_ops", ()):
+            raise ValueError('a private JWK needs "kty": "DAJ" and "decrypt" in "key_ops"')
+        public = data.get("pub")
+        if not isinstance(public, Mapping) or not isinstance(public.get("n"), str):
+            raise ValueError('a private JWK needs its public key in "pub", with "n"')
+        n = base64_to_int(public["n"])
+        if isinstance(data.get("p"), str) and isinstance(data.get("q"), str):
+            p, q = base64_to_int(data["p"]), base64_to_int(data["q"])
+        elif isinstance(data.get("lambda"), str) and isinstance(data.get("mu"), str):
+            p, q = _factor_with_lambda(n, base64_to_int(data["lambda"]), base64_to_int(data["mu"]))
+        else:
+            raise ValueError('a private JWK needs "p" and "q", or "lambda" and "mu"')
+        if p * q != n:
+            raise ValueError("the private JWK's p * q does not equal its public key's n")
+        return cls.from_primes_insecure(p, q)
+
+    @property
+    def n(self):
+        return self.public_key.n
+
+    def __repr__(self):
+        return "<LegacyPaillierPrivateKey %d bits, decryption only>" % self._native.bits
+
+    def __eq__(self, other):
+        if not isinstance(other, LegacyPaillierPrivateKey):
+            return NotImplemented
+        return self._native.same_key(other._native)
+
+    def __hash__(self):
+        return hash(("LegacyPaillierPrivateKey", self.public_key.n))
+
+    def __reduce__(self):
+        raise TypeError("a legacy private key is not pickled: keep its JWK or primes instead")
+
+    def raw_decrypt(self, ciphertext):
+        """The plaintext residue in [0, n) of a ciphertext int (validated first)."""
+        if not isinstance(ciphertext, int):
+            raise TypeError("Expected ciphertext to be an int, not: %s" % type(ciphertext))
+        return self._native.raw_decrypt(ciphertext)
+
+    def decrypt_encoded(self, ciphertext, exponent=0, Encoding=None):
+        """The :class:`EncodedNumber` (or ``Encoding``) of a ciphertext int with its phe
+        exponent (as phe's ``decrypt_encoded`` of ``EncryptedNumber(pk, ciphertext,
+        exponent)``)."""
+        exponent = _exponent(exponent)
+        if Encoding is None:
+            Encoding = EncodedNumber
+        return Encoding(self.public_key, self.raw_decrypt(ciphertext), exponent)
+
+    def decrypt(self, ciphertext, exponent=0):
+        """The int or float a ciphertext int with its phe exponent holds (phe's decoding).
+
+        Raises:
+          TypeError: if ciphertext is not an int.
+          ValueError: if it is not a ciphertext of this key (0 < c < n², gcd(c, n) = 1).
+          OverflowError: if the value lies in the overflow band.
+        """
+        return self.decrypt_encoded(ciphertext, exponent).decode()
+
+    def _batch(self, ciphertexts, exponents):
+        ciphertexts = list(ciphertexts)
+        for i, c in enumerate(ciphertexts):
+            if isinstance(c, bool) or not isinstance(c, numbers.Integral):
+                raise TypeError("ciphertexts[%d] must be an int, got %s" % (i, type(c).__name__))
+        exps = np.asarray(exponents)
+        if exps.dtype.kind not in "iu":
+            raise TypeError("exponents must be ints, got dtype %s" % exps.dtype)
+        exps = np.ascontiguousarray(np.broadcast_to(exps, (len(ciphertexts),)), dtype=np.int64)
+        return ciphertexts, exps
+
+    def decrypt_many(self, ciphertexts, exponents=0, dtype=np.float64, progress=None):
+        """Decrypt ciphertext ints (phe's exponents: one per ciphertext, or one for all) to
+        a float64 (phe's decoding, correctly rounded) or int64 array; chunked, in parallel,
+        interruptible, with ``progress(done, total)`` after each chunk."""
+        ciphertexts, exps = self._batch(ciphertexts, exponents)
+        return self._native.decrypt_array(ciphertexts, exps, np.dtype(dtype).name,
+                                          _progress(progress))
+
+    def reencrypt_many(self, ciphertexts, exponents, public_key, progress=None):
+        """The migration: each value decrypted under this key and encrypted, with the same
+        mantissa and exponent (so exactly the same value), under ``public_key`` (a
+        :class:`PaillierPublicKey` of at least 2048 bits) with fresh randomness. Returns an
+        :class:`EncryptedArray` of ``public_key``; chunked, interruptible, with
+        ``progress``."""
+        if not isinstance(public_key, PaillierPublicKey):
+            raise TypeError("public_key must be a PaillierPublicKey (at least 2048 bits)")
+        ciphertexts, exps = self._batch(ciphertexts, exponents)
+        native = self._native.reencrypt_array(ciphertexts, exps, public_key._native,
+                                              _progress(progress))
+        return EncryptedArray._make(public_key, native, (len(ciphertexts),), obfuscated=True)
+
+    def reencrypt(self, ciphertext, exponent, public_key):
+        """:meth:`reencrypt_many` of one number: an :class:`EncryptedNumber` of
+        ``public_key``."""
+        return self.reencrypt_many([ciphertext], [exponent], public_key)[0]
+
+
+def _factor_with_lambda(n, lam, mu):
+    """p and q from n and λ, a multiple of the Carmichael function λ(n) (phe's private JWK
+    form with "lambda" and "mu"; Miller's algorithm: a nontrivial square root of 1 mod n
+    gives a factor)."""
+    if not (0 < lam < n and 0 < mu < n) or lam * mu % n != 1:
+        raise ValueError("the private JWK's lambda and mu are inconsistent")
+    twos = (lam & -lam).bit_length() - 1
+    odd = lam >> twos
+    for a in range(2, 200):
+        x = pow(a, odd, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(twos):
+            y = x * x % n
+            if y == 1:
+                f = math.gcd(x - 1, n)
+                if 1 < f < n:
+                    return f, n // f
+                break
+            if y == n - 1:
+                break
+            x = y
+    raise ValueError("the private JWK's lambda does not factor n")
+
+
 class EncodedNumber:
-    """phe's encoding: value = mantissa * 16**exponent, the mantissa stored mod n.
+    """phe's encoding: value = mantissa * BASE**exponent, the mantissa stored mod n.
+
+    ``BASE`` is 16 as in phe; a subclass may set another ``BASE`` (an int >= 2) with its
+    ``LOG2_BASE`` = log2(BASE), as phe documents: ``encode``, ``decode`` and
+    ``decrease_exponent_to`` then work in that base, exactly as phe's do (the base-16 class
+    runs on fl-paillier, other bases in Python on the same rules). Such an encoding can be
+    encrypted (``public_key.encrypt(encoded)``) and read back with
+    ``private_key.decrypt_encoded(x, TheSubclass)``; it cannot enter ``EncryptedNumber``
+    arithmetic, whose exponents are base 16 (``ValueError``, where phe mixes silently).
 
     Attributes:
-      public_key, encoding (int in [0, n)), exponent (int).
+      public_key, encoding (int in [0, n)), exponent (int within ±10000).
+
+    Raises:
+      TypeError: if encoding or exponent is not an int.
+      ValueError: if the exponent is beyond ±10000.
     """
 
     BASE = _BASE
@@ -427,41 +757,126 @@ class EncodedNumber:
 
     def __init__(self, public_key, encoding, exponent):
         self.public_key = public_key
-        self.encoding = encoding
-        self.exponent = exponent
+        self.encoding = _checks.integer("encoding", encoding)
+        self.exponent = _exponent(exponent)
+
+    @classmethod
+    def _base(cls):
+        """This class's BASE, checked (an int >= 2)."""
+        base = cls.BASE
+        if isinstance(base, bool) or not isinstance(base, numbers.Integral) or base < 2:
+            raise TypeError("%s.BASE must be an int >= 2, got %r" % (cls.__name__, base))
+        return int(base)
+
+    @classmethod
+    def _is_phe_default(cls):
+        """Whether this class encodes as phe's own EncodedNumber (base 16, 53-bit floats),
+        which fl-paillier implements."""
+        return (cls._base() == _BASE and cls.LOG2_BASE == 4
+                and cls.FLOAT_MANTISSA_BITS == 53)
+
+    def _is_native(self):
+        return type(self)._is_phe_default() and isinstance(self.public_key, PaillierPublicKey)
 
     @classmethod
     def encode(cls, public_key, scalar, precision=None, max_exponent=None):
         """phe's encoding of an int or float (exponent from the float's precision or from
-        ``precision``, capped by ``max_exponent``; mantissa rounded half to even).
+        ``precision``, capped by ``max_exponent``; mantissa rounded half to even), in this
+        class's ``BASE``.
 
         Raises:
           ValueError: if |mantissa| > max_int, for NaN or infinity, or a bad precision.
           TypeError: for a value that is neither int nor float.
         """
-        encoding, exponent = public_key._native.encode(_scalar(scalar), precision, max_exponent)
-        return cls(public_key, encoding, exponent)
+        scalar = _scalar(scalar)
+        precision = _precision(precision)
+        if max_exponent is not None:
+            max_exponent = _exponent(max_exponent, "max_exponent")
+        if cls._is_phe_default() and isinstance(public_key, PaillierPublicKey):
+            encoding, exponent = public_key._native.encode(scalar, precision, max_exponent)
+            return cls(public_key, encoding, exponent)
+        return cls._encode_any_base(public_key, scalar, precision, max_exponent)
+
+    @classmethod
+    def _encode_any_base(cls, public_key, scalar, precision, max_exponent):
+        """phe's encoding rules in ``cls.BASE``, with exact rational arithmetic."""
+        base = cls._base()
+        if isinstance(scalar, float) and not math.isfinite(scalar):
+            raise ValueError("cannot encode a value that is not finite (NaN or infinity)")
+        if precision is not None:
+            exponent = math.floor(math.log(precision, base))
+        elif isinstance(scalar, int):
+            exponent = 0
+        else:
+            lsb = math.frexp(scalar)[1] - cls.FLOAT_MANTISSA_BITS
+            exponent = math.floor(lsb / cls.LOG2_BASE)
+        if max_exponent is not None:
+            exponent = min(max_exponent, exponent)
+        exponent = _exponent(exponent)
+        mantissa = round(fractions.Fraction(scalar) * fractions.Fraction(base) ** -exponent)
+        if abs(mantissa) > public_key.max_int:
+            raise ValueError(
+                "value out of range: its mantissa in base %d exceeds max_int = n // 3 - 1" % base
+            )
+        return cls(public_key, mantissa % public_key.n, exponent)
 
     def decode(self):
         """The int (exponent >= 0) or float this encodes.
 
         Raises:
           OverflowError: in the overflow band, or beyond the float range.
-          ValueError: for an encoding that is not below n.
+          ValueError: for an encoding that is not in [0, n) (a corrupted number).
         """
-        return self.public_key._native.decode(self.encoding, self.exponent)
+        if self._is_native():
+            return self.public_key._native.decode(self.encoding, self.exponent)
+        encoding = _checks.integer("encoding", self.encoding)
+        exponent = _exponent(self.exponent)
+        n, max_int = self.public_key.n, self.public_key.max_int
+        if not 0 <= encoding < n:
+            raise ValueError("Attempted to decode corrupted number: encoding out of range [0, n)")
+        if encoding <= max_int:
+            mantissa = encoding
+        elif encoding >= n - max_int:
+            mantissa = encoding - n
+        else:
+            raise OverflowError("Overflow detected in decrypted number")
+        base = type(self)._base()
+        if exponent >= 0:
+            return mantissa * base ** exponent
+        try:
+            return mantissa / base ** -exponent
+        except OverflowError as exc:
+            raise OverflowError("decoded result too large for a float") from exc
 
     def decrease_exponent_to(self, new_exp):
         """The same value with a smaller exponent (ValueError if new_exp is larger)."""
+        new_exp = _exponent(new_exp, "new_exp")
         if new_exp > self.exponent:
             raise ValueError(
                 "New exponent %i should be more negative than old exponent %i"
                 % (new_exp, self.exponent)
             )
-        encoding = self.public_key._native.decrease_encoding(
-            self.encoding, self.exponent, new_exp
-        )
+        if self._is_native():
+            encoding = self.public_key._native.decrease_encoding(
+                self.encoding, self.exponent, new_exp
+            )
+        else:
+            factor = type(self)._base() ** (self.exponent - new_exp)
+            encoding = self.encoding * factor % self.public_key.n
         return self.__class__(self.public_key, encoding, new_exp)
+
+
+def _base16_operand(encoded):
+    """An EncodedNumber that may enter EncryptedNumber arithmetic (base 16)."""
+    base = type(encoded)._base()
+    if base != _BASE:
+        raise ValueError(
+            "an EncodedNumber with BASE = %d cannot be combined with an EncryptedNumber, "
+            "whose exponent is base 16 (phe would silently give a wrong value): decrypt with "
+            "decrypt_encoded(x, %s) and compute in plaintext, or re-encode in base 16"
+            % (base, type(encoded).__name__)
+        )
+    return encoded
 
 
 class EncryptedNumber:
@@ -473,8 +888,10 @@ class EncryptedNumber:
     to be, as in phe.
 
     Raises:
-      TypeError: if public_key is not a PaillierPublicKey or ciphertext is not an int.
-      ValueError: if the ciphertext is not a valid ciphertext of the key.
+      TypeError: if public_key is not a PaillierPublicKey, or ciphertext or exponent is
+        not an int.
+      ValueError: if the ciphertext is not a valid ciphertext of the key, or the exponent
+        is beyond ±10000.
     """
 
     def __init__(self, public_key, ciphertext, exponent=0):
@@ -482,10 +899,16 @@ class EncryptedNumber:
             raise TypeError("public_key should be a PaillierPublicKey")
         if isinstance(ciphertext, bool) or not isinstance(ciphertext, numbers.Integral):
             raise TypeError("ciphertext should be an integer")
+        exponent = _exponent(exponent)
         self.public_key = public_key
         self._c = public_key._native.ciphertext(int(ciphertext))
         self.exponent = exponent
         self._is_obfuscated = False
+
+    @property
+    def _EncryptedNumber__is_obfuscated(self):
+        """phe's private flag, under its name-mangled name (read by phe's own tests)."""
+        return self._is_obfuscated
 
     @classmethod
     def _make(cls, public_key, c, exponent, obfuscated=False):
@@ -528,6 +951,7 @@ class EncryptedNumber:
 
     def _add_encoded(self, encoded):
         self._same_key(encoded, "encoded")
+        _base16_operand(encoded)
         c, e = self.public_key._native.add_encoded(
             self._c, self.exponent, encoded.encoding, encoded.exponent
         )
@@ -543,7 +967,7 @@ class EncryptedNumber:
         if isinstance(other, EncryptedArray):
             return NotImplemented
         if isinstance(other, EncodedNumber):
-            encoding = other
+            encoding = _base16_operand(other)
             if encoding.public_key != self.public_key:
                 raise ValueError("the encoding was made for a different public key")
         else:
@@ -576,6 +1000,7 @@ class EncryptedNumber:
 
     def decrease_exponent_to(self, new_exp):
         """The same value with a smaller exponent (a homomorphic product by 16**Δ)."""
+        new_exp = _exponent(new_exp, "new_exp")
         if new_exp > self.exponent:
             raise ValueError(
                 "New exponent %i should be more negative than old exponent %i"
@@ -676,7 +1101,7 @@ class EncryptedArray:
         positions = np.arange(len(self)).reshape(self.shape)[index]
         if np.ndim(positions) == 0:
             return self._number(int(positions))
-        taken = self._native.take([int(i) for i in positions.reshape(-1)])
+        taken = self._native.take(np.ascontiguousarray(positions.reshape(-1), dtype=np.int64))
         return EncryptedArray._make(self.public_key, taken, positions.shape, self._is_obfuscated)
 
     def to_numbers(self):
@@ -742,23 +1167,25 @@ class EncryptedArray:
         new_shape = np.empty(len(self), dtype=np.int8).reshape(shape).shape
         return EncryptedArray._make(self.public_key, self._native, new_shape, self._is_obfuscated)
 
-    def sum(self):
-        """The encrypted sum of all elements (an :class:`EncryptedNumber`)."""
-        total = self._native.sum()
+    def sum(self, progress=None):
+        """The encrypted sum of all elements (an :class:`EncryptedNumber`); chunked and
+        interruptible, with ``progress(done, total)`` after each chunk."""
+        total = self._native.sum(_progress(progress))
         if total is None:
             return self.public_key.encrypt(0)
         c, e = total
         return EncryptedNumber._make(self.public_key, c, e)
 
-    def obfuscate(self):
-        """Re-randomize every ciphertext (in parallel)."""
-        self._native = self._native.obfuscate()
+    def obfuscate(self, progress=None):
+        """Re-randomize every ciphertext (in parallel; chunked and interruptible, with
+        ``progress(done, total)`` after each chunk)."""
+        self._native = self._native.obfuscate(_progress(progress))
         self._is_obfuscated = True
 
-    def ciphertexts(self, be_secure=True):
+    def ciphertexts(self, be_secure=True, progress=None):
         """The ciphertext ints (obfuscated first unless already, or be_secure=False)."""
         if be_secure and not self._is_obfuscated:
-            self.obfuscate()
+            self.obfuscate(progress)
         return self._native.ciphertext_ints()
 
 
@@ -773,18 +1200,49 @@ def _restore_array(public_key, ciphertexts, exponents, shape):
     return EncryptedArray.from_numbers(numbers_).reshape(shape)
 
 
-def int_to_base64(x):
-    """phe.util's unpadded base64url of an int's big-endian bytes."""
-    import base64
+class NonPositiveIntError(ValueError, AssertionError):
+    """A non-positive int where a positive one is required (:func:`int_to_base64`). A
+    ``ValueError``, and also an ``AssertionError``, which phe.util raises there."""
 
+
+def int_to_base64(x):
+    """phe.util's unpadded base64url of a positive int's big-endian bytes.
+
+    Raises:
+      TypeError: if x is not an int.
+      NonPositiveIntError: (a ValueError and an AssertionError) if x <= 0.
+    """
+    x = _checks.integer("x", x)
     if x <= 0:
-        raise ValueError("int_to_base64 takes a positive int")
+        raise NonPositiveIntError("int_to_base64 takes a positive int, got %d" % x)
     length = (x.bit_length() + 7) // 8
     return base64.urlsafe_b64encode(x.to_bytes(length, "big")).decode("utf-8").rstrip("=")
 
 
 def base64_to_int(s):
     """phe.util's inverse of :func:`int_to_base64` (padding optional)."""
-    import base64
-
+    if not isinstance(s, str):
+        raise TypeError("s must be a str, got %s" % type(s).__name__)
+    if len(s) % 4 == 1:
+        raise ValueError("Invalid base64 string")
     return int.from_bytes(base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)), "big")
+
+
+def _precision(precision):
+    """phe's precision argument: None or a finite number > 0 (checked by the encoder)."""
+    if precision is None:
+        return None
+    precision = _checks.real("precision", precision)
+    if not (math.isfinite(precision) and precision > 0):
+        raise ValueError("precision must be a finite number > 0, got %r" % precision)
+    return precision
+
+
+def _with_legacy_hint(parse, argument):
+    """``parse(argument)``; a refusal for a key under 2048 bits says how to read old data."""
+    try:
+        return parse(argument)
+    except ValueError as exc:
+        if "shorter than 2048 bits" in str(exc):
+            raise ValueError("%s; %s" % (exc, _LEGACY_HINT)) from None
+        raise

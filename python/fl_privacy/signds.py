@@ -28,7 +28,7 @@ from typing import List, NamedTuple
 
 import numpy as np
 
-from fl_privacy import _native
+from fl_privacy import _checks, _native
 from fl_privacy.ldp import _rng
 
 __all__ = ["Broadcast", "Client", "ClientReport", "Round", "RoundSummary", "Server", "decode_report"]
@@ -81,13 +81,13 @@ def _params(kwargs):
     if unknown:
         raise TypeError("unknown SignDS parameters: %s (allowed: %s)" % (sorted(unknown), sorted(allowed)))
     return (
-        kwargs.get("top_k_fraction"),
-        kwargs.get("epsilon"),
-        kwargs.get("threshold_ratio"),
-        kwargs.get("global_learning_rate"),
-        kwargs.get("output_dimension"),
-        kwargs.get("magrr_epsilon"),
-        kwargs.get("profile", "exact"),
+        _checks.optional_real("top_k_fraction", kwargs.get("top_k_fraction")),
+        _checks.optional_real("epsilon", kwargs.get("epsilon")),
+        _checks.optional_real("threshold_ratio", kwargs.get("threshold_ratio")),
+        _checks.optional_real("global_learning_rate", kwargs.get("global_learning_rate")),
+        _checks.optional_integer("output_dimension", kwargs.get("output_dimension"), 0, 2**32 - 1),
+        _checks.optional_real("magrr_epsilon", kwargs.get("magrr_epsilon")),
+        _checks.string("profile", kwargs.get("profile", "exact")),
     )
 
 
@@ -96,12 +96,21 @@ class Client:
     module docs list; omitted ones keep upstream's defaults)."""
 
     def __init__(self, dimension, **params):
-        self._native = _native.NativeSigndsClient(int(dimension), _params(params))
+        self._native = _native.NativeSigndsClient(
+            _checks.integer("dimension", dimension, 0, _checks.U64_MAX), _params(params)
+        )
 
     @property
     def law(self):
         """(d, K = top-k count, h = output dimension, ν_th = threshold)."""
         return self._native.law()
+
+    @property
+    def privacy(self):
+        """(selection ε, MagRR ε_RR) that every report of this client costs: realised values,
+        each at most the requested one (docs/proofs/fl-signds/magrr.md: one report is
+        (ε + ε_RR)-LDP for any two updates)."""
+        return self._native.privacy()
 
     def encode(self, update, broadcast=Broadcast(), rng=None):
         """The report of one update (float32 array of the client's dimension)."""
@@ -109,7 +118,8 @@ class Client:
         if not isinstance(broadcast, Broadcast):
             broadcast = Broadcast(*broadcast)
         data, indices, sign, bit, eps, eps_rr, warnings = self._native.encode(
-            array, float(broadcast.r_est), broadcast.phase, _rng(rng)
+            array, _checks.real("broadcast.r_est", broadcast.r_est),
+            _checks.string("broadcast.phase", broadcast.phase), _rng(rng)
         )
         return ClientReport(bytes(data), np.asarray(indices, dtype=np.int64), sign, bit,
                             eps + eps_rr, eps, eps_rr, warnings)
@@ -126,7 +136,7 @@ class Round:
         client's training-set size ``weight`` >= 1. A malformed report raises ValueError and
         changes nothing."""
         data = report.data if isinstance(report, ClientReport) else bytes(report)
-        self._native.ingest(data, int(weight))
+        self._native.ingest(data, _checks.integer("weight", weight, 0, _checks.U64_MAX))
 
     @property
     def accepted(self):
@@ -144,7 +154,9 @@ class Server:
 
     def __init__(self, dimension, expected_clients, step_rule="code", **params):
         self._native = _native.NativeSigndsServer(
-            int(dimension), float(expected_clients), step_rule, _params(params)
+            _checks.integer("dimension", dimension, 0, _checks.U64_MAX),
+            _checks.real("expected_clients", expected_clients),
+            _checks.string("step_rule", step_rule), _params(params)
         )
 
     def broadcast(self):

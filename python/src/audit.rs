@@ -21,12 +21,15 @@ fn err(e: AuditError) -> PyErr {
 /// Audits the mechanism answered by `answer` (a Python function from a request line to a
 /// response line) exactly as `fl-audit external` audits a child process, with the
 /// mechanism's parameters as `fl-audit external`'s options (`--classes`, `--dim`,
-/// `--utilities`, ..., `--suite`); writes report.json, report.md, report.html and the plot
-/// into `out` when given. Returns (passed, header line, verdict line, report.json text).
+/// `--utilities`, ..., `--suite`); `samples` = `None` draws the planner's size, as
+/// `fl-audit external` without `--samples`; writes report.json, report.md, report.html and
+/// the plot into `out` when given. `progress` draws fl-audit's progress bar on stderr (None:
+/// as the command line decides — when stderr is a terminal or `CI` is set). Returns
+/// (passed, header line, verdict line, report.json text).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // The command line's options, one by one.
 #[pyo3(signature = (
-    answer, mechanism, eps, samples, alpha, batch, out, target, *,
+    answer, mechanism, eps, samples, alpha, batch, out, target, *, progress=None,
     classes=None, dim=None, utilities=None, sensitivity=None, form=None, prior=None,
     top_k=None, output_dim=None, eps_rr=None, top_k_fraction=None, olh_hash=None,
     buckets=None, selection_input=None, suite=None
@@ -36,11 +39,12 @@ pub(crate) fn audit_external(
     answer: Py<PyAny>,
     mechanism: String,
     eps: f64,
-    samples: u64,
+    samples: Option<u64>,
     alpha: f64,
     batch: u64,
     out: Option<PathBuf>,
     target: String,
+    progress: Option<bool>,
     classes: Option<u64>,
     dim: Option<u64>,
     utilities: Option<Vec<f64>>,
@@ -92,7 +96,11 @@ pub(crate) fn audit_external(
             };
             Ok(Box::new(CallbackMechanism::new(respond)) as Box<dyn Responder>)
         };
-        let report = audit.run(start, false).map_err(err)?;
+        let progress = progress.unwrap_or_else(|| {
+            use std::io::IsTerminal;
+            std::io::stderr().is_terminal() || std::env::var_os("CI").is_some()
+        });
+        let report = audit.run(start, progress).map_err(err)?;
         let [header, verdict] = audit.summary(&target, &report).map_err(err)?;
         let json = serde_json::to_string_pretty(&report.to_json())
             .map_err(|e| PyRuntimeError::new_err(format!("cannot serialise the report: {e}")))?;

@@ -3,7 +3,7 @@
 use num_bigint::{BigInt, BigUint, Sign};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyFloat, PyInt};
+use pyo3::types::{PyBytes, PyFloat, PyInt, PyTuple};
 use rand::SeedableRng;
 use rand::rngs::{ChaCha20Rng, SysRng};
 
@@ -76,6 +76,21 @@ pub(crate) fn biguint_to_py<'py>(py: Python<'py>, x: &BigUint) -> PyResult<Bound
     let bytes = PyBytes::new(py, &x.to_bytes_le());
     py.get_type::<PyInt>()
         .call_method1("from_bytes", (bytes, "little"))
+}
+
+/// A private key's primes (p, q), big-endian in zeroizing buffers, as a tuple of Python
+/// ints. Python ints cannot be wiped: this copies the secrets out, for export only.
+///
+/// # Errors
+/// Only if the interpreter fails to build the integers.
+pub(crate) fn primes_to_py<'py>(
+    py: Python<'py>,
+    p: &[u8],
+    q: &[u8],
+) -> PyResult<Bound<'py, PyTuple>> {
+    let p = biguint_to_py(py, &BigUint::from_bytes_be(p))?;
+    let q = biguint_to_py(py, &BigUint::from_bytes_be(q))?;
+    PyTuple::new(py, [p, q])
 }
 
 /// A fresh ChaCha20 generator seeded from the operating system (the convenience default of

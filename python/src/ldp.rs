@@ -19,6 +19,8 @@ use rand::SeedableRng;
 use rand::rngs::ChaCha20Rng;
 use rayon::prelude::*;
 
+use crate::batch;
+
 /// An fl-ldp error as a `ValueError` (its message names the parameter, the value and what
 /// is allowed).
 pub(crate) fn err(e: fl_ldp::Error) -> PyErr {
@@ -78,8 +80,16 @@ pub(crate) fn master_rng(seeded: Option<&NativeSeededRng>) -> PyResult<ChaCha20R
     }
 }
 
+/// Chunks sampled per release of the GIL: the signal check (Ctrl-C) between two groups
+/// comes every 64 chunks of 2^16 elements (a few tens of milliseconds of work).
+const CHUNKS_PER_CHECK: usize = 64;
+
 /// Samples `input` (rows of `in_row` elements) into rows of `out_row` outputs, chunk by
-/// chunk in parallel, each chunk with its own ChaCha20 stream from an OS-seeded one.
+/// chunk in parallel, each chunk with its own ChaCha20 stream drawn in order from
+/// `master` (so a seeded run is reproducible). The output is allocated fallibly
+/// (`MemoryError`), and groups of chunks run with the GIL released with a signal check
+/// (`KeyboardInterrupt`) between groups. The inner result is the mechanism's verdict on
+/// the input.
 fn sample_chunks<T: Sync, U: Send + Clone + Default>(
     py: Python<'_>,
     mut master: ChaCha20Rng,
@@ -87,23 +97,44 @@ fn sample_chunks<T: Sync, U: Send + Clone + Default>(
     in_row: usize,
     out_row: usize,
     sample: impl Fn(&[T], &mut [U], &mut ChaCha20Rng) -> fl_ldp::Result<()> + Sync,
-) -> fl_ldp::Result<Vec<U>> {
+) -> PyResult<fl_ldp::Result<Vec<U>>> {
     let in_row = in_row.max(1);
+    let out_row = out_row.max(1);
     let rows = input.len() / in_row;
-    let chunk_rows = (CHUNK / in_row.max(out_row).max(1)).max(1);
+    let chunk_rows = (CHUNK / in_row.max(out_row)).max(1);
+    let total = rows
+        .checked_mul(out_row)
+        .ok_or_else(|| batch::memory_error("output", rows))?;
+    let mut out: Vec<U> = batch::reserve(total, "output")?;
+    out.resize(total, U::default());
     let chunks = rows.div_ceil(chunk_rows);
-    let rngs: Vec<ChaCha20Rng> = (0..chunks)
-        .map(|_| ChaCha20Rng::from_rng(&mut master))
-        .collect();
-    py.detach(|| {
-        let mut out = vec![U::default(); rows * out_row];
-        input
-            .par_chunks(chunk_rows * in_row)
-            .zip(out.par_chunks_mut((chunk_rows * out_row).max(1)))
-            .zip(rngs)
-            .try_for_each(|((x, o), mut rng)| sample(x, o, &mut rng))?;
-        Ok(out)
-    })
+    let mut first = 0;
+    while first < chunks {
+        let group = CHUNKS_PER_CHECK.min(chunks - first);
+        let rngs: Vec<ChaCha20Rng> = (0..group)
+            .map(|_| ChaCha20Rng::from_rng(&mut master))
+            .collect();
+        let rows_from = first * chunk_rows;
+        let rows_to = ((first + group) * chunk_rows).min(rows);
+        let x = input
+            .get(rows_from * in_row..rows_to * in_row)
+            .unwrap_or_default();
+        let o = out
+            .get_mut(rows_from * out_row..rows_to * out_row)
+            .unwrap_or_default();
+        let verdict = py.detach(|| {
+            x.par_chunks(chunk_rows * in_row)
+                .zip(o.par_chunks_mut(chunk_rows * out_row))
+                .zip(rngs)
+                .try_for_each(|((x, o), mut rng)| sample(x, o, &mut rng))
+        });
+        if let Err(e) = verdict {
+            return Ok(Err(e));
+        }
+        py.check_signals()?;
+        first += group;
+    }
+    Ok(Ok(out))
 }
 
 /// After a chunk failed: runs `f` on the rows of `x` in order and returns the first
@@ -164,7 +195,7 @@ impl NativeBinaryRr {
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let out = sample_chunks(py, master_rng(rng)?, bits.as_slice()?, 1, 1, |x, o, rng| {
             self.m.randomize_into(x, o, rng)
-        })
+        })?
         .map_err(err)?;
         Ok(PyArray1::from_vec(py, out))
     }
@@ -185,17 +216,15 @@ pub(crate) struct NativeKaryRr {
 /// Class indices from numpy's int64, checked against k (a negative index is as wrong as
 /// one ≥ k; the error gives the element's index in the whole array).
 fn class_indices(classes: &[i64], k: usize) -> PyResult<Vec<usize>> {
-    classes
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| {
-            usize::try_from(c).ok().filter(|&c| c < k).ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "classes[{i}] = {c} is out of range: classes are integers in 0..{k}"
-                ))
-            })
-        })
-        .collect()
+    let mut out = batch::reserve(classes.len(), "classes")?;
+    for (i, &c) in classes.iter().enumerate() {
+        out.push(usize::try_from(c).ok().filter(|&c| c < k).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "classes[{i}] = {c} is out of range: classes are integers in 0..{k}"
+            ))
+        })?);
+    }
+    Ok(out)
 }
 
 #[pymethods]
@@ -240,7 +269,7 @@ impl NativeKaryRr {
                 *o = y as i64;
             }
             Ok(())
-        })
+        })?
         .map_err(err)?;
         Ok(PyArray1::from_vec(py, out))
     }
@@ -263,7 +292,7 @@ impl NativeKaryRr {
         let out = sample_chunks(py, master_rng(rng)?, x, k, k, |x, o, rng| {
             o.copy_from_slice(&self.m.randomize_one_hot(x, rng)?);
             Ok(())
-        });
+        })?;
         let out = match out {
             Ok(v) => v,
             Err(_) => {
@@ -340,7 +369,7 @@ impl NativeEmbeddingDp {
     ) -> PyResult<Vec<u8>> {
         match sample_chunks(py, master_rng(rng)?, x, 1, 1, |x, o, rng| {
             self.m.privatize_into(x, o, rng)
-        }) {
+        })? {
             Ok(v) => Ok(v),
             Err(_) => {
                 let mut rng = os_rng()?;
@@ -399,7 +428,7 @@ impl NativeLabelDp {
             };
             o.copy_from_slice(&self.m.privatize(x, &chunk_shape, rng)?);
             Ok(())
-        });
+        })?;
         let out = match out {
             Ok(v) => v,
             Err(_) => {
@@ -499,7 +528,7 @@ impl NativeLaplace {
                 oi.copy_from_slice(&self.m.privatize(xi, rng)?);
             }
             Ok(())
-        });
+        })?;
         let out = out.map_err(|_| {
             first_row_error(x, d, "probability vector", |row, rng| {
                 self.m.privatize(row, rng)
@@ -564,7 +593,7 @@ impl NativeExponential {
                 }
                 Ok(())
             },
-        )
+        )?
         .map_err(err)?;
         Ok(PyArray1::from_vec(py, out))
     }
@@ -596,7 +625,7 @@ impl NativeExponential {
                 }
                 Ok(())
             },
-        )
+        )?
         .map_err(|_| {
             first_row_error(u, candidates, "utilities", |row, rng| {
                 self.m.select(row, rng)

@@ -9,8 +9,11 @@
 use pyo3::prelude::*;
 
 mod audit;
+mod batch;
+mod cluster;
 mod convert;
 mod ldp;
+mod legacy;
 mod paillier;
 mod signds;
 
@@ -18,7 +21,9 @@ mod signds;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     audit::register(m)?;
+    cluster::register(m)?;
     paillier::register(m)?;
+    legacy::register(m)?;
     ldp::register(m)?;
     signds::register(m)?;
     Ok(())

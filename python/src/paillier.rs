@@ -19,7 +19,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyInt, PyTuple};
 use rayon::prelude::*;
 
-use crate::convert::{bigint_from_py, bigint_to_py, biguint_from_py, biguint_to_py, os_rng};
+use crate::batch::{self, ElementError};
+use crate::convert::{
+    bigint_from_py, bigint_to_py, biguint_from_py, biguint_to_py, os_rng, primes_to_py,
+};
+use std::ops::Range;
 
 /// An fl-paillier error as the Python exception a phe user expects: `OverflowError` for a
 /// decoded value in the overflow band (phe raises it too), `ValueError` otherwise. The
@@ -36,7 +40,7 @@ pub(crate) fn err(e: fl_paillier::Error) -> PyErr {
 }
 
 /// A phe exponent from Python, within fl-paillier's bound of ±10000.
-fn exponent(e: i64) -> PyResult<i32> {
+pub(crate) fn exponent(e: i64) -> PyResult<i32> {
     i32::try_from(e)
         .ok()
         .filter(|e| e.unsigned_abs() <= MAX_PHE_EXPONENT.unsigned_abs())
@@ -465,16 +469,18 @@ impl NativePublicKey {
     }
 
     /// Encodes (phe's rules: floats with their precision, ints with exponent 0 or
-    /// ⌊log₁₆ precision⌋) and encrypts every value (GIL released, parallel).
-    #[pyo3(signature = (values, precision=None))]
+    /// ⌊log₁₆ precision⌋) and encrypts every value (in chunks, GIL released, parallel;
+    /// interruptible; `progress(done, total)` between chunks).
+    #[pyo3(signature = (values, precision=None, progress=None))]
     fn encrypt_array(
         &self,
         py: Python<'_>,
         values: Scalars<'_>,
         precision: Option<f64>,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<NativeArray> {
         let key = &self.key;
-        NativeArray::encrypt(py, key, &values, precision, |pts, rng| {
+        NativeArray::encrypt(py, key, &values, precision, progress, |pts, rng| {
             key.encrypt_many(pts, rng)
         })
     }
@@ -488,11 +494,36 @@ enum Scalars<'py> {
 }
 
 impl Scalars<'_> {
-    fn to_vec(&self) -> PyResult<Vec<ScalarValue>> {
+    /// The numbers in place (no copy).
+    fn slice(&self) -> PyResult<ScalarSlice<'_>> {
         Ok(match self {
-            Self::Float(a) => a.as_slice()?.iter().map(|&x| ScalarValue::F(x)).collect(),
-            Self::Int(a) => a.as_slice()?.iter().map(|&x| ScalarValue::I(x)).collect(),
+            Self::Float(a) => ScalarSlice::F(a.as_slice()?),
+            Self::Int(a) => ScalarSlice::I(a.as_slice()?),
         })
+    }
+}
+
+/// The numbers of a [`Scalars`], borrowed (sendable to rayon's threads).
+#[derive(Clone, Copy)]
+enum ScalarSlice<'a> {
+    F(&'a [f64]),
+    I(&'a [i64]),
+}
+
+impl ScalarSlice<'_> {
+    fn len(self) -> usize {
+        match self {
+            Self::F(x) => x.len(),
+            Self::I(x) => x.len(),
+        }
+    }
+
+    /// Element `i` (callers stay below `len`; out of range reads as 0, never a panic).
+    fn get(self, i: usize) -> ScalarValue {
+        match self {
+            Self::F(x) => ScalarValue::F(x.get(i).copied().unwrap_or(0.0)),
+            Self::I(x) => ScalarValue::I(x.get(i).copied().unwrap_or(0)),
+        }
     }
 }
 
@@ -511,8 +542,27 @@ impl ScalarValue {
     }
 }
 
+/// `f(i)` for `i` in `range` on rayon's threads, collected in order; an error names its
+/// element (by its index within the chunk).
+pub(crate) fn par_map<T: Send>(
+    range: Range<usize>,
+    f: impl Fn(usize) -> PyResult<T> + Sync + Send,
+) -> Result<Vec<T>, ElementError> {
+    let start = range.start;
+    range
+        .into_par_iter()
+        .map(|i| f(i).map_err(|e| ElementError::at(i - start, e)))
+        .collect()
+}
+
+/// Heap bytes one ciphertext of `key` owns (its limbs), for the memory probe.
+pub(crate) fn ciphertext_heap_bytes(key: &EncryptionKey) -> usize {
+    key.ciphertext_len() + 16
+}
+
 /// A batch of encrypted numbers under one key: ciphertexts and their phe exponents.
-/// Every batch operation releases the GIL and runs on rayon's threads.
+/// Every batch operation runs in chunks with the GIL released, on rayon's threads,
+/// checking for signals (Ctrl-C) between chunks; results are allocated fallibly.
 #[pyclass(module = "fl_privacy._native", frozen)]
 pub(crate) struct NativeArray {
     key: EncryptionKey,
@@ -521,43 +571,45 @@ pub(crate) struct NativeArray {
 
 impl NativeArray {
     /// Encodes `values` with phe's rules and encrypts them with `encrypt_many` (an
-    /// OS-seeded generator; GIL released, parallel).
+    /// OS-seeded generator), chunk by chunk.
     fn encrypt(
         py: Python<'_>,
         key: &EncryptionKey,
         values: &Scalars<'_>,
         precision: Option<f64>,
-        encrypt_many: impl FnOnce(
+        progress: Option<&Bound<'_, PyAny>>,
+        mut encrypt_many: impl FnMut(
             &[Plaintext],
             &mut rand::rngs::ChaCha20Rng,
         ) -> fl_paillier::Result<Vec<Ciphertext>>
         + Send,
     ) -> PyResult<Self> {
-        let xs = values.to_vec()?;
+        let xs = values.slice()?;
+        if let Some(p) = precision {
+            precision_exponent(p)?;
+        }
+        batch::probe_bytes(xs.len(), ciphertext_heap_bytes(key), "values")?;
         let mut rng = os_rng()?;
-        let (encoded, cts) = py.detach(|| {
-            let encoded = xs
-                .par_iter()
-                .map(|x| encode(key, &x.scalar(), precision, None))
-                .collect::<PyResult<Vec<_>>>()?;
+        let items = batch::run_chunked(py, xs.len(), "values", progress, |range| {
+            let encoded = par_map(range, |i| encode(key, &xs.get(i).scalar(), precision, None))?;
             let pts = encoded
                 .iter()
                 .map(|e| key.plaintext_from_biguint(&e.encoding))
                 .collect::<Result<Vec<Plaintext>, _>>()
                 .map_err(err)?;
             let cts = encrypt_many(&pts, &mut rng).map_err(err)?;
-            Ok::<_, PyErr>((encoded, cts))
-        })?;
-        Ok(Self {
-            key: key.clone(),
-            items: cts
+            Ok(cts
                 .into_iter()
                 .zip(encoded)
                 .map(|(ciphertext, e)| PheEncryptedNumber {
                     ciphertext,
                     exponent: e.exponent,
                 })
-                .collect(),
+                .collect())
+        })?;
+        Ok(Self {
+            key: key.clone(),
+            items,
         })
     }
 
@@ -572,25 +624,45 @@ impl NativeArray {
         }
     }
 
-    /// `f(key, a_i, x_i)` over the elements and one scalar each (GIL released, parallel).
+    /// `f(key, a_i, i)` over the elements, chunk by chunk (a new batch of this key).
+    fn map_items(
+        &self,
+        py: Python<'_>,
+        arg: &str,
+        progress: Option<&Bound<'_, PyAny>>,
+        f: impl Fn(&EncryptionKey, &PheEncryptedNumber, usize) -> PyResult<PheEncryptedNumber>
+        + Sync
+        + Send,
+    ) -> PyResult<Self> {
+        let key = &self.key;
+        let len = self.items.len();
+        batch::probe_bytes(len, ciphertext_heap_bytes(key), arg)?;
+        let items = batch::run_chunked(py, len, arg, progress, |range| {
+            par_map(range, |i| match self.items.get(i) {
+                Some(a) => f(key, a, i),
+                None => Err(PyValueError::new_err("index out of range")),
+            })
+        })?;
+        Ok(self.with_items(items))
+    }
+
+    /// `f(key, a_i, x_i)` over the elements and one scalar each.
     fn map_scalars(
         &self,
         py: Python<'_>,
         scalars: &Scalars<'_>,
         f: impl Fn(&EncryptionKey, &PheEncryptedNumber, ScalarValue) -> PyResult<PheEncryptedNumber>
-        + Sync,
+        + Sync
+        + Send,
     ) -> PyResult<Self> {
-        let xs = scalars.to_vec()?;
+        let xs = scalars.slice()?;
         self.same_length(xs.len())?;
-        let key = &self.key;
-        let items = py.detach(|| {
-            self.items
-                .par_iter()
-                .zip(&xs)
-                .map(|(a, &x)| f(key, a, x))
-                .collect::<PyResult<Vec<_>>>()
-        })?;
-        Ok(self.with_items(items))
+        self.map_items(py, "other", None, |key, a, i| f(key, a, xs.get(i)))
+    }
+
+    /// A batch of `key` from its numbers.
+    pub(crate) fn from_items(key: EncryptionKey, items: Vec<PheEncryptedNumber>) -> Self {
+        Self { key, items }
     }
 
     fn with_items(&self, items: Vec<PheEncryptedNumber>) -> Self {
@@ -598,6 +670,16 @@ impl NativeArray {
             key: self.key.clone(),
             items,
         }
+    }
+
+    /// The ciphertexts of `range` (cloned, one chunk at a time).
+    fn ciphertexts(&self, range: Range<usize>) -> Vec<Ciphertext> {
+        self.items
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .map(|n| n.ciphertext.clone())
+            .collect()
     }
 }
 
@@ -637,25 +719,30 @@ impl NativeArray {
     }
 
     /// The elements at `indices` (a gather).
-    fn take(&self, indices: Vec<usize>) -> PyResult<Self> {
-        let items = indices
-            .iter()
-            .map(|&i| {
-                self.items.get(i).cloned().ok_or_else(|| {
+    fn take(&self, indices: PyReadonlyArray1<'_, i64>) -> PyResult<Self> {
+        let indices = indices.as_slice()?;
+        batch::probe_bytes(indices.len(), ciphertext_heap_bytes(&self.key), "indices")?;
+        let mut items = batch::reserve(indices.len(), "indices")?;
+        for &i in indices {
+            let item = usize::try_from(i)
+                .ok()
+                .and_then(|i| self.items.get(i))
+                .ok_or_else(|| {
                     pyo3::exceptions::PyIndexError::new_err(format!(
                         "index {i} out of range for {} elements",
                         self.items.len()
                     ))
-                })
-            })
-            .collect::<PyResult<_>>()?;
+                })?;
+            items.push(item.clone());
+        }
         Ok(self.with_items(items))
     }
 
     /// The phe exponents, as an int64 array.
-    fn exponents<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        let e: Vec<i64> = self.items.iter().map(|n| i64::from(n.exponent)).collect();
-        PyArray1::from_vec(py, e)
+    fn exponents<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        let mut e = batch::reserve(self.items.len(), "exponents")?;
+        e.extend(self.items.iter().map(|n| i64::from(n.exponent)));
+        Ok(PyArray1::from_vec(py, e))
     }
 
     /// Elementwise sum with another batch (phe's alignment to the smaller exponent).
@@ -666,15 +753,10 @@ impl NativeArray {
                 "Attempted to add numbers encrypted against different public keys!",
             ));
         }
-        let key = &self.key;
-        let items = py.detach(|| {
-            self.items
-                .par_iter()
-                .zip(&other.items)
-                .map(|(a, b)| add_encrypted(key, a, b))
-                .collect::<PyResult<Vec<_>>>()
-        })?;
-        Ok(self.with_items(items))
+        self.map_items(py, "other", None, |key, a, i| match other.items.get(i) {
+            Some(b) => add_encrypted(key, a, b),
+            None => Err(PyValueError::new_err("index out of range")),
+        })
     }
 
     /// Elementwise `a + x` with plain scalars (phe's `_add_scalar`: x encoded with
@@ -693,51 +775,65 @@ impl NativeArray {
         })
     }
 
-    /// The sum of all elements (phe's `sum()`), or None for an empty batch.
-    fn sum(&self, py: Python<'_>) -> PyResult<Option<(NativeCiphertext, i32)>> {
+    /// The sum of all elements (phe's `sum()`), or None for an empty batch: each chunk is
+    /// summed in parallel and added to the running total.
+    #[pyo3(signature = (progress=None))]
+    fn sum(
+        &self,
+        py: Python<'_>,
+        progress: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<(NativeCiphertext, i32)>> {
         let key = &self.key;
-        let total = py.detach(|| {
-            self.items
-                .par_iter()
-                .map(|a| Ok(Some(a.clone())))
-                .try_reduce(
-                    || None,
-                    |a, b| match (a, b) {
-                        (Some(a), Some(b)) => add_encrypted(key, &a, &b).map(Some),
-                        (a, None) => Ok(a),
-                        (None, b) => Ok(b),
-                    },
-                )
+        let mut total: Option<PheEncryptedNumber> = None;
+        batch::fold_chunked(py, self.items.len(), "self", progress, |range| {
+            let items = self.items.get(range).unwrap_or_default();
+            let part = items.par_iter().map(|a| Ok(Some(a.clone()))).try_reduce(
+                || None,
+                |a, b| match (a, b) {
+                    (Some(a), Some(b)) => add_encrypted(key, &a, &b).map(Some),
+                    (a, None) => Ok(a),
+                    (None, b) => Ok(b),
+                },
+            )?;
+            total = match (total.take(), part) {
+                (Some(t), Some(p)) => Some(add_encrypted(key, &t, &p)?),
+                (t, None) => t,
+                (None, p) => p,
+            };
+            Ok(())
         })?;
         Ok(total.map(pair))
     }
 
-    /// Re-randomizes every ciphertext (phe's `obfuscate`, in parallel).
-    fn obfuscate(&self, py: Python<'_>) -> PyResult<Self> {
+    /// Re-randomizes every ciphertext (phe's `obfuscate`), chunk by chunk.
+    #[pyo3(signature = (progress=None))]
+    fn obfuscate(&self, py: Python<'_>, progress: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let mut rng = os_rng()?;
         let key = &self.key;
-        let cts: Vec<Ciphertext> = self.items.iter().map(|n| n.ciphertext.clone()).collect();
-        let fresh = py
-            .detach(|| key.rerandomize_many(&cts, &mut rng))
-            .map_err(err)?;
-        Ok(self.with_items(
-            fresh
+        batch::probe_bytes(self.items.len(), ciphertext_heap_bytes(key), "self")?;
+        let items = batch::run_chunked(py, self.items.len(), "self", progress, |range| {
+            let fresh = key
+                .rerandomize_many(&self.ciphertexts(range.clone()), &mut rng)
+                .map_err(err)?;
+            Ok(fresh
                 .into_iter()
-                .zip(&self.items)
+                .zip(self.items.get(range).unwrap_or_default())
                 .map(|(ciphertext, n)| PheEncryptedNumber {
                     ciphertext,
                     exponent: n.exponent,
                 })
-                .collect(),
-        ))
+                .collect())
+        })?;
+        Ok(self.with_items(items))
     }
 
     /// The ciphertext values as Python ints.
     fn ciphertext_ints<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        self.items
-            .iter()
-            .map(|n| biguint_to_py(py, &n.ciphertext.to_biguint()))
-            .collect()
+        let mut out = batch::reserve(self.items.len(), "self")?;
+        for n in &self.items {
+            out.push(biguint_to_py(py, &n.ciphertext.to_biguint())?);
+        }
+        Ok(out)
     }
 }
 
@@ -747,11 +843,15 @@ fn decode_value_f64(key: &EncryptionKey, n: &PheEncodedNumber) -> PyResult<f64> 
 }
 
 fn decode_value_i64(key: &EncryptionKey, n: &PheEncodedNumber) -> PyResult<i64> {
-    let m = n.mantissa(key).map_err(err)?;
-    let value = if n.exponent >= 0 {
-        m << (4 * n.exponent.unsigned_abs())
+    mantissa_to_i64(n.mantissa(key).map_err(err)?, n.exponent)
+}
+
+/// mantissa · 16^exponent as an `i64`, if it is an integer that fits.
+pub(crate) fn mantissa_to_i64(m: BigInt, exponent: i32) -> PyResult<i64> {
+    let value = if exponent >= 0 {
+        m << (4 * exponent.unsigned_abs())
     } else {
-        let d = BigInt::one() << (4 * n.exponent.unsigned_abs());
+        let d = BigInt::one() << (4 * exponent.unsigned_abs());
         let (q, r) = m.div_mod_floor(&d);
         if !r.is_zero() {
             return Err(PyValueError::new_err(
@@ -773,27 +873,31 @@ pub(crate) struct NativePrivateKey {
 }
 
 impl NativePrivateKey {
-    /// Decrypts a batch and decodes every value with `decode` (GIL released, parallel).
+    /// Decrypts a batch and decodes every value with `decode`, chunk by chunk (GIL
+    /// released, parallel, interruptible).
     fn decrypt_decode<'py, T: numpy::Element + Send>(
         &self,
         py: Python<'py>,
         array: &NativeArray,
         decode: fn(&EncryptionKey, &PheEncodedNumber) -> PyResult<T>,
+        progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let key = &self.key;
-        let cts: Vec<Ciphertext> = array.items.iter().map(|n| n.ciphertext.clone()).collect();
-        let out = py.detach(|| {
-            let ms = key.decrypt_many(&cts).map_err(err)?;
-            ms.par_iter()
-                .zip(&array.items)
-                .map(|(m, n)| {
-                    let encoded = PheEncodedNumber {
+        let out = batch::run_chunked(py, array.items.len(), "encrypted", progress, |range| {
+            let ms = key
+                .decrypt_many(&array.ciphertexts(range.clone()))
+                .map_err(err)?;
+            let items = array.items.get(range).unwrap_or_default();
+            par_map(0..ms.len(), |i| match (ms.get(i), items.get(i)) {
+                (Some(m), Some(n)) => decode(
+                    key.encryption_key(),
+                    &PheEncodedNumber {
                         encoding: m.to_biguint(),
                         exponent: n.exponent,
-                    };
-                    decode(key.encryption_key(), &encoded)
-                })
-                .collect::<PyResult<Vec<T>>>()
+                    },
+                ),
+                _ => Err(PyValueError::new_err("index out of range")),
+            })
         })?;
         Ok(PyArray1::from_vec(py, out).into_any())
     }
@@ -837,17 +941,23 @@ impl NativePrivateKey {
     /// Encodes (phe's rules) and encrypts every value as the key owner: fl-paillier's CRT
     /// encryption, whose ciphertexts have exactly the distribution of public-key encryption
     /// at about a quarter of the cost (GIL released, parallel).
-    #[pyo3(signature = (values, precision=None))]
+    #[pyo3(signature = (values, precision=None, progress=None))]
     fn encrypt_array(
         &self,
         py: Python<'_>,
         values: Scalars<'_>,
         precision: Option<f64>,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<NativeArray> {
         let key = &self.key;
-        NativeArray::encrypt(py, key.encryption_key(), &values, precision, |pts, rng| {
-            key.encrypt_crt_many(pts, rng)
-        })
+        NativeArray::encrypt(
+            py,
+            key.encryption_key(),
+            &values,
+            precision,
+            progress,
+            |pts, rng| key.encrypt_crt_many(pts, rng),
+        )
     }
 
     /// The public key.
@@ -861,9 +971,7 @@ impl NativePrivateKey {
     /// the secrets out of the zeroizing key, for export only.
     fn primes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let (p, q) = self.key.expose_primes();
-        let p = biguint_to_py(py, &BigUint::from_bytes_be(&p))?;
-        let q = biguint_to_py(py, &BigUint::from_bytes_be(&q))?;
-        PyTuple::new(py, [p, q])
+        primes_to_py(py, &p, &q)
     }
 
     /// Constant-time equality of two private keys.
@@ -884,15 +992,17 @@ impl NativePrivateKey {
 
     /// Decrypts a batch to float64 (phe's decoding, correctly rounded) or int64 (exact
     /// integers only); GIL released, parallel.
+    #[pyo3(signature = (array, dtype, progress=None))]
     fn decrypt_array<'py>(
         &self,
         py: Python<'py>,
         array: &NativeArray,
         dtype: &str,
+        progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         match dtype {
-            "float64" => self.decrypt_decode(py, array, decode_value_f64),
-            "int64" => self.decrypt_decode(py, array, decode_value_i64),
+            "float64" => self.decrypt_decode(py, array, decode_value_f64, progress),
+            "int64" => self.decrypt_decode(py, array, decode_value_i64, progress),
             other => Err(PyValueError::new_err(format!(
                 "dtype must be float64 or int64, got {other}"
             ))),

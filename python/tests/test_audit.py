@@ -162,7 +162,8 @@ def test_audit_writes_the_report_and_returns_its_rows(tmp_path):
     assert "<svg" in html and 'src="http' not in html and 'href="http' not in html
     on_disk = json.loads((tmp_path / "report" / "report.json").read_text())
     assert on_disk["results"] == result.report["results"] == result.tests
-    assert result.report_dir == str(tmp_path / "report") and len(result.epsilon) == 1
+    # The law-planned statement on the reported bit and the learned event.
+    assert result.report_dir == str(tmp_path / "report") and len(result.epsilon) == 2
     assert {"alpha", "seed", "samples", "results", "epsilon"} <= set(on_disk)
 
 
@@ -170,18 +171,35 @@ def test_audit_errors():
     ok = lambda x, n: [x] * n  # noqa: E731
     with pytest.raises(ValueError, match="external audits support"):
         audit.audit(ok, "rr-ternary", 1.0)
-    with pytest.raises(ValueError, match="--dim"):
-        audit.audit(ok, "laplace", 1.0)
-    with pytest.raises(ValueError, match="--utilities"):
-        audit.audit(ok, "exponential", 1.0)
-    with pytest.raises(ValueError, match="--prior"):
-        audit.audit(ok, "rr-with-prior", 1.0)
+    # Usage errors name this function's arguments, not the command line's options.
+    for kwargs, name in [({"mechanism": "laplace"}, "needs dim "),
+                         ({"mechanism": "exponential"}, "needs utilities "),
+                         ({"mechanism": "rr-with-prior"}, "needs prior "),
+                         ({"mechanism": "signds-selection", "dim": 100}, "needs top_k "),
+                         ({"mechanism": "rr-binary", "epsilon": float("nan")}, "^epsilon must"),
+                         ({"mechanism": "rr-binary", "alpha": 2.0}, "^alpha must")]:
+        args = {"epsilon": 1.0, **kwargs}
+        with pytest.raises(ValueError, match=name) as info:
+            audit.audit(ok, **args)
+        assert "--" not in str(info.value), info.value
     with pytest.raises(TypeError, match="unknown mechanism parameters"):
         audit.audit(ok, "rr-binary", 1.0, clases=3)
-    with pytest.raises(ValueError, match="eps"):
-        audit.audit(ok, "rr-binary", float("nan"))
-    with pytest.raises(ValueError, match="alpha"):
-        audit.audit(ok, "rr-binary", 1.0, alpha=2.0)
+    # Types are checked by name before anything runs; negative counts name the argument.
+    for kwargs, error, name in [({"epsilon": "1"}, TypeError, "epsilon"),
+                                ({"samples": -5}, ValueError, "samples must be >= 1"),
+                                ({"samples": 10.0}, TypeError, "samples"),
+                                ({"batch": 0}, ValueError, "batch must be >= 1"),
+                                ({"alpha": "0.01"}, TypeError, "alpha"),
+                                ({"classes": -3}, ValueError, "classes must be >= 0"),
+                                ({"dim": "3"}, TypeError, "dim"),
+                                ({"utilities": "3,1,0"}, TypeError, "utilities"),
+                                ({"sensitivity": "1"}, TypeError, "sensitivity"),
+                                ({"progress": "yes"}, TypeError, "progress")]:
+        args = {"mechanism": "rr-binary", "epsilon": 1.0, **kwargs}
+        with pytest.raises(error, match=name):
+            audit.audit(ok, **args)
+    with pytest.raises(TypeError, match="callable"):
+        audit.audit(None, "rr-binary", 1.0)
     with pytest.raises(RuntimeError, match="wrong count"):
         audit.audit(lambda x, n: [x] * (n - 1), "rr-binary", 1.0, samples=100)
     with pytest.raises(RuntimeError, match="expected an integer in 0..1"):

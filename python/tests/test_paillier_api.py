@@ -142,12 +142,22 @@ def test_validation_errors_are_exceptions_never_crashes(keypair):
         public_key.encrypt(1.0, precision=-1.0)
     with pytest.raises(ValueError, match="range"):
         public_key.encrypt(public_key.max_int + 1)
+    # The exponent is validated when the number is built (not at decryption).
+    c = public_key.encrypt(1).ciphertext()
+    for bad_exponent, error in [(10**6, ValueError), (-10**6, ValueError), ("a", TypeError),
+                                (1.5, TypeError), (None, TypeError)]:
+        with pytest.raises(error, match="exponent"):
+            paillier.EncryptedNumber(public_key, c, bad_exponent)
+    with pytest.raises(TypeError, match="encoding"):
+        paillier.EncodedNumber(public_key, "15", 0)
     with pytest.raises(ValueError, match="exponent"):
-        paillier.EncryptedNumber(public_key, public_key.encrypt(1).ciphertext(), 10**6) + 1
-    with pytest.raises(ValueError):
-        public_key.raw_encrypt(n)
-    with pytest.raises(ValueError, match="nonce"):
-        public_key.raw_encrypt(5, r_value=n)
+        paillier.EncodedNumber(public_key, 15, 10**5)
+    # raw_encrypt takes the plaintext mod n, as phe (n encrypts 0); r must be a unit.
+    assert private_key.raw_decrypt(public_key.raw_encrypt(n)) == 0
+    assert private_key.raw_decrypt(public_key.raw_encrypt(n + 7)) == 7
+    for bad_r in [n, private_key.p, 2 * private_key.q]:
+        with pytest.raises(ValueError, match="nonce"):
+            public_key.raw_encrypt(5, r_value=bad_r)
     for size in [1024, 2047, 5000]:
         with pytest.raises(ValueError, match="2048"):
             paillier.generate_paillier_keypair(n_length=size)

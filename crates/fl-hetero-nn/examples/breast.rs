@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 use fl_hetero_nn::data::{VerticalData, parse_csv};
 use fl_hetero_nn::nn::weight_share;
 use fl_hetero_nn::split::{
-    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, evaluate, train_epoch,
+    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, TrainingLabels,
+    evaluate, train_epoch,
 };
 use fl_hetero_nn::transport::memory::{Pair, TrafficStats};
 use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig};
@@ -48,6 +49,8 @@ use rand::SeedableRng;
 use rand::rngs::{ChaCha20Rng, SysRng};
 
 const GUEST_CSV: &str = include_str!("../data/breast_hetero_guest.csv");
+/// δ of the label guarantee in the privacy reports.
+const DELTA: f64 = 1e-5;
 const HOST_CSV: &str = include_str!("../data/breast_hetero_host.csv");
 
 struct Args {
@@ -205,6 +208,11 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
+/// A privacy report as one line (or why there is none).
+fn report_line(r: Result<fl_hetero_nn::defences::PrivacyReport, Error>) -> String {
+    r.map_or_else(|e| format!("no report: {e}"), |r| r.to_string())
+}
+
 fn number<T: std::str::FromStr>(v: &str, what: &str) -> Result<T, String> {
     v.parse().map_err(|_| format!("{what}, not {v:?}"))
 }
@@ -250,16 +258,26 @@ fn encryption(profile: Profile, chosen: Option<Encryption>) -> Encryption {
     })
 }
 
+/// A party's protocol configuration: the host's (`labels = None`), or the guest's with the
+/// evidence of its label randomisation (`SplitConfig::guest_protocol_config`).
 fn config(
     cfg: &SplitConfig,
     profile: Profile,
     key_bits: u32,
     chosen: Option<Encryption>,
-) -> ProtocolConfig {
-    let mut c = cfg.protocol_config(profile);
+    labels: Option<&TrainingLabels>,
+) -> Result<ProtocolConfig, Error> {
+    let mut c = match labels {
+        Some(l) => cfg.guest_protocol_config(profile, l)?,
+        None => cfg.protocol_config(profile),
+    };
+    // The demo runs undefended by default: accept, by name, exactly the leaks of the
+    // defences that are off (the run's report below says what each party got).
+    c.accepted_leaks.host_recovers_exact_error_and_labels = c.label_defence.is_none();
+    c.accepted_leaks.guest_recovers_exact_activations = c.embedding_dp.is_none();
     c.min_key_bits = u64::from(key_bits.min(2048));
     c.encryption = encryption(profile, chosen);
-    c
+    Ok(c)
 }
 
 fn run_in_process(
@@ -326,14 +344,19 @@ impl HostPart for FloatPart {
         &mut self,
         _p: fl_hetero_nn::Purpose,
         a: &Matrix<f64>,
+        _row_ids: &[u64],
     ) -> Result<Matrix<f64>, Error> {
         self.lin.forward(a)
     }
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+        _row_ids: &[u64],
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
         let g = self.lin.backward(delta)?;
         self.lin
             .step(fl_hetero_nn::nn::Optimizer::Sgd { lr: self.eta });
-        Ok(g)
+        Ok((g, None))
     }
     fn traffic(&self) -> TrafficStats {
         TrafficStats::default()
@@ -354,12 +377,14 @@ fn key(bits: u32, seed: u64) -> Result<fl_paillier::DecryptionKey, Error> {
 fn secure_parties(
     cfg: &SplitConfig,
     init: &SplitInit,
+    labels: &TrainingLabels,
     profile: Profile,
     key_bits: u32,
     seed: u64,
     chosen: Option<Encryption>,
 ) -> Result<(Host<Paillier>, Guest<Paillier>, ChaCha20Rng, ChaCha20Rng), Error> {
-    let pc = config(cfg, profile, key_bits, chosen);
+    let pc = config(cfg, profile, key_bits, chosen, None)?;
+    let guest_pc = config(cfg, profile, key_bits, chosen, Some(labels))?;
     let mut host_rng = ChaCha20Rng::seed_from_u64(seed ^ 1);
     let guest_rng = ChaCha20Rng::seed_from_u64(seed ^ 2);
     // Hardened: each party holds its own share of W₀ (neither is sent); FateFaithful: the
@@ -372,7 +397,7 @@ fn secure_parties(
         _ => (None, &init.host_part_weight),
     };
     let host = Host::<Paillier>::new(pc, key(key_bits, seed)?, hw, &mut host_rng)?;
-    let guest = Guest::<Paillier>::new(pc, &init.host_part_bias, gw)?;
+    let guest = Guest::<Paillier>::new(guest_pc, &init.host_part_bias, gw)?;
     Ok((host, guest, host_rng, guest_rng))
 }
 
@@ -381,12 +406,14 @@ fn run_tcp(
     cfg: &SplitConfig,
     data: &VerticalData,
     init: &SplitInit,
+    labels: &TrainingLabels,
     profile: Profile,
     args: &Args,
 ) -> Result<Run, Error> {
     let (mut host, mut guest, mut host_rng, mut guest_rng) = secure_parties(
         cfg,
         init,
+        labels,
         profile,
         args.key_bits,
         args.seed,
@@ -398,9 +425,10 @@ fn run_tcp(
         .local_addr()
         .map_err(fl_hetero_nn::error::TransportError::from)?;
     let cps = checkpoints(args.epochs);
-    let (cfg2, host_x, cps2) = (*cfg, data.host.clone(), cps.clone());
+    let (cfg2, host_x, row_ids, cps2) =
+        (*cfg, data.host.clone(), data.row_ids.clone(), cps.clone());
     let mut host_model = HostModel::new(init);
-    let host_thread = std::thread::spawn(move || -> Result<TrafficStats, Error> {
+    let host_thread = std::thread::spawn(move || -> Result<(TrafficStats, String), Error> {
         let (sock, _) = listener
             .accept()
             .map_err(fl_hetero_nn::error::TransportError::from)?;
@@ -408,13 +436,14 @@ fn run_tcp(
         fl_hetero_nn::split::tcp::run_host(
             &cfg2,
             &host_x,
+            &row_ids,
             &mut host_model,
             &mut host,
             &mut stream,
             &cps2,
             &mut host_rng,
         )?;
-        Ok(stream.stats)
+        Ok((stream.stats, report_line(host.privacy_report(DELTA))))
     });
     let sock = TcpStream::connect(addr).map_err(fl_hetero_nn::error::TransportError::from)?;
     let mut stream = FramedStream::new(sock, TcpConfig::default(), false)?;
@@ -425,6 +454,7 @@ fn run_tcp(
         cfg,
         &data.guest,
         &data.labels,
+        &data.row_ids,
         &mut model,
         &mut guest,
         &mut stream,
@@ -438,9 +468,14 @@ fn run_tcp(
         },
     )?;
     // A panic in the host thread is a bug: re-raise it with its own message.
-    let stats = host_thread
+    let (stats, host_report) = host_thread
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+    println!("{name} over TCP, host's report: {host_report}");
+    println!(
+        "{name} over TCP, guest's report: {}",
+        report_line(guest.privacy_report(DELTA))
+    );
     let steps = (cfg.batches(data.len()).len() * args.epochs) as f64;
     Ok(Run {
         name: name.into(),
@@ -460,6 +495,7 @@ fn run_role(
     cfg: &SplitConfig,
     data: &VerticalData,
     init: &SplitInit,
+    labels: &TrainingLabels,
     args: &Args,
 ) -> Result<(), Error> {
     let cps = checkpoints(args.epochs);
@@ -470,7 +506,7 @@ fn run_role(
             reason: format!("the OS random number generator failed: {e}"),
         }
     })?;
-    let pc = config(cfg, Profile::Hardened, args.key_bits, args.encryption);
+    let pc = config(cfg, Profile::Hardened, args.key_bits, args.encryption, None)?;
     let own_share = weight_share(
         &mut rng,
         cfg.bottom_width,
@@ -496,6 +532,7 @@ fn run_role(
             fl_hetero_nn::split::tcp::run_host(
                 cfg,
                 &data.host,
+                &data.row_ids,
                 &mut HostModel::new(init),
                 &mut host,
                 &mut stream,
@@ -503,9 +540,17 @@ fn run_role(
                 &mut rng,
             )?;
             eprintln!("host done: {:?}", stream.stats);
+            println!("host's report: {}", report_line(host.privacy_report(DELTA)));
         }
         Role::Guest => {
-            let mut guest = Guest::<Paillier>::new(pc, &init.host_part_bias, &own_share)?;
+            let guest_pc = config(
+                cfg,
+                Profile::Hardened,
+                args.key_bits,
+                args.encryption,
+                Some(labels),
+            )?;
+            let mut guest = Guest::<Paillier>::new(guest_pc, &init.host_part_bias, &own_share)?;
             let mut sock = None;
             for _ in 0..600 {
                 if let Ok(s) = TcpStream::connect(&args.addr) {
@@ -520,6 +565,7 @@ fn run_role(
                 cfg,
                 &data.guest,
                 &data.labels,
+                &data.row_ids,
                 &mut GuestModel::new(init, cfg),
                 &mut guest,
                 &mut stream,
@@ -535,6 +581,10 @@ fn run_role(
                 },
             )?;
             eprintln!("guest done: {:?}", stream.stats);
+            println!(
+                "guest's report: {}",
+                report_line(guest.privacy_report(DELTA))
+            );
         }
     }
     Ok(())
@@ -561,12 +611,14 @@ fn main() -> Result<(), Error> {
     let data = VerticalData::align(parse_csv(GUEST_CSV, true)?, parse_csv(HOST_CSV, false)?)?;
     // LabelDP: the guest randomises its training labels once (every run trains on the same
     // randomised labels); AUC and loss are measured against the true labels.
-    let mut train = data.clone();
-    train.labels =
+    // The randomised labels come with the evidence the guest's configuration needs.
+    let labels =
         cfg.privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(args.seed ^ 3))?;
+    let mut train = data.clone();
+    train.labels = labels.labels().to_vec();
     let init = SplitInit::new(&cfg, args.seed)?;
     if let Some(role) = args.role {
-        return run_role(role, &cfg, &data, &init, &args);
+        return run_role(role, &cfg, &data, &init, &labels, &args);
     }
     println!(
         "FATE hetero_nn-binary-0 on breast ({} rows; guest 10 + host 20 features), {} epochs, batch {}, seed {}, {}-bit Paillier, transport: {}",
@@ -609,7 +661,7 @@ fn main() -> Result<(), Error> {
                 )?
             }
             RunKind::Fixed => {
-                let pc = config(&cfg, Profile::Hardened, args.key_bits, None);
+                let pc = config(&cfg, Profile::Hardened, args.key_bits, None, None)?;
                 let mut part =
                     PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)?;
                 run_in_process(
@@ -629,11 +681,12 @@ fn main() -> Result<(), Error> {
                     (Profile::Hardened, "Hardened")
                 };
                 if args.tcp {
-                    run_tcp(name, &cfg, &data, &init, profile, &args)?
+                    run_tcp(name, &cfg, &data, &init, &labels, profile, &args)?
                 } else {
                     let (host, guest, hr, gr) = secure_parties(
                         &cfg,
                         &init,
+                        &labels,
                         profile,
                         args.key_bits,
                         args.seed,
@@ -642,7 +695,18 @@ fn main() -> Result<(), Error> {
                     let mut pair = Pair::new(host, guest, hr, gr);
                     pair.drive().map_err(|e| e.error)?;
                     let _ = pair.poll_guest_event();
-                    run_in_process(name, &cfg, &data, &train, &init, &mut pair, cfg.epochs)?
+                    let run =
+                        run_in_process(name, &cfg, &data, &train, &init, &mut pair, cfg.epochs)?;
+                    // The guarantee each party got, counted per row by the parties.
+                    println!(
+                        "{name}, host's report: {}",
+                        report_line(pair.host.privacy_report(DELTA))
+                    );
+                    println!(
+                        "{name}, guest's report: {}",
+                        report_line(pair.guest.privacy_report(DELTA))
+                    );
+                    run
                 }
             }
         };

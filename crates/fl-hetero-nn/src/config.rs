@@ -19,7 +19,8 @@ pub enum Profile {
     /// FATE 1.x's choices: acc₀ = 0 (so the guest knows W₀ = W̃₀), masks uniform in
     /// [−1024, 1024] (in the units of the masked value), no re-randomisation, no packing.
     /// For cross-checking against FATE and for demonstrating its leaks. **Not for
-    /// production.**
+    /// production**: like `Hardened`, a session without the DP defences is refused unless
+    /// its leaks are accepted by name ([`AcceptedLeaks`]).
     FateFaithful,
     /// The default: CSPRNG masks with `statistical_security_bits` (≥ 40) of slack above
     /// the public bound of the masked value, every guest→host ciphertext re-randomised,
@@ -93,6 +94,243 @@ impl Encryption {
     }
 }
 
+/// Gradient perturbation of the guest's error (DP-SGD's clip-and-noise applied to the rows
+/// of δ), enforced by [`crate::Guest::backward`] before anything derived from δ leaves
+/// the guest: each row of the per-example error n·δᵢ is rounded to the fixed-point grid,
+/// clipped to L2 norm `clip_norm`, and discrete Gaussian noise N_ℤ(0, σ²) with
+/// σ = `noise_multiplier`·2·`clip_norm` (lattice units) is added to every entry
+/// (fl-ldp's exact [`fl_ldp::DiscreteGaussian`]); D and Dη are then post-processed from
+/// the noisy rows, so δ_A, the update of W̃ and b_A, and every later message are functions
+/// of the release.
+///
+/// Privacy claim: with one-label neighbours (two label vectors differing in one
+/// example's label), a row's L2 sensitivity is 2·`clip_norm`, so each release of a row is
+/// (α, α/(2z²))-RDP (z = `noise_multiplier`; CKS 2020 Theorem 14); an example released
+/// k times composes to k·α/(2z²), converted to (ε, δ) by [`fl_ldp::RdpAccountant`]. The
+/// guest counts the releases of every example by the row ids its application passes to
+/// [`crate::Guest::backward`], refuses a batch that would release an example more than
+/// `releases_per_row` times ([`ApiMisuse::PrivacyBudgetExhausted`]), and reports the
+/// ε of the most-released example ([`crate::Guest::privacy_report`]). The claim covers
+/// the host's whole view **only if** the guest's other label-dependent state (top model,
+/// guest bottom model, W_B) is trained only from released quantities: `crate::split`
+/// freezes the top model and trains the guest's layers on the released error. Proof:
+/// `docs/proofs/fl-hetero-nn/gradient-perturbation.md`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct GradientPerturbation {
+    /// C: the L2 bound on each example's error row ∂ℓᵢ/∂z (value units).
+    pub clip_norm: f64,
+    /// z = σ/Δ₂ with Δ₂ = 2C.
+    pub noise_multiplier: f64,
+    /// The budget: the most times one example's row may be released (E epochs of a
+    /// schedule that visits each example once per epoch: E). Enforced by the guest per row
+    /// id.
+    pub releases_per_row: u64,
+}
+
+impl GradientPerturbation {
+    /// A perturbation with clip norm C, noise multiplier z and a budget of
+    /// `releases_per_row` releases of each example.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] unless C and z are finite and > 0 and
+    /// `releases_per_row` ≥ 1.
+    pub fn new(
+        clip_norm: f64,
+        noise_multiplier: f64,
+        releases_per_row: u64,
+    ) -> Result<Self, Error> {
+        let g = Self {
+            clip_norm,
+            noise_multiplier,
+            releases_per_row,
+        };
+        g.validate()?;
+        Ok(g)
+    }
+
+    /// The noise multiplier that makes `releases_per_row` releases of each example
+    /// (ε, δ)-label-DP, derived with the accountant
+    /// ([`fl_ldp::RdpAccountant::noise_multiplier_for`]); the budget is `releases_per_row`.
+    ///
+    /// # Errors
+    /// Invalid C, ε, δ or a zero release count.
+    pub fn for_target(
+        clip_norm: f64,
+        epsilon: f64,
+        delta: f64,
+        releases_per_row: u64,
+    ) -> Result<Self, Error> {
+        let z = fl_ldp::RdpAccountant::noise_multiplier_for(epsilon, delta, releases_per_row)
+            .map_err(|e| ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "gradient perturbation target (ε = {epsilon}, δ = {delta}, {releases_per_row} releases per row): {e}"
+                ),
+            })?;
+        Self::new(clip_norm, z, releases_per_row)
+    }
+
+    /// The (ε, δ)-label-DP of an example released `releases` times (0 releases: ε = 0).
+    ///
+    /// # Errors
+    /// An invalid δ.
+    pub fn guarantee(&self, releases: u64, delta: f64) -> Result<fl_ldp::PrivacyLoss, Error> {
+        let mut acc = fl_ldp::RdpAccountant::new();
+        let bad = |e: fl_ldp::Error| ApiMisuse::InvalidConfig {
+            reason: format!("accountant: {e}"),
+        };
+        acc.compose_gaussian(self.noise_multiplier, releases)
+            .map_err(bad)?;
+        Ok(acc.epsilon(delta).map_err(bad)?)
+    }
+
+    /// σ of the noise in lattice steps at scale 2^`frac_bits`: z·2·K with
+    /// K = max(⌊C·2^f⌋, 1) ([`crate::defences::clip_bound_lattice`]).
+    pub fn sigma_lattice(&self, frac_bits: u32) -> f64 {
+        self.noise_multiplier * 2.0 * crate::defences::clip_bound_lattice(self.clip_norm, frac_bits)
+    }
+
+    /// The checks that need the fixed-point format: K = ⌊C·2^f⌋ ≤ 2^62 and
+    /// σ = 2zK ≤ 2^62 (the largest discrete Gaussian fl-ldp samples).
+    fn validate_on_lattice(&self, frac_bits: u32) -> Result<(), Error> {
+        self.validate()?;
+        let k = crate::defences::clip_bound_lattice(self.clip_norm, frac_bits);
+        if k > crate::defences::MAX_CLIP_LATTICE {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "gradient perturbation: clip_norm = {} gives ⌊C·2^{frac_bits}⌋ = {k:e} lattice steps; allowed ≤ 2^62 (C < {:e} at frac_bits = {frac_bits})",
+                    self.clip_norm,
+                    crate::defences::MAX_CLIP_LATTICE / 2f64.powi(frac_bits as i32)
+                ),
+            }
+            .into());
+        }
+        let sigma = self.sigma_lattice(frac_bits);
+        if let Err(e) = fl_ldp::DiscreteGaussian::new(sigma) {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "gradient perturbation: σ = 2·z·⌊C·2^{frac_bits}⌋ = {sigma:e} lattice steps (z = {}, C = {}): {e}; lower z or C",
+                    self.noise_multiplier, self.clip_norm
+                ),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        if !(ok(self.clip_norm) && ok(self.noise_multiplier) && self.releases_per_row >= 1) {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "gradient perturbation: clip_norm = {}, noise_multiplier = {}, releases_per_row = {}; C and z must be finite and > 0, at least one release",
+                    self.clip_norm, self.noise_multiplier, self.releases_per_row
+                ),
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// How the guest protects its labels against the host.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum LabelDefence {
+    /// Enforced by the protocol: [`GradientPerturbation`] in [`crate::Guest::backward`].
+    GradientPerturbation(GradientPerturbation),
+    /// The guest trains on labels randomised **once** before training by an ε-label-DP
+    /// mechanism (LabelDP's randomized response or RR-with-prior:
+    /// `crate::split::SplitConfig::label_dp`). The value carries the evidence: a guest
+    /// accepts only the one [`crate::split::SplitConfig::privatize_labels`] returned with
+    /// the randomised labels ([`RandomizedLabels`]); a host states it with
+    /// [`RandomizedLabels::announced_by_guest`].
+    RandomizedLabels(RandomizedLabels),
+}
+
+/// The label randomisation a [`LabelDefence::RandomizedLabels`] declares: its ε, and
+/// whether this value is the evidence that this process randomised the labels.
+///
+/// It cannot be written by hand as evidence: only
+/// [`crate::split::SplitConfig::privatize_labels`] makes one (with the randomised labels
+/// it returns, [`crate::split::TrainingLabels`]), and [`crate::Guest::new`] refuses a
+/// declaration without it ([`ApiMisuse::UndefendedLeak`]), so a guest's configuration
+/// cannot claim label DP for labels that were never randomised. (The protocol still
+/// cannot see which labels the application trains on: training on other labels than the
+/// ones returned with the evidence is a deliberate act outside the claim.) The host,
+/// which never sees the labels, states the guest's defence with
+/// [`Self::announced_by_guest`]; the hello carries the ε, and two declarations compare
+/// equal when their ε are equal, whichever side made them.
+#[derive(Debug, Clone, Copy)]
+pub struct RandomizedLabels {
+    epsilon: fl_ldp::Epsilon,
+    /// Made by `privatize_labels` in this process.
+    applied: bool,
+}
+
+impl RandomizedLabels {
+    /// The evidence, made where the labels are randomised.
+    pub(crate) fn applied(epsilon: fl_ldp::Epsilon) -> Self {
+        Self {
+            epsilon,
+            applied: true,
+        }
+    }
+
+    /// The guest's defence as its peer states it (a host's configuration, or a hello):
+    /// not evidence, so a [`crate::Guest`] refuses a configuration that holds it.
+    pub fn announced_by_guest(epsilon: fl_ldp::Epsilon) -> Self {
+        Self {
+            epsilon,
+            applied: false,
+        }
+    }
+
+    /// ε of the label randomisation.
+    pub fn epsilon(&self) -> fl_ldp::Epsilon {
+        self.epsilon
+    }
+
+    /// Whether this value is the evidence made by
+    /// [`crate::split::SplitConfig::privatize_labels`] in this process.
+    pub fn is_evidence(&self) -> bool {
+        self.applied
+    }
+}
+
+impl PartialEq for RandomizedLabels {
+    /// The same declared defence: equal ε (the evidence is local to the guest).
+    fn eq(&self, other: &Self) -> bool {
+        self.epsilon == other.epsilon
+    }
+}
+
+/// Leaks a caller accepts by name in a session (either profile) without the matching
+/// defence (each field names what the other party then recovers; see `crate::attacks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct AcceptedLeaks {
+    /// No label defence: the host recovers the guest's exact error D_t from step 2 on
+    /// when d_A ≥ 2m (also at d_A = m and in between, measured), so the labels.
+    pub host_recovers_exact_error_and_labels: bool,
+    /// No feature defence: the guest recovers the host's exact activations a_A when
+    /// m ≥ 2·d_A, and with d_A + 1 known rows always.
+    pub guest_recovers_exact_activations: bool,
+}
+
+impl AcceptedLeaks {
+    /// Neither leak accepted (the default).
+    pub const NONE: Self = Self {
+        host_recovers_exact_error_and_labels: false,
+        guest_recovers_exact_activations: false,
+    };
+    /// Both leaks accepted: an undefended session (tests, benchmarks, FATE cross-checks).
+    pub const EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE: Self = Self {
+        host_recovers_exact_error_and_labels: true,
+        guest_recovers_exact_activations: true,
+    };
+}
+
 /// The agreed parameters of a session. Construct with [`ProtocolConfig::new`] and adjust the
 /// public fields; [`ProtocolConfig::validate`] runs when a party is created.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -134,10 +372,21 @@ pub struct ProtocolConfig {
     /// Privacy claim: each row the host sends is (d_A·ε/2)-LDP with respect to replacing
     /// that row's bottom output by any other (ε/2 per coordinate), from the guest's view
     /// and everything derived from it; fresh coins every round, so a row sent in T rounds
-    /// composes to T·d_A·ε/2. Training then runs on the randomised bits (the bottom model
+    /// composes to T·d_A·ε/2 ([`crate::Host::privacy_report`] counts T per row id and
+    /// states the most-sent row's ε). Training then runs on the randomised bits (the bottom model
     /// receives δ_A as the gradient of its output: straight-through). The host chooses
     /// it; the hello carries it so the guest knows, but the guest does not require it.
     pub embedding_dp: Option<fl_ldp::Epsilon>,
+    /// The guest's label defence (`None` by default: the host recovers D exactly, see
+    /// [`AcceptedLeaks`]).
+    pub label_defence: Option<LabelDefence>,
+    /// Leaks accepted in a session without the matching defence; without the acceptance
+    /// such a session is refused ([`ApiMisuse::UndefendedLeak`]), in both profiles.
+    ///
+    /// The refusal checks that a defence is present, not how strong it is: ε is the
+    /// caller's policy, and the privacy reports state it as it is (an EmbeddingDP at
+    /// ε = 10⁶ is reported as a 10⁶-LDP guarantee per round, not as a protection).
+    pub accepted_leaks: AcceptedLeaks,
 }
 
 impl ProtocolConfig {
@@ -161,7 +410,18 @@ impl ProtocolConfig {
                 Profile::Hardened => Encryption::KeyOwnerCrt,
             },
             embedding_dp: None,
+            label_defence: None,
+            accepted_leaks: AcceptedLeaks::NONE,
         }
+    }
+
+    /// This configuration with both leaks of an undefended session accepted
+    /// ([`AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE`]): for tests, benchmarks
+    /// and FATE cross-checks, never for data that must stay private.
+    #[must_use]
+    pub fn accepting_exact_error_and_activation_leaks(mut self) -> Self {
+        self.accepted_leaks = AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE;
+        self
     }
 
     /// Checks every field; the error says what is allowed.
@@ -224,6 +484,33 @@ impl ProtocolConfig {
                 "min_key_bits = {}; must be ≥ 2048",
                 self.min_key_bits
             ));
+        }
+        if let Some(LabelDefence::GradientPerturbation(g)) = self.label_defence {
+            g.validate_on_lattice(f)?;
+        }
+        // Both profiles: FateFaithful leaks at least what Hardened does (its guest also
+        // holds W₀ from step 0), so it needs the same named acceptance.
+        let fate = self.profile == Profile::FateFaithful;
+        if self.label_defence.is_none() && !self.accepted_leaks.host_recovers_exact_error_and_labels
+        {
+            return Err(ApiMisuse::UndefendedLeak {
+                missing: "label defence",
+                leak: "the host recovers the guest's exact error D_t (and so its labels) from step 2 on when d_A ≥ 2m (fl_hetero_nn::attacks::host_multi_step), and reads the labels off δ_A directly (H1)",
+                remedy: "set label_defence (gradient perturbation, or the randomized labels privatize_labels returns) or accepted_leaks.host_recovers_exact_error_and_labels",
+            }
+            .into());
+        }
+        if self.embedding_dp.is_none() && !self.accepted_leaks.guest_recovers_exact_activations {
+            return Err(ApiMisuse::UndefendedLeak {
+                missing: "feature defence",
+                leak: if fate {
+                    "the FateFaithful guest holds W₀ and recovers the host's exact activations a_A from step 0 when m ≥ d_A, and from d_A + 1 known rows always"
+                } else {
+                    "the guest recovers the host's exact activations a_A when m ≥ 2·d_A (fl_hetero_nn::attacks::guest_multi_step), and from d_A + 1 known rows always"
+                },
+                remedy: "set embedding_dp or accepted_leaks.guest_recovers_exact_activations",
+            }
+            .into());
         }
         if self.packing && self.profile == Profile::FateFaithful {
             return bad("packing is a hardened-profile feature; FateFaithful sends one value per ciphertext".into());
@@ -420,7 +707,8 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let mut c = ProtocolConfig::new(Profile::Hardened, 2, 2);
+        let mut c = ProtocolConfig::new(Profile::Hardened, 2, 2)
+            .accepting_exact_error_and_activation_leaks();
         assert!(c.validate().is_ok());
         // 0 is rejected in every build (1..40 only where the insecure test scheme is compiled in).
         c.statistical_security_bits = 0;
@@ -430,14 +718,77 @@ mod tests {
                 .to_string()
                 .contains("statistical_security_bits")
         );
-        let mut c = ProtocolConfig::new(Profile::FateFaithful, 2, 2);
+        let mut c = ProtocolConfig::new(Profile::FateFaithful, 2, 2)
+            .accepting_exact_error_and_activation_leaks();
+        assert!(c.validate().is_ok());
         c.packing = true;
         assert!(c.validate().is_err());
-        let mut c = ProtocolConfig::new(Profile::Hardened, 0, 2);
+        let mut c = ProtocolConfig::new(Profile::Hardened, 0, 2)
+            .accepting_exact_error_and_activation_leaks();
         assert!(c.validate().is_err());
         c.host_dim = 2;
         c.learning_rate = f64::NAN;
         assert!(c.validate().is_err());
+    }
+
+    /// An undefended Hardened session is refused with a typed error naming the missing
+    /// defence and the leak; each acceptance or defence lifts exactly its half.
+    #[test]
+    fn hardened_without_defences_is_refused_unless_the_leak_is_accepted() {
+        let c = ProtocolConfig::new(Profile::Hardened, 2, 2);
+        let e = c.validate().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::ApiMisuse(ApiMisuse::UndefendedLeak {
+                    missing: "label defence",
+                    ..
+                })
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("exact error"), "{e}");
+        let mut c = c;
+        c.label_defence = Some(LabelDefence::GradientPerturbation(
+            GradientPerturbation::new(1.0, 2.0, 100).unwrap(),
+        ));
+        let e = c.validate().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::ApiMisuse(ApiMisuse::UndefendedLeak {
+                    missing: "feature defence",
+                    ..
+                })
+            ),
+            "{e}"
+        );
+        c.accepted_leaks.guest_recovers_exact_activations = true;
+        assert!(c.validate().is_ok());
+        c.accepted_leaks = AcceptedLeaks::NONE;
+        c.embedding_dp = Some(fl_ldp::Epsilon::new(1.0).unwrap());
+        assert!(c.validate().is_ok());
+        c.label_defence = None;
+        assert!(c.validate().is_err());
+        // FateFaithful (FATE's protocol, for cross-checks) needs the same acceptance.
+        assert!(
+            ProtocolConfig::new(Profile::FateFaithful, 2, 2)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            ProtocolConfig::new(Profile::FateFaithful, 2, 2)
+                .accepting_exact_error_and_activation_leaks()
+                .validate()
+                .is_ok()
+        );
+        // Invalid perturbations are refused.
+        assert!(GradientPerturbation::new(0.0, 1.0, 1).is_err());
+        assert!(GradientPerturbation::new(1.0, f64::NAN, 1).is_err());
+        assert!(GradientPerturbation::new(1.0, 1.0, 0).is_err());
+        let g = GradientPerturbation::for_target(1.0, 2.0, 1e-5, 10).unwrap();
+        let got = g.guarantee(10, 1e-5).unwrap().epsilon;
+        assert!(got <= 2.0 && got > 1.99, "{got}");
     }
 
     #[test]

@@ -105,6 +105,12 @@ pub struct VerticalData {
     pub guest: Matrix<f64>,
     /// Host features, reordered to the guest's ids.
     pub host: Matrix<f64>,
+    /// The record of each row: the row ids both parties pass to the protocol
+    /// ([`crate::Host::start_round`], [`crate::Guest::backward`]), which count the
+    /// releases of each record. [`Self::align`] numbers the aligned rows 0, 1, …; a subset
+    /// ([`Self::subset`]) keeps its rows' ids, so that a record keeps its id in every
+    /// split of the set.
+    pub row_ids: Vec<u64>,
 }
 
 impl VerticalData {
@@ -136,10 +142,49 @@ impl VerticalData {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
+            row_ids: (0..labels.len() as u64).collect(),
             labels,
             guest: guest.features,
             host: host.features.select_rows(&order)?,
         })
+    }
+
+    /// The rows `rows` (indices into this set), with their labels and row ids.
+    ///
+    /// # Errors
+    /// An index out of range, or a set whose fields disagree in length.
+    pub fn subset(&self, rows: &[usize]) -> Result<Self, Error> {
+        Ok(Self {
+            labels: pick(&self.labels, rows)?,
+            guest: self.guest.select_rows(rows)?,
+            host: self.host.select_rows(rows)?,
+            row_ids: pick(&self.row_ids, rows)?,
+        })
+    }
+
+    /// The row ids of rows `lo..hi`.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidRowIds`] unless there is one id per row and `lo..hi` lies in
+    /// the set.
+    pub fn batch_ids(&self, lo: usize, hi: usize) -> Result<&[u64], Error> {
+        if self.row_ids.len() != self.len() {
+            return Err(ApiMisuse::InvalidRowIds {
+                reason: format!(
+                    "{} row ids for {} rows; a VerticalData needs one id per row",
+                    self.row_ids.len(),
+                    self.len()
+                ),
+            }
+            .into());
+        }
+        self.row_ids
+            .get(lo..hi)
+            .ok_or_else(|| ApiMisuse::IndexOutOfRange {
+                index: hi,
+                len: self.len(),
+            })
+            .map_err(Error::from)
     }
 
     /// Number of rows.
@@ -151,6 +196,20 @@ impl VerticalData {
     pub fn is_empty(&self) -> bool {
         self.labels.is_empty()
     }
+}
+
+fn pick<T: Copy>(v: &[T], rows: &[usize]) -> Result<Vec<T>, Error> {
+    rows.iter()
+        .map(|&i| {
+            v.get(i).copied().ok_or_else(|| {
+                ApiMisuse::IndexOutOfRange {
+                    index: i,
+                    len: v.len(),
+                }
+                .into()
+            })
+        })
+        .collect()
 }
 
 /// Area under the ROC curve (Mann–Whitney, ties count ½). `None` if a class is missing or a
@@ -199,6 +258,12 @@ mod tests {
         let v = VerticalData::align(g.clone(), h).unwrap();
         assert_eq!(v.host.as_slice(), &[3.0, 4.0, 1.0, 2.0]);
         assert_eq!(v.labels, vec![1.0, 0.0]);
+        assert_eq!(v.row_ids, vec![0, 1]);
+        let s = v.subset(&[1]).unwrap();
+        assert_eq!((s.labels, s.row_ids), (vec![0.0], vec![1]));
+        assert!(v.subset(&[2]).is_err());
+        assert_eq!(v.batch_ids(0, 2).unwrap(), &[0, 1]);
+        assert!(v.batch_ids(1, 3).is_err());
         assert!(parse_csv("", true).is_err());
         assert!(parse_csv("id,y,x0\n1,2,0\n", true).is_err());
         assert!(parse_csv("id,y,x0\n1,1,abc\n", true).is_err());

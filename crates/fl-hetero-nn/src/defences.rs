@@ -1,10 +1,15 @@
-//! The seeds' vertical-FL defences as the crate applies them: EmbeddingDP on the host's
-//! bottom output ([`crate::ProtocolConfig::embedding_dp`], applied in
-//! [`crate::Host::start_round`]) and LabelDP on the guest's training labels
-//! ([`crate::split::SplitConfig::privatize_labels`]).
+//! The defences as the crate applies them: EmbeddingDP on the host's bottom output
+//! ([`crate::ProtocolConfig::embedding_dp`], applied in [`crate::Host::start_round`]),
+//! gradient perturbation of the guest's error ([`crate::config::GradientPerturbation`],
+//! applied in [`crate::Guest::backward`]), LabelDP on the guest's training labels
+//! ([`crate::split::SplitConfig::privatize_labels`]), and the report of the guarantee
+//! each party got ([`PrivacyReport`]).
 
+use num_bigint::BigInt;
+use num_integer::Integer;
 use rand::CryptoRng;
 
+use crate::config::{LabelDefence, ProtocolConfig};
 use crate::error::{ApiMisuse, Error};
 use crate::matrix::Matrix;
 
@@ -28,4 +33,512 @@ pub fn embedding_dp_rows<R: CryptoRng + ?Sized>(
         out.extend(bits.into_iter().map(f64::from));
     }
     Matrix::from_vec(a.rows(), a.cols(), out)
+}
+
+/// (D, Dη) at scale S and the released error (`None` without gradient perturbation).
+pub(crate) type GuestErrors = (Matrix<BigInt>, Matrix<BigInt>, Option<Matrix<f64>>);
+
+/// round(a / d) with ties to even, d > 0 (exact, any size).
+fn div_round_half_even(a: &BigInt, d: &BigInt) -> BigInt {
+    let (q, r) = a.div_mod_floor(d);
+    let twice: BigInt = &r << 1;
+    match twice.cmp(d) {
+        core::cmp::Ordering::Less => q,
+        core::cmp::Ordering::Greater => q + 1,
+        core::cmp::Ordering::Equal => {
+            if q.is_odd() {
+                q + 1
+            } else {
+                q
+            }
+        }
+    }
+}
+
+/// x = num·2^(−exp) exactly (x a finite f64 such as η, |num| < 2^53 for normal x).
+pub(crate) fn dyadic(x: f64) -> (i128, u32) {
+    let mut num = x;
+    let mut exp = 0u32;
+    while num.fract() != 0.0 && exp < 1100 {
+        num *= 2.0;
+        exp += 1;
+    }
+    (num as i128, exp)
+}
+
+/// The largest clip bound on the lattice, ⌊C·2^f⌋ ≤ 2^62: the squared norm of a clipped
+/// row then fits an `u128` with room for the rounding of every entry.
+pub const MAX_CLIP_LATTICE: f64 = 4_611_686_018_427_387_904.0; // 2^62
+
+/// The clip bound on the lattice, K = max(⌊C·2^f⌋, 1): every clipped row v satisfies
+/// Σⱼ vⱼ² ≤ K², so two rows of one example differ by at most 2K in L2 norm.
+pub fn clip_bound_lattice(clip_norm: f64, frac_bits: u32) -> f64 {
+    (clip_norm * 2f64.powi(frac_bits as i32)).floor().max(1.0)
+}
+
+/// One example's error row `row` (value units: n·δᵢ) clipped to L2 norm C and put on the
+/// lattice of scale S = 2^`frac_bits`, exactly: the result v ∈ ℤ^m satisfies
+/// Σⱼ vⱼ² ≤ K² with K = [`clip_bound_lattice`]`(C, f)`, whatever the input.
+///
+/// The row is scaled to norm ≤ C in floating point (its norm computed without overflow),
+/// rounded to the lattice (half to even), and, if the rounding left it outside the ball,
+/// scaled once more in exact integers: vⱼ ← sign(vⱼ)·⌊|vⱼ|·K / ⌈√Σv²⌉⌋. The work per row
+/// is fixed (no loop whose length depends on the values); see the timing note in
+/// `docs/proofs/fl-hetero-nn/gradient-perturbation.md`.
+///
+/// # Errors
+/// [`ApiMisuse::NonFinite`] for a NaN or infinite entry; [`ApiMisuse::InvalidConfig`]
+/// unless C is finite and > 0 with K ≤ 2^62 ([`MAX_CLIP_LATTICE`]).
+pub fn clip_error_row(row: &[f64], clip_norm: f64, frac_bits: u32) -> Result<Vec<i128>, Error> {
+    let k = clip_bound_lattice(clip_norm, frac_bits);
+    if !(clip_norm.is_finite() && clip_norm > 0.0 && k <= MAX_CLIP_LATTICE) {
+        return Err(ApiMisuse::InvalidConfig {
+            reason: format!(
+                "clip_norm = {clip_norm} at frac_bits = {frac_bits}; C must be finite, > 0 and ⌊C·2^f⌋ ≤ 2^62"
+            ),
+        }
+        .into());
+    }
+    if row.iter().any(|x| !x.is_finite()) {
+        return Err(ApiMisuse::NonFinite { what: "delta row" }.into());
+    }
+    let scale = 2f64.powi(frac_bits as i32);
+    // ‖row‖ without overflow or underflow: max|x|·‖row / max|x|‖.
+    let largest = row.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let norm = if largest == 0.0 {
+        0.0
+    } else {
+        largest
+            * row
+                .iter()
+                .map(|x| (x / largest).powi(2))
+                .sum::<f64>()
+                .sqrt()
+    };
+    // |entry| ≤ C·S·(1 + 2^−50) + 1 ≤ 2^62 + 2^13: exact in i128 (`as` saturates, never
+    // panics; it cannot saturate here).
+    let mut v: Vec<i128> = row
+        .iter()
+        .map(|&x| {
+            let scaled = if norm > clip_norm {
+                (x / norm) * clip_norm * scale
+            } else {
+                x * scale
+            };
+            scaled.round_ties_even() as i128
+        })
+        .collect();
+    let k = k as u128;
+    let square_sum = v.iter().try_fold(0u128, |acc, x| {
+        x.unsigned_abs()
+            .checked_mul(x.unsigned_abs())
+            .and_then(|sq| acc.checked_add(sq))
+    });
+    let Some(square_sum) = square_sum else {
+        return Err(ApiMisuse::InvalidConfig {
+            reason: "clipped error row: squared norm exceeds 2^128 (C·2^f too large)".into(),
+        }
+        .into());
+    };
+    if square_sum > k * k {
+        // ⌈√s⌉ ≥ ‖v‖, so Σ(|vⱼ|·K/⌈√s⌉)² ≤ K².
+        let root = square_sum.isqrt();
+        let ceil_root = if root * root < square_sum {
+            root + 1
+        } else {
+            root
+        };
+        for x in &mut v {
+            let shrunk = (x.unsigned_abs() * k / ceil_root) as i128;
+            *x = if *x < 0 { -shrunk } else { shrunk };
+        }
+    }
+    Ok(v)
+}
+
+/// The errors the guest applies in a training step: (D, Dη) at scale S, and the error
+/// its own layers must train on when a label defence replaced δ (`None`: δ itself).
+///
+/// Without [`LabelDefence::GradientPerturbation`]: D = round(δ·S), Dη = round(η·δ·S)
+/// (the undefended protocol, bit for bit). With it: each row of the per-example error
+/// n·δᵢ is clipped to L2 norm C on the lattice ([`clip_error_row`]: Σv² ≤ ⌊C·S⌋²),
+/// discrete Gaussian noise N_ℤ(0, (z·2⌊C·S⌋)²) is added to each entry, and the release R
+/// is post-processed: D = round(R/n), Dη = round(η·R/n) (exact rational roundings in big
+/// integers), each clamped to the configured bound. Everything the guest sends later is a
+/// function of R.
+///
+/// # Errors
+/// A δ of the wrong shape, with NaN/∞ or with |δ| ≥ 2^`delta_bound_bits`; a perturbation
+/// outside what [`ProtocolConfig::validate`] accepts.
+pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
+    config: &ProtocolConfig,
+    delta: &Matrix<f64>,
+    rng: &mut R,
+) -> Result<GuestErrors, Error> {
+    let fp = config.fixed_point;
+    let beta = config.delta_bound_bits;
+    let eta = config.learning_rate;
+    let Some(LabelDefence::GradientPerturbation(g)) = config.label_defence else {
+        let d = fp.encode_matrix(delta, 1, beta, "delta")?;
+        let d_eta = fp.encode_matrix(&delta.map(|x| eta * x), 1, beta, "learning_rate · delta")?;
+        return Ok((d, d_eta, None));
+    };
+    delta.check_finite("delta")?;
+    let bound = 2f64.powi(beta as i32);
+    if delta.as_slice().iter().any(|x| x.abs() >= bound) {
+        return Err(ApiMisuse::ValueOutOfRange {
+            what: "delta",
+            bound_bits: beta,
+        }
+        .into());
+    }
+    let (n, m) = delta.shape();
+    let f = fp.frac_bits();
+    let sigma = g.sigma_lattice(f);
+    let noise = fl_ldp::DiscreteGaussian::new(sigma).map_err(|e| ApiMisuse::InvalidConfig {
+        reason: format!("gradient perturbation noise σ = {sigma} lattice steps: {e}"),
+    })?;
+    let limit: BigInt = (BigInt::from(1) << (beta + f)) - 1;
+    let neg_limit = -limit.clone();
+    let (eta_num, eta_exp) = dyadic(eta);
+    let eta_num = BigInt::from(eta_num);
+    let n_big = BigInt::from(n);
+    let eta_den = &n_big << eta_exp;
+    let mut d = Vec::with_capacity(n * m);
+    let mut d_eta = Vec::with_capacity(n * m);
+    for i in 0..n {
+        // |n·δ| < 2^(20 + 32): finite.
+        let row: Vec<f64> = delta.row(i).iter().map(|x| x * n as f64).collect();
+        for x in clip_error_row(&row, g.clip_norm, f)? {
+            let r = BigInt::from(x) + BigInt::from(noise.sample(rng));
+            d.push(div_round_half_even(&r, &n_big).clamp(neg_limit.clone(), limit.clone()));
+            d_eta.push(
+                div_round_half_even(&(&eta_num * &r), &eta_den)
+                    .clamp(neg_limit.clone(), limit.clone()),
+            );
+        }
+    }
+    let d = Matrix::from_vec(n, m, d)?;
+    let released = fp.decode_matrix(&d, 1);
+    Ok((d, Matrix::from_vec(n, m, d_eta)?, Some(released)))
+}
+
+/// How many times each row took part in a release, keyed by the row ids the application
+/// passes with each batch ([`crate::Host::start_round`], [`crate::Guest::backward`]).
+///
+/// A row id names one record of the data set (e.g. its index in the aligned set, or the
+/// sample id both parties aligned on) and must be the same every time that record is
+/// used: the guarantee of a record is the composition over the releases of *its* id.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RowLedger {
+    counts: std::collections::HashMap<u64, u64>,
+    most: u64,
+}
+
+impl RowLedger {
+    /// Checks a batch of `rows` rows: one id per row, no id twice; with `budget`, no row
+    /// released `budget` times already.
+    pub(crate) fn check(
+        &self,
+        row_ids: &[u64],
+        rows: usize,
+        budget: Option<u64>,
+    ) -> Result<(), Error> {
+        if row_ids.len() != rows {
+            return Err(ApiMisuse::InvalidRowIds {
+                reason: format!(
+                    "{} row ids for a batch of {rows} rows; pass one id per row",
+                    row_ids.len()
+                ),
+            }
+            .into());
+        }
+        let mut seen = std::collections::HashSet::with_capacity(rows);
+        for &id in row_ids {
+            if !seen.insert(id) {
+                return Err(ApiMisuse::InvalidRowIds {
+                    reason: format!(
+                        "row id {id} appears twice in one batch; a batch holds each record at most once"
+                    ),
+                }
+                .into());
+            }
+            if let Some(budget) = budget {
+                let releases = self.count(id);
+                if releases >= budget {
+                    return Err(ApiMisuse::PrivacyBudgetExhausted {
+                        row_id: id,
+                        releases,
+                        budget,
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts one more release of each row of a checked batch.
+    pub(crate) fn record(&mut self, row_ids: &[u64]) {
+        for &id in row_ids {
+            let c = self.counts.entry(id).or_insert(0);
+            *c = c.saturating_add(1);
+            self.most = self.most.max(*c);
+        }
+    }
+
+    /// Releases of row `id` so far.
+    pub(crate) fn count(&self, id: u64) -> u64 {
+        self.counts.get(&id).copied().unwrap_or(0)
+    }
+
+    /// The most releases of any one row.
+    pub(crate) fn most(&self) -> u64 {
+        self.most
+    }
+}
+
+/// What a party's labels got from a training run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum LabelGuarantee {
+    /// (ε, δ)-label-DP for every example from gradient perturbation: the ε of the
+    /// most-released example (accountant), counted per row id.
+    LabelDp {
+        /// ε of the most-released example (0 before any release).
+        epsilon: f64,
+        /// δ.
+        delta: f64,
+        /// Releases of the most-released example.
+        releases: u64,
+        /// The configured budget of releases per example, enforced by the guest.
+        budget: u64,
+    },
+    /// ε-label-DP from labels randomised once before training, with the evidence
+    /// (the guest's report: `SplitConfig::privatize_labels` made its declaration).
+    RandomizedLabels {
+        /// ε.
+        epsilon: f64,
+    },
+    /// ε-label-DP as the guest announced it (the host's report: the host cannot see the
+    /// labels; the guest accepts the declaration only with the evidence).
+    DeclaredLabelDp {
+        /// ε.
+        epsilon: f64,
+    },
+    /// None: the host recovers D exactly (`crate::attacks::host_multi_step`).
+    None {
+        /// d_A.
+        host_dim: usize,
+        /// m.
+        out_dim: usize,
+    },
+}
+
+/// What the host's features got from a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum FeatureGuarantee {
+    /// Each row is ε-LDP (any two rows), composed over the rounds it was sent, counted per
+    /// row id by the host (pure composition: `epsilon` = rounds·d_A·ε_EmbeddingDP/2 for the
+    /// most-sent row).
+    LocalDp {
+        /// ε per row per round (d_A·ε/2).
+        per_round: f64,
+        /// Rounds (training and prediction) in which the most-sent row was sent.
+        rounds: u64,
+        /// The composed ε of the most-sent row.
+        epsilon: f64,
+    },
+    /// The guest's view of EmbeddingDP: `per_round` per row and round. The guest cannot
+    /// tell the host's rows apart, so the composition per row is the host's report
+    /// ([`crate::Host::privacy_report`]).
+    LocalDpPerRound {
+        /// ε per row per round (d_A·ε/2).
+        per_round: f64,
+    },
+    /// None: the guest recovers a_A exactly (`crate::attacks::guest_multi_step`).
+    None {
+        /// d_A.
+        host_dim: usize,
+        /// m.
+        out_dim: usize,
+    },
+}
+
+/// The guarantee each party actually got from a session so far.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct PrivacyReport {
+    /// The guest's labels against the host.
+    pub labels: LabelGuarantee,
+    /// The host's features against the guest.
+    pub features: FeatureGuarantee,
+}
+
+impl core::fmt::Display for PrivacyReport {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.labels {
+            LabelGuarantee::LabelDp {
+                epsilon,
+                delta,
+                releases,
+                budget,
+            } => write!(
+                f,
+                "labels: ({epsilon:.4}, {delta:e})-label-DP per example (gradient perturbation; the most-released example: {releases} of at most {budget} releases)"
+            )?,
+            LabelGuarantee::RandomizedLabels { epsilon } => write!(
+                f,
+                "labels: {epsilon}-label-DP (labels randomised once before training by SplitConfig::privatize_labels)"
+            )?,
+            LabelGuarantee::DeclaredLabelDp { epsilon } => write!(
+                f,
+                "labels: {epsilon}-label-DP (labels randomised once before training, as the guest announced)"
+            )?,
+            LabelGuarantee::None { host_dim, out_dim } => write!(
+                f,
+                "labels: none: exact D recoverable from step 2 when d_A ≥ 2m (d_A = {host_dim}, m = {out_dim}; measured also for m ≤ d_A < 2m)"
+            )?,
+        }
+        f.write_str("; ")?;
+        match self.features {
+            FeatureGuarantee::LocalDp {
+                per_round,
+                rounds,
+                epsilon,
+            } => write!(
+                f,
+                "features: {epsilon:.4}-LDP per row (EmbeddingDP, {per_round} per round × {rounds} rounds of the most-sent row)"
+            ),
+            FeatureGuarantee::LocalDpPerRound { per_round } => write!(
+                f,
+                "features: {per_round}-LDP per row per round (EmbeddingDP; the composition per row is in the host's report)"
+            ),
+            FeatureGuarantee::None { host_dim, out_dim } => write!(
+                f,
+                "features: none: exact a_A recoverable when m ≥ 2·d_A (d_A = {host_dim}, m = {out_dim}) and from d_A + 1 known rows"
+            ),
+        }
+    }
+}
+
+/// The report for a session with `config`: `label_releases` is the most releases of any
+/// one example's error (per row id), `feature_rounds` the most rounds any one row of the
+/// host's bottom output was sent in (`None`: not countable by this party, report per
+/// round); δ for the label guarantee is `delta`.
+///
+/// # Errors
+/// An invalid δ.
+pub(crate) fn privacy_report(
+    config: &ProtocolConfig,
+    label_releases: u64,
+    feature_rounds: Option<u64>,
+    delta: f64,
+) -> Result<PrivacyReport, Error> {
+    let (host_dim, out_dim) = (config.host_dim, config.out_dim);
+    let labels = match config.label_defence {
+        Some(LabelDefence::GradientPerturbation(g)) => {
+            let loss = g.guarantee(label_releases.max(1), delta)?;
+            LabelGuarantee::LabelDp {
+                epsilon: if label_releases == 0 {
+                    0.0
+                } else {
+                    loss.epsilon
+                },
+                delta,
+                releases: label_releases,
+                budget: g.releases_per_row,
+            }
+        }
+        Some(LabelDefence::RandomizedLabels(r)) if r.is_evidence() => {
+            LabelGuarantee::RandomizedLabels {
+                epsilon: r.epsilon().value(),
+            }
+        }
+        Some(LabelDefence::RandomizedLabels(r)) => LabelGuarantee::DeclaredLabelDp {
+            epsilon: r.epsilon().value(),
+        },
+        None => LabelGuarantee::None { host_dim, out_dim },
+    };
+    let features = match (config.embedding_dp, feature_rounds) {
+        (Some(eps), Some(rounds)) => {
+            let per_round = host_dim as f64 * eps.value() / 2.0;
+            FeatureGuarantee::LocalDp {
+                per_round,
+                rounds,
+                epsilon: per_round * rounds as f64,
+            }
+        }
+        (Some(eps), None) => FeatureGuarantee::LocalDpPerRound {
+            per_round: host_dim as f64 * eps.value() / 2.0,
+        },
+        (None, _) => FeatureGuarantee::None { host_dim, out_dim },
+    };
+    Ok(PrivacyReport { labels, features })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn square_norm(v: &[i128]) -> u128 {
+        v.iter().map(|x| x.unsigned_abs() * x.unsigned_abs()).sum()
+    }
+
+    proptest! {
+        /// Every clipped row lies in the lattice ball of radius K, whatever the row, C and
+        /// f; a row already inside the ball is only rounded; no entry changes sign.
+        #[test]
+        fn clipped_rows_lie_in_the_ball(
+            row in proptest::collection::vec(-1e300f64..1e300, 1..8),
+            tiny in proptest::collection::vec(-1e-3f64..1e-3, 1..8),
+            log_c in -40.0f64..18.0,
+            f in 1u32..=40,
+        ) {
+            let c = 10f64.powf(log_c);
+            let k = clip_bound_lattice(c, f);
+            prop_assume!(k <= MAX_CLIP_LATTICE);
+            for r in [&row, &tiny] {
+                let v = clip_error_row(r, c, f).unwrap();
+                let k = k as u128;
+                prop_assert!(square_norm(&v) <= k * k, "{v:?} outside radius {k}");
+                for (x, y) in r.iter().zip(&v) {
+                    prop_assert!(*y == 0 || (*x > 0.0) == (*y > 0), "sign flipped: {x} → {y}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn clip_is_the_rounding_inside_the_ball_and_exact_on_its_edge() {
+        let f = 23;
+        let s = 2f64.powi(23);
+        // Inside: plain rounding.
+        let v = clip_error_row(&[0.25, -0.5], 1.0, f).unwrap();
+        assert_eq!(v, vec![(0.25 * s) as i128, -(0.5 * s) as i128]);
+        // Outside: norm 5 clipped to 1: (0.6, −0.8)·S, in the ball.
+        let v = clip_error_row(&[3.0, -4.0], 1.0, f).unwrap();
+        assert!(square_norm(&v) <= (s as u128) * (s as u128));
+        assert!((v[0] as f64 / s - 0.6).abs() < 1e-6 && (v[1] as f64 / s + 0.8).abs() < 1e-6);
+        // A row whose float norm overflows is still clipped.
+        let v = clip_error_row(&[f64::MAX, f64::MAX], 1.0, f).unwrap();
+        assert!(square_norm(&v) <= (s as u128) * (s as u128));
+        // Invalid inputs are typed errors.
+        assert!(clip_error_row(&[f64::NAN], 1.0, f).is_err());
+        assert!(clip_error_row(&[1.0], 0.0, f).is_err());
+        assert!(clip_error_row(&[1.0], 1e30, f).is_err());
+    }
+
+    #[test]
+    fn rounding_halves_go_to_even() {
+        let r = |a: i64, d: i64| div_round_half_even(&BigInt::from(a), &BigInt::from(d));
+        assert_eq!(r(5, 2), BigInt::from(2));
+        assert_eq!(r(7, 2), BigInt::from(4));
+        assert_eq!(r(-5, 2), BigInt::from(-2));
+        assert_eq!(r(-7, 2), BigInt::from(-4));
+        assert_eq!(r(7, 3), BigInt::from(2));
+        assert_eq!(r(-7, 3), BigInt::from(-2));
+    }
 }

@@ -208,6 +208,34 @@ pub enum ApiMisuse {
         /// What is wrong (line and field).
         reason: String,
     },
+    /// A session (either profile) without a label defence or a feature defence, whose
+    /// leak the caller has not accepted by name ([`crate::config::AcceptedLeaks`]), or a
+    /// guest whose declared label defence carries no evidence that the labels were
+    /// randomised ([`crate::config::RandomizedLabels`]).
+    UndefendedLeak {
+        /// The missing defence.
+        missing: &'static str,
+        /// What the other party recovers without it (measured by `crate::attacks`).
+        leak: &'static str,
+        /// How to proceed: the defence to configure, or the field that accepts the leak.
+        remedy: &'static str,
+    },
+    /// The row ids passed with a batch do not name its rows: one id per row, no id twice in
+    /// a batch.
+    InvalidRowIds {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The batch would release an example's row more often than the configured budget
+    /// ([`crate::config::GradientPerturbation::releases_per_row`]).
+    PrivacyBudgetExhausted {
+        /// The caller's id of the row.
+        row_id: u64,
+        /// Releases of that row so far.
+        releases: u64,
+        /// The budget.
+        budget: u64,
+    },
 }
 
 impl fmt::Display for ApiMisuse {
@@ -240,6 +268,23 @@ impl fmt::Display for ApiMisuse {
             }
             Self::InvalidConfig { reason } => write!(f, "invalid configuration: {reason}"),
             Self::InvalidData { reason } => write!(f, "invalid data: {reason}"),
+            Self::UndefendedLeak {
+                missing,
+                leak,
+                remedy,
+            } => write!(
+                f,
+                "refusing a session without a {missing}: {leak}; {remedy}"
+            ),
+            Self::InvalidRowIds { reason } => write!(f, "invalid row ids: {reason}"),
+            Self::PrivacyBudgetExhausted {
+                row_id,
+                releases,
+                budget,
+            } => write!(
+                f,
+                "row {row_id} was released {releases} times; the budget is {budget} releases per row (GradientPerturbation::releases_per_row): training on it again would exceed the configured (ε, δ)"
+            ),
         }
     }
 }

@@ -19,7 +19,10 @@
 
 use num_bigint::{BigInt, Sign};
 
-use crate::config::{Encryption, Profile, ProtocolConfig};
+use crate::config::{
+    AcceptedLeaks, Encryption, GradientPerturbation, LabelDefence, Profile, ProtocolConfig,
+    RandomizedLabels,
+};
 use crate::error::{ApiMisuse, DecodeError, Error, PeerMisbehaved};
 use crate::fixed::FixedPoint;
 use crate::matrix::Matrix;
@@ -490,6 +493,23 @@ fn put_config(w: &mut Vec<u8>, c: &ProtocolConfig) {
             w.extend_from_slice(&e.value().to_bits().to_be_bytes());
         }
     }
+    match c.label_defence {
+        None => w.push(0),
+        Some(LabelDefence::GradientPerturbation(g)) => {
+            w.push(1);
+            w.extend_from_slice(&g.clip_norm.to_bits().to_be_bytes());
+            w.extend_from_slice(&g.noise_multiplier.to_bits().to_be_bytes());
+            w.extend_from_slice(&g.releases_per_row.to_be_bytes());
+        }
+        Some(LabelDefence::RandomizedLabels(r)) => {
+            w.push(2);
+            w.extend_from_slice(&r.epsilon().value().to_bits().to_be_bytes());
+        }
+    }
+    w.push(
+        u8::from(c.accepted_leaks.host_recovers_exact_error_and_labels)
+            | u8::from(c.accepted_leaks.guest_recovers_exact_activations) << 1,
+    );
 }
 
 fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
@@ -518,6 +538,34 @@ fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
                 .map_err(|_| DecodeError::InvalidField("embedding_dp"))?,
         ),
         _ => return Err(DecodeError::InvalidField("embedding_dp")),
+    };
+    c.label_defence = match r.u8()? {
+        0 => None,
+        1 => {
+            let clip = f64::from_bits(r.u64()?);
+            let z = f64::from_bits(r.u64()?);
+            let releases = r.u64()?;
+            Some(LabelDefence::GradientPerturbation(
+                GradientPerturbation::new(clip, z, releases)
+                    .map_err(|_| DecodeError::InvalidField("label_defence"))?,
+            ))
+        }
+        // The peer's statement, never evidence (`RandomizedLabels`).
+        2 => Some(LabelDefence::RandomizedLabels(
+            RandomizedLabels::announced_by_guest(
+                fl_ldp::Epsilon::new(f64::from_bits(r.u64()?))
+                    .map_err(|_| DecodeError::InvalidField("label_defence"))?,
+            ),
+        )),
+        _ => return Err(DecodeError::InvalidField("label_defence")),
+    };
+    let leaks = r.u8()?;
+    if leaks > 3 {
+        return Err(DecodeError::InvalidField("accepted_leaks"));
+    }
+    c.accepted_leaks = AcceptedLeaks {
+        host_recovers_exact_error_and_labels: leaks & 1 == 1,
+        guest_recovers_exact_activations: leaks & 2 == 2,
     };
     Ok(c)
 }

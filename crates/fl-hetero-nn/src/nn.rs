@@ -162,7 +162,10 @@ pub fn torch_default_init<R: CryptoRng + ?Sized>(
 /// U(−b/√2, b/√2) with b = 1/√fan_in, i.e. half the variance b²/3 of
 /// [`torch_default_init`], so the sum of two independent shares has the initialiser's
 /// variance. The hardened interactive layer starts from W₀ = W̃₀ + acc₀ with the guest
-/// drawing W̃₀ and the host acc₀ this way; neither share reveals W₀ to the other party.
+/// drawing W̃₀ and the host acc₀ this way. One share does not give W₀, but it is not
+/// hidden either: at step 0 each party's view narrows W₀ to a subspace, and the estimate
+/// from its share fails only at d_A = m (`tests/view_attacks.rs`); from the second step on
+/// the host recovers W_t exactly ([`crate::attacks::host_multi_step`]).
 pub fn weight_share<R: CryptoRng + ?Sized>(
     rng: &mut R,
     fan_in: usize,
@@ -302,6 +305,14 @@ impl Mlp {
             g = lin.backward(&act.backward(&z, &g)?)?;
         }
         Ok(g)
+    }
+
+    /// Drops the accumulated gradients without an update (a frozen model).
+    pub fn discard_gradients(&mut self) {
+        for (lin, _, _) in &mut self.layers {
+            lin.grad_w = Matrix::zeros(lin.weight.rows(), lin.weight.cols());
+            lin.grad_b = vec![0.0; lin.bias.len()];
+        }
     }
 
     /// Applies the optimizer to every layer.

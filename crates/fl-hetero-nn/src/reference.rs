@@ -7,11 +7,15 @@
 //! (W̃_t + acc_t = W_t).
 
 use num_bigint::BigInt;
+use rand::SeedableRng;
 
 use crate::config::ProtocolConfig;
 use crate::error::{ApiMisuse, Error};
 use crate::fixed::int_matmul;
 use crate::matrix::Matrix;
+
+/// δ_A (floats and exact, scale S³) and the released error (gradient perturbation).
+pub type DefendedBackward = (Matrix<f64>, Matrix<BigInt>, Option<Matrix<f64>>);
 
 /// The host part of the interactive layer in exact plaintext fixed point.
 #[derive(Clone)]
@@ -69,6 +73,11 @@ impl PlainInteractiveLayer {
         &self.bias
     }
 
+    /// The configuration.
+    pub fn config(&self) -> &ProtocolConfig {
+        &self.config
+    }
+
     /// Completed training steps.
     pub fn training_steps(&self) -> u64 {
         self.training_steps
@@ -96,10 +105,38 @@ impl PlainInteractiveLayer {
     }
 
     /// Backward with δ = ∂L/∂z_A (n × m): returns δ_A (floats and exact, scale S³) computed
-    /// with the pre-update W, then applies the SGD update.
+    /// with the pre-update W, then applies the SGD update. Without a label defence in the
+    /// configuration; see [`Self::backward_defended`].
     pub fn backward(
         &mut self,
         delta: &Matrix<f64>,
+    ) -> Result<(Matrix<f64>, Matrix<BigInt>), Error> {
+        let mut c = self.config;
+        c.label_defence = None;
+        let mut no_rng = rand::rngs::ChaCha20Rng::from_seed([0; 32]);
+        let (d, d_eta, _) = crate::defences::guest_errors(&c, delta, &mut no_rng)?;
+        self.backward_with(delta, d, d_eta)
+    }
+
+    /// [`Self::backward`] with the configuration's label defence applied as the guest
+    /// applies it ([`crate::Guest::backward`], same function, randomness from `rng`):
+    /// returns δ_A (floats and exact) and the released error the guest trains on
+    /// (`None` without gradient perturbation).
+    pub fn backward_defended<R: rand::CryptoRng + ?Sized>(
+        &mut self,
+        delta: &Matrix<f64>,
+        rng: &mut R,
+    ) -> Result<DefendedBackward, Error> {
+        let (d, d_eta, released) = crate::defences::guest_errors(&self.config, delta, rng)?;
+        let (g, e) = self.backward_with(delta, d, d_eta)?;
+        Ok((g, e, released))
+    }
+
+    fn backward_with(
+        &mut self,
+        delta: &Matrix<f64>,
+        d: Matrix<BigInt>,
+        d_eta: Matrix<BigInt>,
     ) -> Result<(Matrix<f64>, Matrix<BigInt>), Error> {
         let Some(a) = self.cached_input.take() else {
             return Err(ApiMisuse::WrongState {
@@ -111,14 +148,6 @@ impl PlainInteractiveLayer {
         let c = &self.config;
         delta.check_shape("delta", (a.rows(), c.out_dim))?;
         let fp = c.fixed_point;
-        let d = fp.encode_matrix(delta, 1, c.delta_bound_bits, "delta")?;
-        let eta = c.learning_rate;
-        let d_eta = fp.encode_matrix(
-            &delta.map(|x| eta * x),
-            1,
-            c.delta_bound_bits,
-            "learning_rate · delta",
-        )?;
         let exact = int_matmul(&d, &self.weight.transpose());
         let grad = int_matmul(&a.transpose(), &d_eta);
         self.weight = Matrix::from_fn(self.weight.rows(), self.weight.cols(), |i, j| {

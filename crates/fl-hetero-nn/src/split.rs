@@ -10,7 +10,7 @@
 use rand::rngs::ChaCha20Rng;
 use rand::{CryptoRng, SeedableRng};
 
-use crate::config::{Profile, ProtocolConfig};
+use crate::config::{Profile, ProtocolConfig, RandomizedLabels};
 use crate::data::{VerticalData, roc_auc};
 use crate::error::{ApiMisuse, Error};
 use crate::matrix::Matrix;
@@ -48,6 +48,41 @@ pub struct SplitConfig {
     /// [`ProtocolConfig::embedding_dp`] by [`SplitConfig::protocol_config`] (see there for
     /// the claim); `None` by default.
     pub embedding_dp: Option<fl_ldp::Epsilon>,
+    /// Gradient perturbation of the guest's error, enforced by the guest in the protocol
+    /// ([`crate::config::GradientPerturbation`]); with it the top model is **frozen** and
+    /// the guest's other layers train on the released error, so that everything the host
+    /// sees is a function of the releases (docs/proofs/fl-hetero-nn/gradient-perturbation.md).
+    pub gradient_perturbation: Option<crate::config::GradientPerturbation>,
+    /// Leaks accepted for a `Hardened` run without the matching defence
+    /// ([`crate::config::AcceptedLeaks`]); none by default, so an undefended Hardened run
+    /// is refused.
+    pub accepted_leaks: crate::config::AcceptedLeaks,
+}
+
+/// The labels the guest trains on, as [`SplitConfig::privatize_labels`] returns them: the
+/// (randomised) labels, and the evidence of their randomisation that the guest's
+/// configuration needs ([`SplitConfig::guest_protocol_config`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingLabels {
+    labels: Vec<f64>,
+    randomization: Option<RandomizedLabels>,
+}
+
+impl TrainingLabels {
+    /// The labels to train on (0.0 or 1.0).
+    pub fn labels(&self) -> &[f64] {
+        &self.labels
+    }
+
+    /// The labels, consumed.
+    pub fn into_labels(self) -> Vec<f64> {
+        self.labels
+    }
+
+    /// The evidence of the randomisation (`None`: the labels are the true ones).
+    pub fn randomization(&self) -> Option<RandomizedLabels> {
+        self.randomization
+    }
 }
 
 /// How the guest randomises its binary training labels (fl-ldp's mechanisms).
@@ -90,12 +125,17 @@ impl SplitConfig {
             epochs: 100,
             label_dp: None,
             embedding_dp: None,
+            gradient_perturbation: None,
+            accepted_leaks: crate::config::AcceptedLeaks::NONE,
         }
     }
 
     /// The training labels the guest uses: `labels` (each 0.0 or 1.0) randomised by
-    /// [`SplitConfig::label_dp`], or unchanged when it is `None`. Call it once per training
-    /// run (fresh coins per call: randomising again composes the privacy loss).
+    /// [`SplitConfig::label_dp`], or unchanged when it is `None`, with the evidence of the
+    /// randomisation ([`TrainingLabels::randomization`]) — the only way to make the
+    /// guest's [`crate::config::LabelDefence::RandomizedLabels`]
+    /// ([`SplitConfig::guest_protocol_config`]). Call it once per training run (fresh
+    /// coins per call: randomising again composes the privacy loss).
     ///
     /// # Errors
     /// [`ApiMisuse::InvalidData`] when a label is not 0 or 1, or the RR-with-prior prior is
@@ -104,9 +144,12 @@ impl SplitConfig {
         &self,
         labels: &[f64],
         rng: &mut R,
-    ) -> Result<Vec<f64>, Error> {
+    ) -> Result<TrainingLabels, Error> {
         let Some(defence) = self.label_dp else {
-            return Ok(labels.to_vec());
+            return Ok(TrainingLabels {
+                labels: labels.to_vec(),
+                randomization: None,
+            });
         };
         let binary: Vec<u8> = labels
             .iter()
@@ -121,23 +164,30 @@ impl SplitConfig {
         let ldp = |e: fl_ldp::Error| ApiMisuse::InvalidData {
             reason: format!("label DP on the labels: {e}"),
         };
-        let noisy: Vec<u8> = match defence {
-            LabelDefence::RandomizedResponse(eps) => fl_ldp::LabelDp::new(eps)
-                .privatize(&binary, &[binary.len()], rng)
-                .map_err(ldp)?,
+        let (noisy, epsilon): (Vec<u8>, fl_ldp::Epsilon) = match defence {
+            LabelDefence::RandomizedResponse(eps) => (
+                fl_ldp::LabelDp::new(eps)
+                    .privatize(&binary, &[binary.len()], rng)
+                    .map_err(ldp)?,
+                eps,
+            ),
             LabelDefence::RrWithPrior { epsilon, prior } => {
                 let m = fl_ldp::RrWithPrior::new(epsilon, &prior).map_err(ldp)?;
-                binary
+                let noisy = binary
                     .iter()
                     .map(|&y| {
                         m.randomize(usize::from(y), rng)
                             .map(|c| u8::from(c == 1))
                             .map_err(ldp)
                     })
-                    .collect::<Result<_, _>>()?
+                    .collect::<Result<_, _>>()?;
+                (noisy, epsilon)
             }
         };
-        Ok(noisy.into_iter().map(f64::from).collect())
+        Ok(TrainingLabels {
+            labels: noisy.into_iter().map(f64::from).collect(),
+            randomization: Some(RandomizedLabels::applied(epsilon)),
+        })
     }
 
     /// FATE v1.11.4 `hetero_nn-binary-1` on default-credit: guest 13 and host 10 features,
@@ -154,16 +204,69 @@ impl SplitConfig {
             epochs: 15,
             label_dp: None,
             embedding_dp: None,
+            gradient_perturbation: None,
+            accepted_leaks: crate::config::AcceptedLeaks::NONE,
         }
     }
 
-    /// The protocol configuration for this model under `profile`.
+    /// The protocol configuration for this model under `profile`, as the **host** holds
+    /// it: a [`SplitConfig::label_dp`] becomes the guest's announced defence
+    /// ([`RandomizedLabels::announced_by_guest`]), which a [`crate::Guest`] refuses; the
+    /// guest's configuration is [`SplitConfig::guest_protocol_config`].
     pub fn protocol_config(&self, profile: Profile) -> ProtocolConfig {
         let mut c = ProtocolConfig::new(profile, self.bottom_width, self.interactive_width);
         c.learning_rate = self.learning_rate;
         c.max_batch_rows = self.batch_size.max(1);
         c.embedding_dp = self.embedding_dp;
+        c.label_defence = match (self.gradient_perturbation, self.label_dp) {
+            (Some(g), _) => Some(crate::config::LabelDefence::GradientPerturbation(g)),
+            (None, Some(LabelDefence::RandomizedResponse(epsilon)))
+            | (None, Some(LabelDefence::RrWithPrior { epsilon, .. })) => {
+                Some(crate::config::LabelDefence::RandomizedLabels(
+                    RandomizedLabels::announced_by_guest(epsilon),
+                ))
+            }
+            (None, None) => None,
+        };
+        c.accepted_leaks = self.accepted_leaks;
         c
+    }
+
+    /// The guest's protocol configuration: [`SplitConfig::protocol_config`] with the
+    /// label randomisation's evidence from `labels` (what
+    /// [`SplitConfig::privatize_labels`] returned) in place of the announcement. Both
+    /// parties' configurations compare equal in the hello.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] when `labels` and [`SplitConfig::label_dp`] disagree
+    /// (labels randomised at another ε, or not randomised although `label_dp` is set).
+    pub fn guest_protocol_config(
+        &self,
+        profile: Profile,
+        labels: &TrainingLabels,
+    ) -> Result<ProtocolConfig, Error> {
+        let mut c = self.protocol_config(profile);
+        if let Some(crate::config::LabelDefence::RandomizedLabels(declared)) = c.label_defence {
+            match labels.randomization {
+                Some(evidence) if evidence == declared => {
+                    c.label_defence = Some(crate::config::LabelDefence::RandomizedLabels(evidence));
+                }
+                other => {
+                    return Err(ApiMisuse::InvalidConfig {
+                        reason: format!(
+                            "label_dp declares ε = {} but the training labels were {}; pass the TrainingLabels privatize_labels returned for this configuration",
+                            declared.epsilon().value(),
+                            other.map_or("not randomised".to_string(), |r| format!(
+                                "randomised at ε = {}",
+                                r.epsilon().value()
+                            ))
+                        ),
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(c)
     }
 
     /// Row ranges of the batches of one epoch (FATE: no shuffling).
@@ -266,6 +369,9 @@ pub struct GuestModel {
     part: Linear,
     top: Mlp,
     eta: f64,
+    /// Whether the top model is frozen (gradient perturbation: it must not train on the
+    /// true labels).
+    freeze_top: bool,
     cache: Option<(Matrix<f64>, Matrix<f64>)>,
 }
 
@@ -277,6 +383,7 @@ impl GuestModel {
             part: init.guest_part.clone(),
             top: init.top.clone(),
             eta: cfg.learning_rate,
+            freeze_top: cfg.gradient_perturbation.is_some(),
             cache: None,
         }
     }
@@ -302,15 +409,24 @@ impl GuestModel {
     }
 
     /// BCE against `labels`, top-model step, guest-part SGD and guest-bottom step. Returns
-    /// (loss, δ = ∂L/∂z) for the host part.
+    /// (loss, δ = ∂L/∂z) for the host part. The same as [`Self::error`] followed by
+    /// [`Self::apply`] with δ.
     pub fn backward(
         &mut self,
         p: &Matrix<f64>,
         labels: &[f64],
     ) -> Result<(f64, Matrix<f64>), Error> {
+        let (loss, delta) = self.error(p, labels)?;
+        self.apply(&delta)?;
+        Ok((loss, delta))
+    }
+
+    /// BCE against `labels` and the top model's step (none when the top is frozen);
+    /// returns (loss, δ = ∂L/∂z) without touching the guest part or the bottom model.
+    pub fn error(&mut self, p: &Matrix<f64>, labels: &[f64]) -> Result<(f64, Matrix<f64>), Error> {
         let Some((z, _out)) = self.cache.take() else {
             return Err(ApiMisuse::WrongState {
-                operation: "GuestModel::backward",
+                operation: "GuestModel::error",
                 state: "no forward cached",
             }
             .into());
@@ -318,32 +434,110 @@ impl GuestModel {
         let (loss, grad_p) = bce_loss(p, labels)?;
         // The top model computes its input gradient before its own optimizer step.
         let grad_out = self.top.backward(&grad_p)?;
-        self.top.step();
+        if self.freeze_top {
+            self.top.discard_gradients();
+        } else {
+            self.top.step();
+        }
         let delta = Activation::Relu.backward(&z, &grad_out)?;
-        let grad_a_b = self.part.backward(&delta)?;
+        Ok((loss, delta))
+    }
+
+    /// Trains the guest part (SGD, η) and the guest bottom model on the error `delta`:
+    /// δ itself, or the released error when gradient perturbation replaced it.
+    pub fn apply(&mut self, delta: &Matrix<f64>) -> Result<(), Error> {
+        let grad_a_b = self.part.backward(delta)?;
         self.part.step(Optimizer::Sgd { lr: self.eta });
         self.bottom.backward(&grad_a_b)?;
         self.bottom.step();
-        Ok((loss, delta))
+        Ok(())
     }
 }
 
 /// Where the interactive layer's host part is computed.
+///
+/// `row_ids` names the batch's records (one id per row; [`VerticalData::row_ids`]): the
+/// secure parties count each record's releases by them (privacy report, budget).
 pub trait HostPart {
     /// z_A for a batch a_A (n × d_A).
-    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error>;
-    /// δ_A for δ (n × m); also applies the layer's update.
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error>;
+    fn forward(
+        &mut self,
+        purpose: Purpose,
+        a: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error>;
+    /// δ_A for δ (n × m), and the released error the guest must train on when a
+    /// gradient perturbation replaced δ (`None`: δ itself); also applies the layer's
+    /// update.
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error>;
     /// Traffic so far.
     fn traffic(&self) -> TrafficStats;
 }
 
 impl HostPart for PlainInteractiveLayer {
-    fn forward(&mut self, _purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
+    fn forward(
+        &mut self,
+        _purpose: Purpose,
+        a: &Matrix<f64>,
+        _row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error> {
         Ok(Self::forward(self, a)?.0)
     }
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        Ok(Self::backward(self, delta)?.0)
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+        _row_ids: &[u64],
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
+        if self
+            .config()
+            .label_defence
+            .is_some_and(|d| matches!(d, crate::config::LabelDefence::GradientPerturbation(_)))
+        {
+            return Err(ApiMisuse::WrongState {
+                operation: "PlainInteractiveLayer as a HostPart",
+                state: "gradient perturbation needs randomness: use PlainTwin",
+            }
+            .into());
+        }
+        Ok((Self::backward(self, delta)?.0, None))
+    }
+    fn traffic(&self) -> TrafficStats {
+        TrafficStats::default()
+    }
+}
+
+/// The plaintext fixed-point twin of the two-party layer with its own randomness, so that
+/// the guest's label defence (gradient perturbation) is applied exactly as the guest
+/// applies it ([`PlainInteractiveLayer::backward_defended`]). It does not count releases
+/// per row or enforce the budget (the guest does).
+#[derive(Debug)]
+pub struct PlainTwin {
+    /// The layer.
+    pub layer: PlainInteractiveLayer,
+    /// The guest's randomness for the perturbation.
+    pub rng: ChaCha20Rng,
+}
+
+impl HostPart for PlainTwin {
+    fn forward(
+        &mut self,
+        purpose: Purpose,
+        a: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error> {
+        HostPart::forward(&mut self.layer, purpose, a, row_ids)
+    }
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+        _row_ids: &[u64],
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
+        let (g, _, released) = self.layer.backward_defended(delta, &mut self.rng)?;
+        Ok((g, released))
     }
     fn traffic(&self) -> TrafficStats {
         TrafficStats::default()
@@ -355,8 +549,14 @@ fn pair_err(e: crate::transport::memory::PairError) -> Error {
 }
 
 impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
-    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        self.host.start_round(purpose, a, &mut self.host_rng)?;
+    fn forward(
+        &mut self,
+        purpose: Purpose,
+        a: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error> {
+        self.host
+            .start_round(purpose, a, row_ids, &mut self.host_rng)?;
         self.drive().map_err(pair_err)?;
         let mut out = None;
         while let Some(e) = self.poll_guest_event() {
@@ -370,8 +570,12 @@ impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
             state: "no output produced",
         }))
     }
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        self.guest.backward(delta, &mut self.guest_rng)?;
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
+        self.guest.backward(delta, row_ids, &mut self.guest_rng)?;
         self.drive().map_err(pair_err)?;
         let mut out = None;
         while let Some(e) = self.poll_host_event() {
@@ -379,11 +583,17 @@ impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
                 out = Some(gradient);
             }
         }
-        while self.poll_guest_event().is_some() {}
-        out.ok_or(Error::ApiMisuse(ApiMisuse::WrongState {
+        let mut released = None;
+        while let Some(e) = self.poll_guest_event() {
+            if let GuestEvent::BackwardDone { released_error, .. } = e {
+                released = released_error;
+            }
+        }
+        let g = out.ok_or(Error::ApiMisuse(ApiMisuse::WrongState {
             operation: "backward",
             state: "no gradient produced",
-        }))
+        }))?;
+        Ok((g, released))
     }
     fn traffic(&self) -> TrafficStats {
         self.stats
@@ -402,12 +612,14 @@ pub fn train_epoch(
     let mut total = 0.0;
     for &(lo, hi) in &batches {
         let idx: Vec<usize> = (lo..hi).collect();
+        let ids = data.batch_ids(lo, hi)?;
         let a = host.forward(&data.host.select_rows(&idx)?)?;
         let gp = guest.start_forward(&data.guest.select_rows(&idx)?)?;
-        let z_a = part.forward(Purpose::Train, &a)?;
+        let z_a = part.forward(Purpose::Train, &a, ids)?;
         let p = guest.finish_forward(&gp, &z_a)?;
-        let (loss, delta) = guest.backward(&p, &data.labels[lo..hi])?;
-        let da = part.backward(&delta)?;
+        let (loss, delta) = guest.error(&p, &data.labels[lo..hi])?;
+        let (da, released) = part.backward(&delta, ids)?;
+        guest.apply(released.as_ref().unwrap_or(&delta))?;
         host.backward(&da)?;
         total += loss;
     }
@@ -425,9 +637,10 @@ pub fn evaluate(
     let mut preds = Vec::with_capacity(data.len());
     for (lo, hi) in cfg.batches(data.len()) {
         let idx: Vec<usize> = (lo..hi).collect();
+        let ids = data.batch_ids(lo, hi)?;
         let a = host.forward(&data.host.select_rows(&idx)?)?;
         let gp = guest.start_forward(&data.guest.select_rows(&idx)?)?;
-        let z_a = part.forward(Purpose::Predict, &a)?;
+        let z_a = part.forward(Purpose::Predict, &a, ids)?;
         let p = guest.finish_forward(&gp, &z_a)?;
         guest.cache = None;
         preds.extend_from_slice(p.as_slice());
@@ -455,11 +668,23 @@ pub mod tcp {
         })
     }
 
+    fn batch_ids(row_ids: &[u64], lo: usize, hi: usize) -> Result<&[u64], Error> {
+        row_ids.get(lo..hi).ok_or_else(|| {
+            ApiMisuse::InvalidRowIds {
+                reason: format!("no row ids for rows {lo}..{hi}: pass one id per row"),
+            }
+            .into()
+        })
+    }
+
     /// Runs the host's side: `epochs` epochs, with a prediction pass over all rows after
-    /// every epoch listed in `checkpoints`.
+    /// every epoch listed in `checkpoints`. `row_ids` names `host_x`'s rows (one id per
+    /// row; [`VerticalData::row_ids`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn run_host<S: HomomorphicScheme, R: CryptoRng>(
         cfg: &SplitConfig,
         host_x: &Matrix<f64>,
+        row_ids: &[u64],
         model: &mut HostModel,
         host: &mut Host<S>,
         stream: &mut FramedStream,
@@ -471,7 +696,7 @@ pub mod tcp {
             for (lo, hi) in cfg.batches(host_x.rows()) {
                 let idx: Vec<usize> = (lo..hi).collect();
                 let a = model.forward(&host_x.select_rows(&idx)?)?;
-                host.start_round(Purpose::Train, &a, rng)?;
+                host.start_round(Purpose::Train, &a, batch_ids(row_ids, lo, hi)?, rng)?;
                 let HostEvent::ForwardServed { .. } = next_host_event(host, stream, rng)? else {
                     return Err(unexpected("training forward"));
                 };
@@ -485,7 +710,7 @@ pub mod tcp {
                 for (lo, hi) in cfg.batches(host_x.rows()) {
                     let idx: Vec<usize> = (lo..hi).collect();
                     let a = model.forward(&host_x.select_rows(&idx)?)?;
-                    host.start_round(Purpose::Predict, &a, rng)?;
+                    host.start_round(Purpose::Predict, &a, batch_ids(row_ids, lo, hi)?, rng)?;
                     let HostEvent::ForwardServed { .. } = next_host_event(host, stream, rng)?
                     else {
                         return Err(unexpected("prediction"));
@@ -510,12 +735,14 @@ pub mod tcp {
     }
 
     /// Runs the guest's side; calls `report` after each epoch with (epoch, mean loss, the
-    /// checkpoint if one was evaluated).
+    /// checkpoint if one was evaluated). `row_ids` names `guest_x`'s rows (one id per row,
+    /// the same ids the host uses).
     #[allow(clippy::too_many_arguments)]
     pub fn run_guest<S: HomomorphicScheme, R: CryptoRng>(
         cfg: &SplitConfig,
         guest_x: &Matrix<f64>,
         labels: &[f64],
+        row_ids: &[u64],
         model: &mut GuestModel,
         guest: &mut Guest<S>,
         stream: &mut FramedStream,
@@ -537,11 +764,14 @@ pub mod tcp {
                     return Err(unexpected("training forward"));
                 };
                 let p = model.finish_forward(&gp, &output)?;
-                let (loss, delta) = model.backward(&p, &labels[lo..hi])?;
-                guest.backward(&delta, rng)?;
-                let GuestEvent::BackwardDone { .. } = next_guest_event(guest, stream, rng)? else {
+                let (loss, delta) = model.error(&p, &labels[lo..hi])?;
+                guest.backward(&delta, batch_ids(row_ids, lo, hi)?, rng)?;
+                let GuestEvent::BackwardDone { released_error, .. } =
+                    next_guest_event(guest, stream, rng)?
+                else {
                     return Err(unexpected("training backward"));
                 };
+                model.apply(released_error.as_ref().unwrap_or(&delta))?;
                 total += loss;
             }
             let train_loss = total / batches.len().max(1) as f64;

@@ -41,6 +41,12 @@ fn label_dp_flips_training_labels_with_the_law_probability() {
     let noisy = cfg
         .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(31))
         .unwrap();
+    assert_eq!(
+        noisy.randomization().map(|r| r.epsilon().value()),
+        Some(eps),
+        "the evidence of the randomisation"
+    );
+    let noisy = noisy.into_labels();
     let flipped =
         |range: std::ops::Range<usize>| range.filter(|&i| noisy[i] != labels[i]).count() as u64;
     let law = LabelDp::new(Epsilon::new(eps).unwrap()).flip_probability();
@@ -54,7 +60,9 @@ fn label_dp_flips_training_labels_with_the_law_probability() {
     // Off by default, and non-binary labels are an error.
     cfg.label_dp = None;
     let mut rng = ChaCha20Rng::seed_from_u64(32);
-    assert_eq!(cfg.privatize_labels(&labels, &mut rng).unwrap(), labels);
+    let unchanged = cfg.privatize_labels(&labels, &mut rng).unwrap();
+    assert!(unchanged.randomization().is_none());
+    assert_eq!(unchanged.labels(), labels);
     cfg.label_dp = Some(LabelDefence::RandomizedResponse(Epsilon::new(eps).unwrap()));
     assert!(cfg.privatize_labels(&[0.0, 0.5], &mut rng).is_err());
 }
@@ -68,6 +76,7 @@ fn embedding_dp_randomises_the_activations_before_encryption_with_the_law_probab
     config.min_key_bits = 64;
     config.max_batch_rows = 4096;
     config.embedding_dp = Some(Epsilon::new(eps).unwrap());
+    config.accepted_leaks.host_recovers_exact_error_and_labels = true;
     let f = config.fixed_point.frac_bits();
     let identity = Matrix::from_vec(2, 2, vec![1.0, 0.0, 0.0, 1.0]).unwrap();
     let init = Init {
@@ -129,7 +138,8 @@ fn rr_with_prior_randomises_training_labels_with_the_law_probabilities() {
         cfg.label_dp = Some(LabelDefence::RrWithPrior { epsilon, prior });
         let noisy = cfg
             .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(33))
-            .unwrap();
+            .unwrap()
+            .into_labels();
         let law = RrWithPrior::new(epsilon, &prior).unwrap();
         let wrong = RrWithPrior::new(Epsilon::new(1.3 * eps).unwrap(), &prior).unwrap();
         for (y, range) in [(1usize, 0..n), (0, n..2 * n)] {

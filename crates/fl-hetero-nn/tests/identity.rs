@@ -13,7 +13,8 @@ use rand::SeedableRng;
 use rand::rngs::ChaCha20Rng;
 
 fn run(profile: Profile, packing: bool, d_a: usize, m: usize, n: usize) {
-    let mut config = ProtocolConfig::new(profile, d_a, m);
+    let mut config =
+        ProtocolConfig::new(profile, d_a, m).accepting_exact_error_and_activation_leaks();
     config.packing = packing;
     config.min_key_bits = 64;
     config.learning_rate = 0.15;

@@ -34,15 +34,24 @@ struct Recorder<P: HostPart> {
 }
 
 impl<P: HostPart> HostPart for Recorder<P> {
-    fn forward(&mut self, purpose: Purpose, a: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        self.inner.forward(purpose, a)
+    fn forward(
+        &mut self,
+        purpose: Purpose,
+        a: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<Matrix<f64>, Error> {
+        self.inner.forward(purpose, a, row_ids)
     }
-    fn backward(&mut self, delta: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
-        let g = self.inner.backward(delta)?;
+    fn backward(
+        &mut self,
+        delta: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
+        let (g, released) = self.inner.backward(delta, row_ids)?;
         for i in 0..g.rows() {
             self.gradients.push(g.row(i).to_vec());
         }
-        Ok(g)
+        Ok((g, released))
     }
     fn traffic(&self) -> TrafficStats {
         self.inner.traffic()
@@ -62,6 +71,7 @@ fn synthetic(rows: usize, cfg: &SplitConfig, seed: u64) -> VerticalData {
         labels,
         guest,
         host,
+        row_ids: (0..rows as u64).collect(),
     }
 }
 
@@ -77,6 +87,8 @@ fn attack_scores(gradients: &[Vec<f64>], batch: usize) -> (Vec<f64>, Vec<f64>) {
 #[test]
 fn host_gradients_leak_labels_h1() {
     let mut cfg = SplitConfig::hetero_nn_binary_0();
+    cfg.accepted_leaks =
+        fl_hetero_nn::config::AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE;
     cfg.batch_size = 50;
     let rows = 1000;
     let data = synthetic(rows, &cfg, 7);

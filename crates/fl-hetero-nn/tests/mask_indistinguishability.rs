@@ -59,7 +59,8 @@ enum Masked {
 /// value fixed at 1.99 (activations) or 0.99 (errors); the unmasked centre Aᵀ·Dη; the public
 /// mask bound B.
 fn samples(which: Masked, secret: f64, kappa: u32, seed: u64) -> (Vec<BigInt>, BigInt, u32) {
-    let mut config = ProtocolConfig::new(Profile::Hardened, D, D);
+    let mut config =
+        ProtocolConfig::new(Profile::Hardened, D, D).accepting_exact_error_and_activation_leaks();
     config.min_key_bits = 64;
     config.packing = false;
     config.max_batch_rows = 1;
@@ -86,10 +87,12 @@ fn samples(which: Masked, secret: f64, kappa: u32, seed: u64) -> (Vec<BigInt>, B
         let before = pair.guest.snapshot().noisy_weight;
         let mut views = Views::default();
         pair.host
-            .start_round(Purpose::Train, &acts, &mut pair.host_rng)
+            .start_round(Purpose::Train, &acts, &[0], &mut pair.host_rng)
             .unwrap();
         drive_recording(&mut pair, &mut views);
-        pair.guest.backward(&delta, &mut pair.guest_rng).unwrap();
+        pair.guest
+            .backward(&delta, &[0], &mut pair.guest_rng)
+            .unwrap();
         drive_recording(&mut pair, &mut views);
         while pair.poll_guest_event().is_some() {}
         while pair.poll_host_event().is_some() {}

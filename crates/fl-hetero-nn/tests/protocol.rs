@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use rand::rngs::ChaCha20Rng;
 
 fn config(profile: Profile, d_a: usize, m: usize) -> ProtocolConfig {
-    let mut c = ProtocolConfig::new(profile, d_a, m);
+    let mut c = ProtocolConfig::new(profile, d_a, m).accepting_exact_error_and_activation_leaks();
     c.min_key_bits = 1024;
     c.learning_rate = 0.15;
     c
@@ -324,11 +324,13 @@ fn tamper_session(
     let delta = random_matrix(&mut rng, 3, 2, -0.1, 0.1);
     let r = pair
         .host
-        .start_round(Purpose::Train, &a, &mut pair.host_rng);
+        .start_round(Purpose::Train, &a, &ids(3), &mut pair.host_rng);
     assert!(r.is_ok());
     let mut result = pair.drive();
     if result.is_ok() && pair.guest.awaits_backward() {
-        pair.guest.backward(&delta, &mut pair.guest_rng).unwrap();
+        pair.guest
+            .backward(&delta, &ids(3), &mut pair.guest_rng)
+            .unwrap();
         result = pair.drive();
     }
     let err = result.expect_err("tampering must be detected");
@@ -398,6 +400,7 @@ fn reordered_messages_are_rejected() {
     pair.guest
         .backward(
             &random_matrix(&mut rng, 3, 2, -0.1, 0.1),
+            &ids(3),
             &mut pair.guest_rng,
         )
         .unwrap();
@@ -470,11 +473,13 @@ fn flipped_bits_are_rejected_without_panics() {
             let _ = pair.host.start_round(
                 Purpose::Train,
                 &random_matrix(&mut rng, 3, 2, 0.0, 2.0),
+                &ids(3),
                 &mut pair.host_rng,
             );
             if pair.drive().is_ok() && pair.guest.awaits_backward() {
                 let _ = pair.guest.backward(
                     &random_matrix(&mut rng, 3, 2, -0.1, 0.1),
+                    &ids(3),
                     &mut pair.guest_rng,
                 );
                 let _ = pair.drive();
@@ -492,6 +497,7 @@ fn activations_with(f: impl FnOnce(&mut fl_hetero_nn::message::Activations)) -> 
         .start_round(
             Purpose::Train,
             &random_matrix(&mut rng, 3, 2, 0.0, 2.0),
+            &ids(3),
             &mut pair.host_rng,
         )
         .unwrap();
@@ -621,7 +627,8 @@ fn weak_and_mismatched_peer_keys_are_rejected() {
 #[test]
 fn hardened_rejects_keys_below_its_minimum() {
     // The default configuration requires ≥ 2048-bit keys from the peer.
-    let c = ProtocolConfig::new(Profile::Hardened, 2, 2);
+    let c =
+        ProtocolConfig::new(Profile::Hardened, 2, 2).accepting_exact_error_and_activation_leaks();
     let init = init(&c, 96);
     let mut rng = ChaCha20Rng::seed_from_u64(24);
     let mut small = c;
@@ -663,6 +670,7 @@ fn api_misuse_is_an_error_not_a_panic() {
         pair.guest
             .backward(
                 &random_matrix(&mut rng, 3, 2, -0.1, 0.1),
+                &ids(3),
                 &mut pair.guest_rng
             )
             .is_err()
@@ -673,7 +681,7 @@ fn api_misuse_is_an_error_not_a_panic() {
     *bad.get_mut(0, 0).unwrap() = f64::NAN;
     assert!(
         pair.host
-            .start_round(Purpose::Train, &bad, &mut pair.host_rng)
+            .start_round(Purpose::Train, &bad, &ids(3), &mut pair.host_rng)
             .is_err()
     );
     assert!(pair.host.is_closed());
@@ -681,19 +689,28 @@ fn api_misuse_is_an_error_not_a_panic() {
     let huge = Matrix::filled(3, 2, 1e6);
     assert!(
         pair.host
-            .start_round(Purpose::Train, &huge, &mut pair.host_rng)
+            .start_round(Purpose::Train, &huge, &ids(3), &mut pair.host_rng)
             .is_err()
     );
     let mut pair = make_pair::<Paillier>(c, test_key(1024), &init, 28);
     assert!(
         pair.host
-            .start_round(Purpose::Train, &Matrix::zeros(3, 5), &mut pair.host_rng)
+            .start_round(
+                Purpose::Train,
+                &Matrix::zeros(3, 5),
+                &ids(3),
+                &mut pair.host_rng
+            )
             .is_err()
     );
     // A closed session refuses everything.
     assert_eq!(
-        pair.host
-            .start_round(Purpose::Train, &Matrix::zeros(3, 2), &mut pair.host_rng),
+        pair.host.start_round(
+            Purpose::Train,
+            &Matrix::zeros(3, 2),
+            &ids(3),
+            &mut pair.host_rng
+        ),
         Err(Error::SessionClosed)
     );
 }

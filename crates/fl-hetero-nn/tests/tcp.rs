@@ -32,7 +32,8 @@ fn loopback(config: TcpConfig) -> (FramedStream, FramedStream) {
 
 #[test]
 fn a_session_over_tcp_matches_the_reference() {
-    let mut c = ProtocolConfig::new(Profile::Hardened, 3, 2);
+    let mut c =
+        ProtocolConfig::new(Profile::Hardened, 3, 2).accepting_exact_error_and_activation_leaks();
     c.min_key_bits = 64;
     let init = init(&c, 1);
     let mut rng = ChaCha20Rng::seed_from_u64(2);
@@ -57,7 +58,8 @@ fn a_session_over_tcp_matches_the_reference() {
         let mut grads = Vec::new();
         fl_hetero_nn::transport::tcp::flush_host(&mut host, &mut hs).unwrap();
         for (a, _) in &host_batches {
-            host.start_round(Purpose::Train, a, &mut rng).unwrap();
+            host.start_round(Purpose::Train, a, &ids(4), &mut rng)
+                .unwrap();
             assert!(matches!(
                 next_host_event(&mut host, &mut hs, &mut rng).unwrap(),
                 HostEvent::ForwardServed { .. }
@@ -84,7 +86,7 @@ fn a_session_over_tcp_matches_the_reference() {
             panic!("expected the forward output")
         };
         assert_eq!(exact, reference.forward(a).unwrap().1);
-        guest.backward(delta, &mut grng).unwrap();
+        guest.backward(delta, &ids(4), &mut grng).unwrap();
         assert!(matches!(
             next_guest_event(&mut guest, &mut gs, &mut grng).unwrap(),
             GuestEvent::BackwardDone { .. }
@@ -117,7 +119,8 @@ fn oversized_frames_are_refused_before_allocation() {
     );
     // Sending a frame above the limit is refused too.
     let big = fl_hetero_nn::Message::Hello(fl_hetero_nn::message::Hello {
-        config: ProtocolConfig::new(Profile::Hardened, 1, 1),
+        config: ProtocolConfig::new(Profile::Hardened, 1, 1)
+            .accepting_exact_error_and_activation_leaks(),
         public_key: vec![7; 4096],
         fixed_base: None,
     });

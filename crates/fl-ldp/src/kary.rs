@@ -10,7 +10,7 @@ use rand::CryptoRng;
 use crate::coin::{Bernoulli, uniform_below_u32};
 use crate::epsilon::{Epsilon, Probability};
 use crate::error::{Error, Result};
-use crate::label::LabelValue;
+use crate::label_value::LabelValue;
 use crate::mechanism::{
     FiniteInputs, FiniteOutputs, Mechanism, Neighbouring, PrivacyClaim, check_law_size,
 };

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod accountant;
 pub mod binary;
 pub mod categorical;
 pub mod coin;
@@ -9,14 +10,17 @@ pub mod error;
 mod exact;
 pub mod exponential;
 pub mod frequency;
+pub mod gaussian;
 pub mod kary;
 pub mod label;
+pub mod label_value;
 pub mod laplace;
 pub mod mechanism;
 mod numeric;
 pub mod prior;
 pub mod rng;
 
+pub use accountant::{PrivacyLoss, RdpAccountant};
 pub use binary::{BinaryRandomizedResponse, CountEstimate};
 pub use categorical::Categorical;
 pub use coin::Bernoulli;
@@ -28,8 +32,10 @@ pub use frequency::{
     FrequencyOracle, FrequencyProtocol, OlhReport, OptimizedLocalHashing, OptimizedUnaryEncoding,
     Report, SupportCounter,
 };
+pub use gaussian::DiscreteGaussian;
 pub use kary::KaryRandomizedResponse;
-pub use label::{LabelDp, LabelKind, LabelValue};
+pub use label::{LabelDp, LabelKind};
+pub use label_value::LabelValue;
 pub use laplace::{
     DiscreteLaplace, LaplaceCalibration, LaplaceOptions, LatticeLaw, ProbabilityVectorLaplace,
     TimingMode,

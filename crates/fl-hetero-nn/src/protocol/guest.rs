@@ -12,6 +12,7 @@ use super::{RoundLayouts, Session, check_round};
 use crate::config::{
     Bounds, Encryption, MAX_STEPS, Profile, ProtocolConfig, fate_mask, uniform_mask,
 };
+use crate::defences::RowLedger;
 use crate::error::{ApiMisuse, Error, PeerMisbehaved};
 use crate::fixed::bits;
 use crate::matrix::Matrix;
@@ -42,6 +43,13 @@ pub enum GuestEvent {
     BackwardDone {
         /// The round.
         round: u64,
+        /// The error the guest's own layers (W_B, bottom model) must train on when
+        /// gradient perturbation replaced δ (the released, noisy error D/S); `None`
+        /// without it (train on δ itself).
+        released_error: Option<Matrix<f64>>,
+        /// Dη = round(η·δ·S), the scaled error the guest applied to W̃ and b_A (its own
+        /// value, for its records and its view, [`crate::attacks::GuestView`]).
+        scaled_error: Matrix<BigInt>,
     },
 }
 
@@ -122,6 +130,11 @@ pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
     fixed_base: Option<(S::FixedBase, S::FixedBase)>,
     noisy_weight: SecretMatrix,
     bias: SecretMatrix,
+    /// The released error of the step in progress (gradient perturbation).
+    released_error: Option<Matrix<f64>>,
+    /// Releases of each example's error so far, per row id (for the budget and the
+    /// privacy report).
+    released: RowLedger,
     training_steps: u64,
     round: u64,
     state: State<S>,
@@ -182,12 +195,27 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// from the agreed initialiser with half its variance ([`crate::nn::weight_share`]),
     /// while the host draws acc₀. Each must be below 2^`weight_bound_bits` in absolute
     /// value.
+    ///
+    /// A [`crate::config::LabelDefence::RandomizedLabels`] must be the evidence
+    /// [`crate::split::SplitConfig::privatize_labels`] returned
+    /// ([`crate::config::RandomizedLabels`]); a declaration without it is refused
+    /// ([`ApiMisuse::UndefendedLeak`]).
     pub fn new(
         config: ProtocolConfig,
         initial_bias: &[f64],
         initial_weight: &Matrix<f64>,
     ) -> Result<Self, Error> {
         config.validate()?;
+        if let Some(crate::config::LabelDefence::RandomizedLabels(r)) = config.label_defence
+            && !r.is_evidence()
+        {
+            return Err(ApiMisuse::UndefendedLeak {
+                missing: "label defence",
+                leak: "label_defence declares randomized labels without the evidence that SplitConfig::privatize_labels returns, so the labels may be the true ones, which the host recovers exactly",
+                remedy: "build the guest's configuration from the TrainingLabels privatize_labels returns (SplitConfig::guest_protocol_config); RandomizedLabels::announced_by_guest is the host's statement",
+            }
+            .into());
+        }
         let (d_a, m) = (config.host_dim, config.out_dim);
         let fp = config.fixed_point;
         let b = Matrix::from_vec(1, initial_bias.len(), initial_bias.to_vec())?;
@@ -207,6 +235,8 @@ impl<S: HomomorphicScheme> Guest<S> {
             fixed_base: None,
             noisy_weight,
             bias: SecretMatrix::from_matrix(&bias),
+            released_error: None,
+            released: RowLedger::default(),
             training_steps: 0,
             round: 0,
             state: State::AwaitHello,
@@ -243,6 +273,18 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// Whether no round is in progress.
     pub fn is_idle(&self) -> bool {
         matches!(self.state, State::Idle)
+    }
+
+    /// The guarantee each party got so far ([`crate::defences::PrivacyReport`]): labels
+    /// from this guest's label defence and the releases of its most-released example
+    /// (counted per row id in [`Self::backward`]); features from the agreed EmbeddingDP
+    /// per round (the guest cannot tell the host's rows apart: the composition per row is
+    /// the host's report). `delta` is the δ of the label guarantee.
+    ///
+    /// # Errors
+    /// An invalid δ.
+    pub fn privacy_report(&self, delta: f64) -> Result<crate::defences::PrivacyReport, Error> {
+        crate::defences::privacy_report(&self.config, self.released.most(), None, delta)
     }
 
     /// The host's validated public key, once the hello has been accepted.
@@ -360,7 +402,7 @@ impl<S: HomomorphicScheme> Guest<S> {
     fn on_hello<R: CryptoRng + ?Sized>(&mut self, h: Hello, rng: &mut R) -> Result<(), Error> {
         let mine = &self.config;
         let theirs = &h.config;
-        let fields: [(&'static str, bool); 13] = [
+        let fields: [(&'static str, bool); 16] = [
             ("profile", mine.profile == theirs.profile),
             ("fixed_point", mine.fixed_point == theirs.fixed_point),
             ("host_dim", mine.host_dim == theirs.host_dim),
@@ -392,6 +434,12 @@ impl<S: HomomorphicScheme> Guest<S> {
             ("min_key_bits", mine.min_key_bits == theirs.min_key_bits),
             ("packing", mine.packing == theirs.packing),
             ("encryption", mine.encryption == theirs.encryption),
+            ("embedding_dp", mine.embedding_dp == theirs.embedding_dp),
+            ("label_defence", mine.label_defence == theirs.label_defence),
+            (
+                "accepted_leaks",
+                mine.accepted_leaks == theirs.accepted_leaks,
+            ),
         ];
         if let Some((field, _)) = fields.iter().find(|(_, ok)| !ok) {
             return Err(PeerMisbehaved::ConfigMismatch { field }.into());
@@ -610,14 +658,26 @@ impl<S: HomomorphicScheme> Guest<S> {
 
     /// Runs the guest's backward step with δ = ∂L/∂z (n × m, |δ|, |η·δ| < 2^bound) and
     /// queues message 4.
+    ///
+    /// `row_ids` names the batch's examples, one id per row (no id twice): the record
+    /// each row belongs to, the same id every time that record is used (the ids the host
+    /// passed to [`crate::Host::start_round`] for the round, e.g. the index in the aligned
+    /// data set). The guest counts the releases of each example's error per id; with
+    /// gradient perturbation it refuses ([`ApiMisuse::PrivacyBudgetExhausted`], closing
+    /// the session) a batch holding an example already released
+    /// [`GradientPerturbation::releases_per_row`](crate::config::GradientPerturbation::releases_per_row)
+    /// times, before anything derived from δ is computed.
     pub fn backward<R: CryptoRng + ?Sized>(
         &mut self,
         delta: &Matrix<f64>,
+        row_ids: &[u64],
         rng: &mut R,
     ) -> Result<(), Error> {
         let state = core::mem::replace(&mut self.state, State::Closed);
         let r = match state {
-            State::AwaitBackward { n, a_cols } => self.backward_inner(n, a_cols, delta, rng),
+            State::AwaitBackward { n, a_cols } => {
+                self.backward_inner(n, a_cols, delta, row_ids, rng)
+            }
             State::Closed => return Err(Error::SessionClosed),
             other => {
                 let e = ApiMisuse::WrongState {
@@ -638,15 +698,21 @@ impl<S: HomomorphicScheme> Guest<S> {
         n: usize,
         a_cols: CtMatrix<S>,
         delta: &Matrix<f64>,
+        row_ids: &[u64],
         rng: &mut R,
     ) -> Result<(), Error> {
         let (d_a, m) = (self.config.host_dim, self.config.out_dim);
         delta.check_shape("delta", (n, m))?;
+        let budget = match self.config.label_defence {
+            Some(crate::config::LabelDefence::GradientPerturbation(g)) => Some(g.releases_per_row),
+            _ => None,
+        };
+        self.released.check(row_ids, n, budget)?;
         let fp = self.config.fixed_point;
-        let beta = self.config.delta_bound_bits;
-        let d = fp.encode_matrix(delta, 1, beta, "delta")?;
-        let eta = self.config.learning_rate;
-        let d_eta = fp.encode_matrix(&delta.map(|x| eta * x), 1, beta, "learning_rate · delta")?;
+        // D and Dη: encoded δ, or (gradient perturbation) the clipped and noised release.
+        let (d, d_eta, released) = crate::defences::guest_errors(&self.config, delta, rng)?;
+        self.released_error = released;
+        self.released.record(row_ids);
         let ek = self.ek()?.clone();
         let noise_w = Matrix::from_fn(d_a, m, |_, _| match self.config.profile {
             Profile::Hardened => uniform_mask(self.bounds.noise_w(), rng),
@@ -742,8 +808,11 @@ impl<S: HomomorphicScheme> Guest<S> {
             bias.get(0, j).cloned().unwrap_or_default() - (s << f)
         });
         self.bias = SecretMatrix::from_matrix(&new_bias);
-        self.events
-            .push_back(GuestEvent::BackwardDone { round: self.round });
+        self.events.push_back(GuestEvent::BackwardDone {
+            round: self.round,
+            released_error: self.released_error.take(),
+            scaled_error: d_eta,
+        });
         self.training_steps += 1;
         self.round += 1;
         self.state = State::Idle;
@@ -783,7 +852,7 @@ mod tests {
         CtMatrix<Paillier>,
     ) {
         let (dk, dk2) = key_pair();
-        let mut c = ProtocolConfig::new(profile, 2, 2);
+        let mut c = ProtocolConfig::new(profile, 2, 2).accepting_exact_error_and_activation_leaks();
         c.min_key_bits = 1024;
         c.encryption = encryption;
         let w = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
@@ -798,7 +867,8 @@ mod tests {
             .handle_message(host.poll_message().unwrap(), &mut rng)
             .unwrap();
         let a = Matrix::from_vec(3, 2, vec![0.5, 1.0, 1.5, 0.25, 0.0, 2.0]).unwrap();
-        host.start_round(Purpose::Predict, &a, &mut rng).unwrap();
+        host.start_round(Purpose::Predict, &a, &[0, 1, 2], &mut rng)
+            .unwrap();
         let Some(Message::Activations(act)) = host.poll_message() else {
             panic!("expected Activations")
         };

@@ -8,6 +8,7 @@ use rand::CryptoRng;
 use super::ops::{CtMatrix, Encryptor};
 use super::{RoundLayouts, Session, check_round};
 use crate::config::{Bounds, Encryption, Profile, ProtocolConfig, fate_mask, uniform_mask};
+use crate::defences::RowLedger;
 use crate::error::{ApiMisuse, Error};
 use crate::fixed::int_matmul;
 use crate::matrix::Matrix;
@@ -28,6 +29,10 @@ pub enum HostEvent {
         round: u64,
         /// Training or prediction.
         purpose: Purpose,
+        /// A as encrypted in message 1: the bottom output at scale S (after EmbeddingDP
+        /// when configured). The host's own value, for its records and its view
+        /// ([`crate::attacks::HostView`]).
+        activations: Matrix<BigInt>,
     },
     /// δ_A = δ·W_tᵀ, the gradient for the host's bottom model (training rounds end here).
     InputGradient {
@@ -102,6 +107,10 @@ pub struct Host<S: HomomorphicScheme = crate::Paillier> {
     /// The DJN encryptor (exponents of 2κ bits) when the encryption is `Djn`.
     fixed_base: Option<S::FixedBase>,
     acc: SecretMatrix,
+    /// Training rounds per row id (each is one release of that row's error by the guest).
+    rows_trained: RowLedger,
+    /// Rounds per row id (training and prediction: each sends the row once).
+    rows_sent: RowLedger,
     training_steps: u64,
     round: u64,
     state: State,
@@ -145,9 +154,13 @@ impl<S: HomomorphicScheme> Host<S> {
     /// * `Hardened`: `initial_share` is required: acc₀ (d_A × m), the host's share of the
     ///   jointly drawn initial weight W₀ = W̃₀ + acc₀, drawn by the host from the agreed
     ///   initialiser with half its variance ([`crate::nn::weight_share`]); the guest draws
-    ///   W̃₀ the same way. Neither share is ever sent, so no party knows W at any step
-    ///   (see the crate README: a host that knew W₀ would solve δ_A = D·W₀ᵀ for the
-    ///   guest's error D).
+    ///   W̃₀ the same way. Neither share is ever sent (a host that knew W₀ would solve
+    ///   δ_A = D·W₀ᵀ for the guest's error D). At step 0 the host's estimate of D from
+    ///   acc₀ fails only at d_A = m: for d_A > m the rows of δ_A span W₀'s columns and
+    ///   the estimate reaches R² 0.94–0.99 (`tests/view_attacks.rs`). From the second
+    ///   step on the exact outputs and the public update give W_t and D_t back to the
+    ///   host ([`crate::attacks::host_multi_step`]); only the DP defences protect D
+    ///   (crate README, "Privacy").
     /// * `FateFaithful`: `initial_share` must be `None`: acc₀ = 0 and the guest holds W₀.
     ///
     /// Each share must be below 2^`weight_bound_bits` in absolute value.
@@ -217,6 +230,8 @@ impl<S: HomomorphicScheme> Host<S> {
             ek,
             fixed_base,
             acc,
+            rows_trained: RowLedger::default(),
+            rows_sent: RowLedger::default(),
             training_steps: 0,
             round: 0,
             state: State::Idle,
@@ -248,6 +263,23 @@ impl<S: HomomorphicScheme> Host<S> {
     /// Whether the host waits for a local command (no round in progress).
     pub fn is_idle(&self) -> bool {
         matches!(self.state, State::Idle)
+    }
+
+    /// The guarantee each party got so far ([`crate::defences::PrivacyReport`]), counted
+    /// per row id: features from this host's EmbeddingDP and the rounds the most-sent row
+    /// was sent in; labels from the agreed label defence and the training rounds of the
+    /// most-trained row (each is one release by the guest; the guest's own report counts
+    /// the releases it made). `delta` is the δ of the label guarantee.
+    ///
+    /// # Errors
+    /// An invalid δ.
+    pub fn privacy_report(&self, delta: f64) -> Result<crate::defences::PrivacyReport, Error> {
+        crate::defences::privacy_report(
+            &self.config,
+            self.rows_trained.most(),
+            Some(self.rows_sent.most()),
+            delta,
+        )
     }
 
     /// The public key.
@@ -287,14 +319,20 @@ impl<S: HomomorphicScheme> Host<S> {
 
     /// Starts a round with the bottom-model output a_A (n × d_A, |a_A| < 2^bound):
     /// encrypts it and queues message 1.
+    ///
+    /// `row_ids` names the batch's rows, one id per row (no id twice): the record each row
+    /// belongs to, the same id every time that record is used (e.g. its index in the
+    /// aligned data set). The host counts per id how often each row was sent (for
+    /// EmbeddingDP's composition) and trained on, for [`Self::privacy_report`].
     pub fn start_round<R: CryptoRng + ?Sized>(
         &mut self,
         purpose: Purpose,
         activations: &Matrix<f64>,
+        row_ids: &[u64],
         rng: &mut R,
     ) -> Result<(), Error> {
         let closed = self.is_closed();
-        let r = self.start_round_inner(purpose, activations, rng);
+        let r = self.start_round_inner(purpose, activations, row_ids, rng);
         self.fail_on_error(r, closed)
     }
 
@@ -302,6 +340,7 @@ impl<S: HomomorphicScheme> Host<S> {
         &mut self,
         purpose: Purpose,
         activations: &Matrix<f64>,
+        row_ids: &[u64],
         rng: &mut R,
     ) -> Result<(), Error> {
         match self.state {
@@ -326,6 +365,7 @@ impl<S: HomomorphicScheme> Host<S> {
             .into());
         }
         activations.check_shape("activations", (n, self.config.host_dim))?;
+        self.rows_sent.check(row_ids, n, None)?;
         let privatized = match self.config.embedding_dp {
             Some(eps) => Some(crate::defences::embedding_dp_rows(
                 &fl_ldp::EmbeddingDp::new(Some(eps)),
@@ -354,6 +394,10 @@ impl<S: HomomorphicScheme> Host<S> {
         } else {
             None
         };
+        self.rows_sent.record(row_ids);
+        if purpose == Purpose::Train {
+            self.rows_trained.record(row_ids);
+        }
         self.outbox.push_back(Message::Activations(Activations {
             round: self.round,
             purpose,
@@ -442,6 +486,7 @@ impl<S: HomomorphicScheme> Host<S> {
         self.events.push_back(HostEvent::ForwardServed {
             round: self.round,
             purpose,
+            activations: a.expose(),
         });
         match purpose {
             Purpose::Train => self.state = State::AwaitMaskedGradient { n, layouts },

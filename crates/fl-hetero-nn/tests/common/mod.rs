@@ -115,14 +115,19 @@ pub(crate) fn drive_recording<S: HomomorphicScheme>(
     }
 }
 
-/// Runs a forward pass; returns the guest's z_A (exact).
+/// Row ids 0..n: the tests' batches are the first n records of one data set.
+pub(crate) fn ids(n: usize) -> Vec<u64> {
+    (0..n as u64).collect()
+}
+
+/// Runs a forward pass of the batch of records 0..n; returns the guest's z_A (exact).
 pub(crate) fn forward<S: HomomorphicScheme>(
     pair: &mut Pair<S, ChaCha20Rng>,
     purpose: Purpose,
     a: &Matrix<f64>,
 ) -> Matrix<BigInt> {
     pair.host
-        .start_round(purpose, a, &mut pair.host_rng)
+        .start_round(purpose, a, &ids(a.rows()), &mut pair.host_rng)
         .unwrap();
     pair.drive().unwrap();
     let mut out = None;
@@ -135,12 +140,14 @@ pub(crate) fn forward<S: HomomorphicScheme>(
     out.expect("forward output")
 }
 
-/// Runs the backward half; returns the host's δ_A (exact).
+/// Runs the backward half (records 0..n); returns the host's δ_A (exact).
 pub(crate) fn backward<S: HomomorphicScheme>(
     pair: &mut Pair<S, ChaCha20Rng>,
     delta: &Matrix<f64>,
 ) -> Matrix<BigInt> {
-    pair.guest.backward(delta, &mut pair.guest_rng).unwrap();
+    pair.guest
+        .backward(delta, &ids(delta.rows()), &mut pair.guest_rng)
+        .unwrap();
     pair.drive().unwrap();
     let mut out = None;
     while let Some(e) = pair.poll_host_event() {
@@ -152,7 +159,8 @@ pub(crate) fn backward<S: HomomorphicScheme>(
     out.expect("input gradient")
 }
 
-/// W̃ + acc, the effective weight no party holds.
+/// W̃ + acc, the effective weight no party is sent (the host recovers it from step 2 on:
+/// `tests/multi_step_attacks.rs`).
 pub(crate) fn effective_weight<S: HomomorphicScheme>(
     pair: &Pair<S, ChaCha20Rng>,
 ) -> Matrix<BigInt> {
