@@ -544,7 +544,13 @@ pub fn versions() -> BTreeMap<String, String> {
     // The audited crates are workspace members and share the workspace version.
     m.insert("fl-ldp".into(), v.clone());
     m.insert("fl-signds".into(), v.clone());
-    m.insert("fl-stats".into(), v);
+    m.insert("fl-stats".into(), v.clone());
+    // Not audited here: fl-paillier, with the arithmetic engine its keys get on this CPU
+    // (issue 22: every report says which kernel the machine ran).
+    m.insert(
+        "fl-paillier".into(),
+        format!("{v} (engine {})", fl_paillier::default_engine()),
+    );
     // `rustc --version` says "rustc 1.95.0 (…)": the key already names the tool.
     let rustc = crate::builtin::RUSTC_VERSION;
     m.insert(
@@ -572,5 +578,10 @@ mod format_tests {
         assert_eq!(fmt_confidence(1.0 - 1e-4), "1 − 1.00e-4");
         let v = versions();
         assert!(!v["rustc"].starts_with("rustc"), "{}", v["rustc"]);
+        assert!(
+            v["fl-paillier"].ends_with(&format!("(engine {})", fl_paillier::default_engine())),
+            "{}",
+            v["fl-paillier"]
+        );
     }
 }
