@@ -15,10 +15,9 @@
 //! (a `Vec` that grows frees an unwiped copy of its contents) and every buffer that can
 //! hold a secret is wiped when it is dropped.
 
-use super::barrier::mask;
 use super::engine::{AnyKernel, Engine, with_kernel};
 use super::kernel::{BATCH, Kernel, MontVal, SelectMasks, window_digit};
-use super::portable;
+use super::portable::pow2_mod;
 use zeroize::{Zeroize, Zeroizing};
 
 /// A table of values of one context stored contiguously (entry i is words
@@ -93,33 +92,6 @@ impl Drop for Monty {
     fn drop(&mut self) {
         self.wipe();
     }
-}
-
-/// 2^e mod m for e ≥ bits − 1 (m has at least `bits` bits), by doubling with a masked
-/// subtraction: constant time in m.
-pub(crate) fn pow2_mod(m: &[u64], bits: u32, e: u64) -> Zeroizing<Vec<u64>> {
-    let l = m.len();
-    let mut x = Zeroizing::new(vec![0u64; l]);
-    let top = bits.saturating_sub(1);
-    if let Some(w) = x.get_mut((top / 64) as usize) {
-        *w = 1u64 << (top % 64);
-    }
-    let mut d = Zeroizing::new(vec![0u64; l]);
-    for _ in u64::from(top)..e {
-        let mut carry = 0u64;
-        for w in x.iter_mut() {
-            let v = *w;
-            *w = (v << 1) | carry;
-            carry = v >> 63;
-        }
-        let borrow = portable::sub_into(&mut d, &x, m);
-        // x ≥ m exactly when the doubling carried out or the subtraction did not borrow.
-        let take = mask(u64::from(carry >= borrow));
-        for (xw, &dw) in x.iter_mut().zip(d.iter()) {
-            *xw = (dw & take) | (*xw & !take);
-        }
-    }
-    x
 }
 
 impl Monty {

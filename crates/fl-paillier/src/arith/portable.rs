@@ -339,6 +339,33 @@ fn mul_karatsuba(out: &mut [u64], a: &[u64], b: &[u64], threshold: usize, scratc
     }
 }
 
+/// 2^e mod m for e ≥ bits − 1 (m has at least `bits` bits), by doubling with a masked
+/// subtraction: constant time in m.
+pub(crate) fn pow2_mod(m: &[u64], bits: u32, e: u64) -> Zeroizing<Vec<u64>> {
+    let l = m.len();
+    let mut x = Zeroizing::new(vec![0u64; l]);
+    let top = bits.saturating_sub(1);
+    if let Some(w) = x.get_mut((top / 64) as usize) {
+        *w = 1u64 << (top % 64);
+    }
+    let mut d = Zeroizing::new(vec![0u64; l]);
+    for _ in u64::from(top)..e {
+        let mut carry = 0u64;
+        for w in x.iter_mut() {
+            let v = *w;
+            *w = (v << 1) | carry;
+            carry = v >> 63;
+        }
+        let borrow = sub_into(&mut d, &x, m);
+        // x ≥ m exactly when the doubling carried out or the subtraction did not borrow.
+        let take = mask(u64::from(carry >= borrow));
+        for (xw, &dw) in x.iter_mut().zip(d.iter()) {
+            *xw = (dw & take) | (*xw & !take);
+        }
+    }
+    x
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -72,7 +72,7 @@ impl Avx2Kernel {
         to_radix(&mut m_digits, m, radix);
         let m_wide: Box<[u64]> = m_digits.iter().flat_map(|&d| [d; 4]).collect();
         let e = 2 * u64::from(radix) * digits as u64 - 64 * m.len() as u64;
-        let c = super::monty::pow2_mod(m, min_bits, e);
+        let c = portable::pow2_mod(m, min_bits, e);
         let mut into_batch = vec![0u64; digits].into_boxed_slice();
         to_radix(&mut into_batch, &c, radix);
         let k0 =
