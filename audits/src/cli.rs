@@ -21,16 +21,14 @@ use crate::{
     engine::{self, DEFAULT_ALPHA, DEFAULT_SEED, RunOptions, SuitePoint},
     error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result},
     external::{ExternalMechanism, Responder},
-    registry,
+    family,
     report::{EpsilonRow, OutputDir, Report, fmt_confidence, fmt_count, fmt_eps, fmt_p},
-    source::External,
+    source::{External, Source},
     suite::{self, Params, Samples, Suite, params_label},
 };
 
 /// Default samples per input of `epsilon`.
 pub const DEFAULT_EPSILON_SAMPLES: u64 = 2_000_000;
-/// Default samples per input of `external`.
-pub const DEFAULT_EXTERNAL_SAMPLES: u64 = 1_000_000;
 /// Default outputs per request of `external`.
 pub const DEFAULT_BATCH: u64 = 10_000;
 /// Default seconds to wait for each response of `external`.
@@ -99,6 +97,29 @@ pub struct LawArgs {
     /// above override them.
     #[arg(long, value_name = "FILE")]
     pub suite: Option<PathBuf>,
+}
+
+impl LawArgs {
+    /// The value of the option `name` (without `--`) as a suite parameter value, if given.
+    #[must_use]
+    pub fn option(&self, name: &str) -> Option<serde_json::Value> {
+        match name {
+            "classes" => self.classes.map(|v| json!(v)),
+            "dim" => self.dim.map(|v| json!(v)),
+            "utilities" => self.utilities.as_ref().map(|v| json!(v)),
+            "sensitivity" => self.sensitivity.map(|v| json!(v)),
+            "form" => self.form.as_ref().map(|v| json!(v)),
+            "prior" => self.prior.as_ref().map(|v| json!(v)),
+            "top-k" => self.top_k.map(|v| json!(v)),
+            "output-dim" => self.output_dim.map(|v| json!(v)),
+            "eps-rr" => self.eps_rr.map(|v| json!(v)),
+            "top-k-fraction" => self.top_k_fraction.map(|v| json!(v)),
+            "olh-hash" => self.olh_hash.as_ref().map(|v| json!(v)),
+            "buckets" => self.buckets.map(|v| json!(v)),
+            "selection-input" => self.selection_input.as_ref().map(|v| json!(v)),
+            _ => None,
+        }
+    }
 }
 
 /// The subcommands.
@@ -175,10 +196,11 @@ pub enum Command {
         /// The mechanism's parameters.
         #[command(flatten)]
         law: LawArgs,
-        /// Samples per input.
-        #[arg(long, value_name = "N", default_value_t = DEFAULT_EXTERNAL_SAMPLES,
-              value_parser = clap::value_parser!(u64).range(1..))]
-        samples: u64,
+        /// Samples per input (default: the planner's size for the claimed ε, which detects
+        /// a 1 % relative error in every keep/flip probability with power 0.99; fewer make
+        /// the verdict line say what the run can detect).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        samples: Option<u64>,
         /// Family-wise significance level.
         #[arg(long, value_name = "A", default_value_t = DEFAULT_ALPHA)]
         alpha: f64,
@@ -349,13 +371,14 @@ fn cmd_run(which: &str, samples: Option<u64>, seed: u64, alpha: f64, out: PathBu
     dir.commit(&files)?;
     print_summary(&report);
     println!(
-        "{}: {} tests and {} epsilon bounds at family-wise alpha = {}, {} samples, seed {}; report in {}",
+        "{}: {} tests and {} epsilon bounds at family-wise alpha = {}, {} samples, seed {}; {}; report in {}",
         if report.passed() { "PASS" } else { "FAIL" },
         report.results.len(),
         report.epsilon.len(),
         alpha,
         fmt_count(report.samples()),
         seed,
+        report.detectable_sentence(),
         out.display()
     );
     Ok(if report.passed() {
@@ -383,11 +406,11 @@ fn cmd_list() -> Result<u8> {
         );
     }
     println!("\nmechanisms (suite `mechanism`, tests):");
-    for m in registry::MECHANISMS {
+    for m in family::mechanisms() {
         println!(
             "  {:<18} params: {:<22} tests: {:<40} {}",
             m.name,
-            m.params,
+            m.params_line(),
             m.tests.join(", "),
             m.description
         );
@@ -400,9 +423,10 @@ fn cmd_list() -> Result<u8> {
 }
 
 /// The parameters of a mechanism from command-line options: a suite file's (if given),
-/// overridden by the options, checked against the mechanism's law.
+/// overridden by the options (each family names the option of each of its parameters),
+/// checked against the mechanism's law.
 fn cli_params(mechanism: &str, eps: f64, law: &LawArgs) -> Result<Params> {
-    let info = registry::info(mechanism)?;
+    let info = family::info(mechanism)?;
     if !eps.is_finite() || eps < 0.0 {
         return Err(AuditError::usage(format!(
             "--eps must be a finite number >= 0, got {eps}"
@@ -429,58 +453,13 @@ fn cli_params(mechanism: &str, eps: f64, law: &LawArgs) -> Result<Params> {
         p = points.remove(0);
     }
     p.insert("eps".into(), json!(eps));
-    let wants = |k: &str| {
-        info.params
-            .split(", ")
-            .any(|x| x.trim_end_matches('?') == k)
-    };
-    let mut set = |key: &str, value: serde_json::Value| {
-        p.insert(key.into(), value);
-    };
-    if let Some(k) = law.classes {
-        if wants("k") {
-            set("k", json!(k));
-        } else if wants("classes") {
-            set("classes", json!(k));
+    for param in info.params {
+        if let Some(v) = law.option(param.option) {
+            p.insert(param.key.into(), v);
         }
     }
-    for (key, value) in [
-        ("dim", law.dim.map(|v| json!(v))),
-        ("utilities", law.utilities.as_ref().map(|v| json!(v))),
-        ("sensitivity", law.sensitivity.map(|v| json!(v))),
-        ("form", law.form.as_ref().map(|v| json!(v))),
-        ("prior", law.prior.as_ref().map(|v| json!(v))),
-        ("top_k", law.top_k.map(|v| json!(v))),
-        ("output_dim", law.output_dim.map(|v| json!(v))),
-        ("eps_rr", law.eps_rr.map(|v| json!(v))),
-        ("top_k_fraction", law.top_k_fraction.map(|v| json!(v))),
-        ("olh_hash", law.olh_hash.as_ref().map(|v| json!(v))),
-        ("buckets", law.buckets.map(|v| json!(v))),
-        (
-            "selection_input",
-            law.selection_input.as_ref().map(|v| json!(v)),
-        ),
-    ] {
-        if let Some(v) = value {
-            set(key, v);
-        }
-    }
-    // The law names a missing parameter; say which option supplies it.
-    registry::law(mechanism, &p).map_err(|e| match e {
-        AuditError::Usage(m) if m.starts_with("missing parameter `") => {
-            let name = m
-                .trim_start_matches("missing parameter `")
-                .split('`')
-                .next()
-                .unwrap_or_default();
-            let option = match name {
-                "k" | "classes" => "classes".to_string(),
-                other => other.replace('_', "-"),
-            };
-            AuditError::usage(format!("mechanism `{mechanism}` needs --{option} ({m})"))
-        }
-        other => other,
-    })?;
+    // The law names a missing or invalid parameter and the option that supplies it.
+    family::law(mechanism, &p)?;
     Ok(p)
 }
 
@@ -510,7 +489,7 @@ fn scope_of(e: &EpsilonRow) -> Option<&str> {
 }
 
 fn cmd_epsilon(mechanism: &str, eps: f64, law: &LawArgs, samples: u64, seed: u64) -> Result<u8> {
-    let info = registry::info(mechanism)?;
+    let info = family::info(mechanism)?;
     if !info.tests.contains(&"epsilon") {
         return Err(AuditError::usage(format!(
             "mechanism `{mechanism}` has no epsilon lower bound"
@@ -573,12 +552,12 @@ fn cmd_plan(
         )));
     }
     let params = cli_params(mechanism, eps, law)?;
-    let tests: Vec<String> = registry::info(mechanism)?
+    let tests: Vec<String> = family::info(mechanism)?
         .tests
         .iter()
         .map(|t| (*t).to_string())
         .collect();
-    let audit = registry::point(mechanism, &params, &params, &tests)?;
+    let audit = family::point(mechanism, &params, &params, &tests)?;
     let family = (audit.test_count() + audit.epsilon_count()).max(1);
     let alpha_each = alpha / family as f64;
     // The two-sided test is symmetric in p and 1 − p: plan once per min(p, 1 − p).
@@ -622,8 +601,9 @@ pub struct ExternalAudit {
     pub eps: f64,
     /// The mechanism's parameters (classes, dim, utilities, prior, ... or a suite file).
     pub law: LawArgs,
-    /// Samples per input.
-    pub samples: u64,
+    /// Samples per input; `None`: the planner's size for the claimed ε (detects a 1 %
+    /// relative error in every keep/flip probability with power 0.99 at `alpha`).
+    pub samples: Option<u64>,
     /// Family-wise significance level.
     pub alpha: f64,
     /// Outputs per request.
@@ -655,7 +635,7 @@ impl ExternalAudit {
                 EXTERNAL_MECHANISMS.join(", ")
             )));
         }
-        if self.samples == 0 || self.batch == 0 {
+        if self.samples == Some(0) || self.batch == 0 {
             return Err(AuditError::usage(
                 "samples and batch must be at least 1".to_string(),
             ));
@@ -663,32 +643,33 @@ impl ExternalAudit {
         let params = cli_params(mechanism, self.eps, &self.law)?;
         // Fail fast on an unwritable destination, before the mechanism is started.
         let dir = self.out.as_deref().map(OutputDir::prepare).transpose()?;
-        let tests: Vec<String> = registry::info(mechanism)?
+        let tests: Vec<String> = family::info(mechanism)?
             .tests
             .iter()
             .map(|t| (*t).to_string())
             .collect();
-        let (law, kind) = registry::law(mechanism, &params)?;
-        let kind = kind.ok_or_else(|| {
-            AuditError::usage(format!("mechanism `{mechanism}` has no external protocol"))
+        let batch = self.batch;
+        let mut start = Some(start);
+        let audit = family::external(mechanism, &params, &tests, &mut |law, kind, feed| {
+            let start = start
+                .take()
+                .ok_or_else(|| AuditError::Mechanism("the mechanism was started twice".into()))?;
+            Ok(Box::new(External {
+                mechanism: start()?,
+                inputs: law.protocol_inputs(),
+                kind,
+                batch,
+                feed,
+            }) as Box<dyn Source>)
         })?;
-        let inputs = law.protocol_inputs();
-        let feed = registry::feeder(mechanism, &params, &law)?;
-        let source = External {
-            mechanism: start()?,
-            inputs,
-            kind,
-            batch: self.batch,
-            feed,
+        let samples = match self.samples {
+            Some(n) => Samples::Fixed(n),
+            None => Samples::Plan,
         };
-        let audit = registry::PointAudit {
-            tests: registry::law_tests(mechanism, &law, &tests),
-            law,
-            source: Box::new(source),
-        };
-        let suite = adhoc_suite(mechanism, params.clone(), 0, self.samples, tests);
+        let mut suite = adhoc_suite(mechanism, params.clone(), 0, 1, tests);
+        suite.samples = samples;
         let options = RunOptions {
-            samples: Some(self.samples),
+            samples: self.samples,
             seed: 0,
             alpha: self.alpha,
             progress,
@@ -714,12 +695,19 @@ impl ExternalAudit {
     /// Only for an audit that [`ExternalAudit::run`] would have rejected.
     pub fn summary(&self, target: &str, report: &Report) -> Result<[String; 2]> {
         let params = cli_params(&self.mechanism, self.eps, &self.law)?;
-        let samples = self.samples;
+        let summary = report.suites.first();
+        let samples = summary
+            .and_then(|s| s.samples_per_input.first().copied())
+            .unwrap_or(0);
+        let how = match self.samples {
+            Some(_) => "set by --samples",
+            None => "planned",
+        };
         let header = format!(
-            "fl-audit external: {} at {} against `{target}`: {} inputs x {samples} samples, alpha = {} over {} tests and {} epsilon bounds",
+            "fl-audit external: {} at {} against `{target}`: {} inputs x {samples} samples ({how}), alpha = {} over {} tests and {} epsilon bounds",
             self.mechanism,
             params_label(&params),
-            report.suites.first().map_or(0, |s| s.samples_drawn) / samples.max(1),
+            summary.map_or(0, |s| s.samples_drawn) / samples.max(1),
             self.alpha,
             report.results.len(),
             report.epsilon.len()
@@ -739,6 +727,7 @@ impl ExternalAudit {
             })
             .collect::<Vec<_>>()
             .join("; ");
+        let powered = report.detectable_sentence();
         let verdict = if report.passed() {
             let min_p = report
                 .results
@@ -746,7 +735,7 @@ impl ExternalAudit {
                 .map(|r| r.adjusted_p_value)
                 .fold(1.0, f64::min);
             format!(
-                "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {eps_line}",
+                "PASS: every test consistent with the claimed law (smallest adjusted p = {}); {powered}; {eps_line}",
                 fmt_p(min_p)
             )
         } else {
@@ -758,14 +747,14 @@ impl ExternalAudit {
                     about.remove(k);
                 }
                 format!(
-                    "FAIL: {} [{}] adjusted p = {} ({} failing tests); {eps_line}",
+                    "FAIL: {} [{}] adjusted p = {} ({} failing tests); {powered}; {eps_line}",
                     worst.test,
                     params_label(&about),
                     fmt_p(worst.adjusted_p_value),
                     failing.len()
                 )
             } else {
-                format!("FAIL: certified epsilon violation; {eps_line}")
+                format!("FAIL: certified epsilon violation; {powered}; {eps_line}")
             }
         };
         Ok([header, verdict])

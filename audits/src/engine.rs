@@ -13,11 +13,13 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use crate::{
-    analysis::{PointResult, epsilon},
+    analysis::{PointResult, epsilon, learned},
     error::{AuditError, Result},
+    family::{self, PointAudit},
     progress::{Progress, ProgressBar},
-    registry::{self, PointAudit},
-    report::{EpsilonEvent, EpsilonRow, Report, SuiteSummary, TestRow, versions},
+    report::{
+        CoverageRow, EpsilonEvent, EpsilonRow, EventFit, Report, SuiteSummary, TestRow, versions,
+    },
     source::mix,
     suite::{Params, Samples, Suite},
 };
@@ -83,6 +85,8 @@ struct Point {
     audit: PointAudit,
     seed: u64,
     samples: u64,
+    /// What the planner would draw per input.
+    planned: u64,
 }
 
 /// Samples per input needed to detect a relative error `relative` in each probability of
@@ -106,6 +110,37 @@ pub fn planned_samples(
         n = n.max(binomial_sample_size(p, delta, alpha_each, power)?);
     }
     Ok(n)
+}
+
+/// The smallest relative error in the probabilities `probabilities` that `samples` per
+/// input detect with the exact two-sided binomial test at level `alpha_each` and power
+/// `power`: the inverse of [`planned_samples`] (bisection on the relative error, to 10⁻⁴
+/// relative). 1 when not even a 100 % error is detectable.
+///
+/// # Errors
+/// As [`planned_samples`].
+pub fn detectable_relative_error(
+    probabilities: &[f64],
+    samples: u64,
+    alpha_each: f64,
+    power: f64,
+) -> Result<f64> {
+    let needs = |relative: f64| planned_samples(probabilities, relative, alpha_each, power);
+    let top = 0.999;
+    if needs(top)? > samples {
+        return Ok(1.0);
+    }
+    // The answer lies in (lo, hi]: lo too small (or 0), hi large enough.
+    let (mut lo, mut hi) = (0.0f64, top);
+    while hi - lo > 1e-4 * hi {
+        let mid = 0.5 * (lo + hi);
+        if needs(mid)? <= samples {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
 }
 
 /// The probabilities a plan has to cover: min(p, 1 − p) of each (the two-sided test is
@@ -138,7 +173,7 @@ pub(crate) fn build_points(suite: &Suite) -> Result<Vec<(Params, PointAudit)>> {
         .into_iter()
         .map(|p| {
             let sp = suite.sampler_params(&p);
-            registry::point(&suite.mechanism, &p, &sp, &suite.tests)
+            family::point(&suite.mechanism, &p, &sp, &suite.tests)
                 .map(|a| (p, a))
                 .map_err(|e| AuditError::suite(&suite.name, e.to_string()))
         })
@@ -198,6 +233,7 @@ pub(crate) fn execute(
             audit: p.audit,
             seed: p.seed,
             samples: 0,
+            planned: 0,
         })
         .collect();
     let m_tests: usize = points.iter().map(|p| p.audit.test_count()).sum();
@@ -205,17 +241,37 @@ pub(crate) fn execute(
     let family = (m_tests + m_eps).max(1) as f64;
     let alpha_each = alpha / family;
     for p in &mut points {
+        p.planned = planned_samples(
+            &p.audit.plan_probabilities(),
+            PLAN_RELATIVE_ERROR,
+            alpha_each,
+            PLAN_POWER,
+        )
+        .map_err(|e| AuditError::suite(&suites[p.suite].name, e.to_string()))?;
         p.samples = match (options.samples, suites[p.suite].samples) {
             (Some(n), _) | (None, Samples::Fixed(n)) => n,
-            (None, Samples::Plan) => planned_samples(
-                &p.audit.plan_probabilities(),
-                PLAN_RELATIVE_ERROR,
-                alpha_each,
-                PLAN_POWER,
-            )
-            .map_err(|e| AuditError::suite(&suites[p.suite].name, e.to_string()))?,
+            (None, Samples::Plan) => p.planned,
         };
     }
+    // Below the planned size, what the run can detect (what a pass means).
+    let under: Vec<(usize, Vec<f64>, u64, bool)> = points
+        .iter()
+        .map(|p| {
+            let probs = p.audit.plan_probabilities();
+            (p.suite, probs, p.samples, p.samples < p.planned)
+        })
+        .collect();
+    let detectable: Vec<Option<f64>> = under
+        .par_iter()
+        .map(|(suite, probs, samples, short)| {
+            if !short {
+                return Ok(None);
+            }
+            detectable_relative_error(probs, *samples, alpha_each, PLAN_POWER)
+                .map(Some)
+                .map_err(|e| AuditError::suite(&suites[*suite].name, e.to_string()))
+        })
+        .collect::<Result<_>>()?;
     let total: u64 = points
         .iter()
         .map(|p| p.samples.saturating_mul(p.audit.inputs() as u64))
@@ -260,6 +316,9 @@ pub(crate) fn execute(
             },
             panels: Vec::new(),
             notes: Vec::new(),
+            coverage: Vec::new(),
+            planned_per_input: Vec::new(),
+            detectable: None,
             seconds: 0.0,
         })
         .collect();
@@ -281,6 +340,10 @@ pub(crate) fn execute(
         let s = &mut summaries[p.suite];
         s.points += 1;
         s.samples_per_input.push(p.samples);
+        s.planned_per_input.push(p.planned);
+        if let Some(d) = detectable[i] {
+            s.detectable = Some(s.detectable.map_or(d, |x: f64| x.max(d)));
+        }
         s.samples_drawn += r.drawn;
         s.seconds += secs;
         // Panels are told apart by the grid axes (the fixed parameters are the suite's).
@@ -291,6 +354,15 @@ pub(crate) fn execute(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let label = crate::suite::params_label(&grid);
+        for branch in r.coverage {
+            match s.coverage.iter_mut().find(|row| row.branch == branch) {
+                Some(row) => row.points.push(label.clone()),
+                None => s.coverage.push(CoverageRow {
+                    branch,
+                    points: vec![label.clone()],
+                }),
+            }
+        }
         for note in r.notes {
             if !s.notes.contains(&note) {
                 s.notes.push(note);
@@ -336,6 +408,15 @@ pub(crate) fn execute(
             r.passed = a > alpha_tests;
         }
     }
+    // A coverage row that holds at every point of its suite is shown without points.
+    for s in &mut summaries {
+        let points = s.points;
+        for row in &mut s.coverage {
+            if row.points.len() == points {
+                row.points.clear();
+            }
+        }
+    }
     let mut eps_rows = Vec::new();
     let confidence = 1.0 - alpha / family;
     let statement_confidence = fl_stats::Confidence::new(confidence)?;
@@ -347,28 +428,70 @@ pub(crate) fn execute(
             .iter()
             .map(|(a, b)| (a.iter().sum(), b.iter().sum()))
             .collect();
-        let event = epsilon::plan_event(&e.laws, &samples, (alpha / family) / 2.0)?;
+        let error_each = (alpha / family) / 2.0;
+        // A learned event is chosen on the fitting half (`e.learned`) and certified on the
+        // other (`e.pairs`); a planned one from the law and the sample sizes alone.
+        let (event, fit) = match &e.learned {
+            Some(l) => match learned::fit(&l.spec, &l.fit, error_each)? {
+                Some(f) => {
+                    let mut event = f.event;
+                    event.law_log_ratio = e
+                        .laws
+                        .get(event.pair)
+                        .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+                        .map_or(f64::NAN, |(a, b)| {
+                            let (num, den) = if event.swapped { (b, a) } else { (a, b) };
+                            let sum = |l: &[f64]| {
+                                event.cells.iter().filter_map(|&c| l.get(c)).sum::<f64>()
+                            };
+                            epsilon::log_ratio(sum(num), sum(den))
+                        });
+                    (Some(event), Some((f.method.name(), f.fit_bound)))
+                }
+                None => (None, None),
+            },
+            None => (epsilon::plan_event(&e.laws, &samples, error_each)?, None),
+        };
         let lower_bound = epsilon::certify(event.as_ref(), &e.pairs, statement_confidence)?;
+        let known = e.laws.iter().all(|(a, b)| !a.is_empty() && !b.is_empty());
+        let space = e
+            .learned
+            .as_ref()
+            .map(|l| (l.spec.cells, l.spec.cell_meaning.clone()));
         eps_rows.push(EpsilonRow {
             suite,
             mechanism,
             params,
             claimed: e.claimed,
-            realised: epsilon::realised_epsilon(&e.laws),
+            realised: if known {
+                epsilon::realised_epsilon(&e.laws)
+            } else {
+                f64::NAN
+            },
             lower_bound,
             confidence,
             event: event.map(|p| EpsilonEvent {
                 pair: e.names.get(p.pair).cloned().unwrap_or_default(),
                 swapped: p.swapped,
+                cell_count: space.as_ref().map_or_else(
+                    || e.laws.get(p.pair).map_or(0, |l| l.0.len()),
+                    |(cells, _)| *cells,
+                ),
                 cells: p.cells,
-                cell_count: e.laws.get(p.pair).map_or(0, |l| l.0.len()),
                 law_log_ratio: p.law_log_ratio,
+                fit: fit.map(|(method, bound)| EventFit {
+                    method: method.into(),
+                    cell_meaning: space.as_ref().map(|(_, m)| m.clone()).unwrap_or_default(),
+                    fit_bound: bound,
+                }),
             }),
         });
     }
     Ok(Report {
         alpha,
         alpha_tests,
+        plan_relative_error: PLAN_RELATIVE_ERROR,
+        plan_power: PLAN_POWER,
         seed: options.seed,
         versions: versions(),
         suites: summaries,
@@ -491,16 +614,27 @@ mod tests {
         };
         let one = Suite::parse("t", &text("one")).unwrap();
         let alone = run(std::slice::from_ref(&one), &RunOptions::default()).unwrap();
-        // 2 tests + 1 epsilon statement: α/3 per test.
+        // 2 cell tests, 2 × (8 serial lags + 4 dispersion scales) and 1 ε statement: α/27
+        // per test.
+        let m = alone.results.len() + alone.epsilon.len();
+        assert_eq!(m, 27);
         let keep = 1f64.exp() / (1.0 + 1f64.exp());
-        let want = planned_samples(&[keep], PLAN_RELATIVE_ERROR, 1e-3 / 3.0, PLAN_POWER).unwrap();
+        let want =
+            planned_samples(&[keep], PLAN_RELATIVE_ERROR, 1e-3 / m as f64, PLAN_POWER).unwrap();
         assert_eq!(alone.suites[0].samples_per_input, vec![want]);
         assert!(alone.passed());
-        // Next to a second suite the family doubles and each test gets α/6: more samples.
+        assert_eq!(alone.detectable(), None);
+        // Next to a second suite the family doubles and each test gets α/54: more samples.
         let two = Suite::parse("t", &text("two")).unwrap();
         let both = run(&[one, two], &RunOptions::default()).unwrap();
-        let want6 = planned_samples(&[keep], PLAN_RELATIVE_ERROR, 1e-3 / 6.0, PLAN_POWER).unwrap();
-        assert_eq!(both.suites[0].samples_per_input, vec![want6]);
-        assert!(want6 > want);
+        let want2 = planned_samples(
+            &[keep],
+            PLAN_RELATIVE_ERROR,
+            1e-3 / (2 * m) as f64,
+            PLAN_POWER,
+        )
+        .unwrap();
+        assert_eq!(both.suites[0].samples_per_input, vec![want2]);
+        assert!(want2 > want);
     }
 }

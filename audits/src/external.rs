@@ -4,15 +4,19 @@
 //! the Python package's `fl_privacy.audit`). Both are [`Responder`]s: the audit cannot tell
 //! them apart, so they get the same inputs, tests, ε statements and report.
 //!
-//! Robustness: the child's stdout is read by a dedicated thread, and every response is
-//! awaited with a timeout, so a child that hangs, exits, floods or garbles its output ends
-//! the audit with a one-line [`AuditError::External`] — never a hang or a panic. The child
-//! is killed and reaped whenever the runner is dropped.
+//! Robustness: the child's stdout is read by a dedicated thread, which reads each response
+//! up to [`crate::protocol::response_byte_limit`] bytes (a small multiple of the expected
+//! response) and parses it one output at a time into its typed form, stopping at the first
+//! output beyond the count ([`crate::protocol::read_response`]), and every response is
+//! awaited with a timeout, so a
+//! child that hangs, exits, floods or garbles its output ends the audit with a one-line
+//! [`AuditError::External`] — never a hang, a panic or memory beyond a small multiple of
+//! the expected response. The child is killed and reaped whenever the runner is dropped.
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{BufReader, Write},
     process::{Child, ChildStdin, Command, Stdio},
-    sync::mpsc::{self, Receiver, RecvTimeoutError},
+    sync::mpsc::{self, Receiver, RecvTimeoutError, Sender},
     time::Duration,
 };
 
@@ -20,7 +24,7 @@ use serde_json::Value;
 
 use crate::{
     error::{AuditError, Result},
-    protocol::{MAX_LINE_BYTES, OutputKind, Outputs, parse_response, request_line},
+    protocol::{OutputKind, Outputs, parse_response, read_response, request_line},
 };
 
 /// A mechanism under audit, answering the external protocol's requests.
@@ -77,10 +81,14 @@ impl<F: FnMut(&str) -> core::result::Result<String, String> + Send> Responder
     }
 }
 
+/// What the reader thread makes of one response.
 #[derive(Debug)]
-enum Line {
-    Text(String),
+enum Reply {
+    /// The validated outputs.
+    Parsed(Outputs),
+    /// The child closed its stdout before answering.
     Eof,
+    /// The response was malformed (the child is killed).
     Failed(String),
 }
 
@@ -89,33 +97,12 @@ enum Line {
 pub struct ExternalMechanism {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<Line>,
+    /// What to parse next: the count and the form of the outputs asked for.
+    jobs: Option<Sender<(usize, OutputKind)>>,
+    replies: Receiver<Reply>,
     timeout: Duration,
     command: String,
     requests: u64,
-}
-
-fn read_line_capped<R: BufRead>(r: &mut R) -> Line {
-    let mut buf = Vec::new();
-    let limit = MAX_LINE_BYTES as u64 + 1;
-    match r.by_ref().take(limit).read_until(b'\n', &mut buf) {
-        Ok(0) => Line::Eof,
-        Ok(_) => {
-            if buf.last() == Some(&b'\n') {
-                buf.pop();
-                if buf.last() == Some(&b'\r') {
-                    buf.pop();
-                }
-            } else if buf.len() as u64 >= limit {
-                return Line::Failed(format!("response line longer than {MAX_LINE_BYTES} bytes"));
-            }
-            match String::from_utf8(buf) {
-                Ok(s) => Line::Text(s),
-                Err(_) => Line::Failed("response is not valid UTF-8".into()),
-            }
-        }
-        Err(e) => Line::Failed(format!("cannot read the child's stdout: {e}")),
-    }
 }
 
 impl ExternalMechanism {
@@ -139,14 +126,22 @@ impl ExternalMechanism {
             .map_err(|e| AuditError::External(format!("cannot start `{program}`: {e}")))?;
         let stdout = child.stdout.take();
         let stdin = child.stdin.take();
-        let (tx, rx) = mpsc::channel::<Line>();
+        let (jobs, todo) = mpsc::channel::<(usize, OutputKind)>();
+        let (tx, replies) = mpsc::channel::<Reply>();
         if let Some(stdout) = stdout {
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stdout);
-                loop {
-                    let line = read_line_capped(&mut reader);
-                    let stop = !matches!(line, Line::Text(_));
-                    if tx.send(line).is_err() || stop {
+                // One response per request, parsed as it arrives; the thread (and with it
+                // the read end of the child's stdout, so that a child stopped mid-line is
+                // killed rather than interrupted by a broken pipe) ends when the mechanism
+                // is dropped (no more jobs).
+                while let Ok((n, kind)) = todo.recv() {
+                    let reply = match read_response(&mut reader, n, kind) {
+                        Ok(o) => Reply::Parsed(o),
+                        Err(e) if e == "no response" => Reply::Eof,
+                        Err(e) => Reply::Failed(e),
+                    };
+                    if tx.send(reply).is_err() {
                         break;
                     }
                 }
@@ -155,7 +150,8 @@ impl ExternalMechanism {
         Ok(Self {
             child,
             stdin,
-            lines: rx,
+            jobs: Some(jobs),
+            replies,
             timeout,
             command: command.join(" ").escape_debug().to_string(),
             requests: 0,
@@ -204,19 +200,21 @@ impl ExternalMechanism {
             let what = format!("cannot send request #{}: {e}", self.requests);
             return Err(self.fail(what));
         }
-        match self.lines.recv_timeout(self.timeout) {
-            Ok(Line::Text(text)) => match parse_response(&text, n, kind) {
-                Ok(outputs) => Ok(outputs),
-                Err(e) => {
-                    let what = format!("request #{}: {e}", self.requests);
-                    Err(self.fail(what))
-                }
-            },
-            Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => {
+        let queued = self
+            .jobs
+            .as_ref()
+            .is_some_and(|j| j.send((n, kind)).is_ok());
+        if !queued {
+            let what = self.exited();
+            return Err(self.fail(what));
+        }
+        match self.replies.recv_timeout(self.timeout) {
+            Ok(Reply::Parsed(outputs)) => Ok(outputs),
+            Ok(Reply::Eof) | Err(RecvTimeoutError::Disconnected) => {
                 let what = self.exited();
                 Err(self.fail(what))
             }
-            Ok(Line::Failed(e)) => {
+            Ok(Reply::Failed(e)) => {
                 let what = format!("request #{}: {e}", self.requests);
                 Err(self.fail(what))
             }
@@ -235,6 +233,7 @@ impl ExternalMechanism {
     /// otherwise.
     pub fn finish(mut self) {
         self.stdin = None;
+        self.jobs = None;
         let deadline = std::time::Instant::now() + self.timeout;
         while std::time::Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -248,6 +247,7 @@ impl ExternalMechanism {
 impl Drop for ExternalMechanism {
     fn drop(&mut self) {
         self.stdin = None;
+        self.jobs = None;
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
         }

@@ -5,12 +5,13 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod external;
+pub mod family;
 pub mod progress;
 pub mod protocol;
-pub mod registry;
 pub mod report;
 mod source;
 pub mod suite;
+mod tally;
 
 /// Generated at build time: the embedded suite files and the compiler version.
 mod builtin {

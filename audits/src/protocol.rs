@@ -126,42 +126,358 @@ fn describe(v: &Value) -> String {
     }
 }
 
-/// Parses and validates one response line: exactly `n` outputs of `kind`.
+/// The most bytes a response of `n` outputs of `kind` may take: 4 KiB plus, per output,
+/// several times what its compact JSON needs (a class: 32 bytes; a coordinate of a bit
+/// vector: 8, of a real vector: 40; an index: 16; a report's fixed keys: 96). A child
+/// that prints more — a valid but enormous JSON value, a flood of whitespace — is stopped
+/// there, so what the audit holds stays within a small multiple of the expected response
+/// (and never above [`MAX_LINE_BYTES`]).
+#[must_use]
+pub fn response_byte_limit(n: usize, kind: OutputKind) -> usize {
+    let per_output = match kind {
+        OutputKind::Class(_) => 32,
+        OutputKind::Bits(d) => 16 + 8 * d,
+        OutputKind::Reals(d) => 16 + 40 * d,
+        OutputKind::IndexSet { size, .. } => 16 + 16 * size,
+        OutputKind::ClientReport { size, .. } => 96 + 16 * size,
+        OutputKind::OlhSeeded { .. } => 64,
+        OutputKind::OlhHashed { values, .. } => 48 + 24 * values,
+    };
+    n.saturating_mul(per_output)
+        .saturating_add(4096)
+        .min(MAX_LINE_BYTES)
+}
+
+/// Parses and validates one response line: exactly `n` outputs of `kind`, parsed one
+/// output at a time into its typed form and rejected at the first output beyond `n`
+/// (nothing else — other keys, their values — is kept).
 ///
 /// # Errors
 /// A one-line message: malformed JSON, missing `outputs`, wrong count, or the first
-/// output that does not have the required form (with its position).
+/// output that does not have the required form (with its position); a line longer than
+/// [`response_byte_limit`] or not UTF-8.
 pub fn parse_response(line: &str, n: usize, kind: OutputKind) -> Result<Outputs, String> {
-    if line.len() > MAX_LINE_BYTES {
-        return Err(format!("response line longer than {MAX_LINE_BYTES} bytes"));
-    }
-    let value: Value =
-        serde_json::from_str(line).map_err(|e| format!("malformed JSON response: {e}"))?;
-    let Value::Object(mut obj) = value else {
+    let limit = response_byte_limit(n, kind);
+    if line.len() > limit {
         return Err(format!(
-            "response must be a JSON object {{\"outputs\": [...]}}, got {}",
-            describe(&value)
-        ));
-    };
-    let Some(outputs) = obj.remove("outputs") else {
-        return Err("response has no \"outputs\" field".into());
-    };
-    let Value::Array(items) = outputs else {
-        return Err(format!(
-            "\"outputs\" must be an array, got {}",
-            describe(&outputs)
-        ));
-    };
-    if items.len() != n {
-        return Err(format!(
-            "wrong count: asked for {n} outputs, got {}",
-            items.len()
+            "response line longer than {limit} bytes (the most {n} outputs may take)"
         ));
     }
-    match kind {
-        OutputKind::Class(classes) => {
-            let mut out = Vec::with_capacity(n);
-            for (i, item) in items.iter().enumerate() {
+    parse_bytes(line.as_bytes(), n, kind)
+}
+
+/// Reads one response line from `reader` — at most [`response_byte_limit`] bytes: a longer
+/// one is rejected as soon as the limit is passed, so a mechanism that prints a huge (valid)
+/// JSON value costs a small multiple of the expected response, never the whole of it — and
+/// parses it like [`parse_response`].
+///
+/// # Errors
+/// As [`parse_response`]; an empty read (end of input) is `"no response"`.
+pub fn read_response<R: std::io::BufRead>(
+    mut reader: R,
+    n: usize,
+    kind: OutputKind,
+) -> Result<Outputs, String> {
+    use std::io::{BufRead as _, Read as _};
+    let limit = response_byte_limit(n, kind);
+    let mut line = Vec::new();
+    let read = reader
+        .by_ref()
+        .take(limit as u64 + 1)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| format!("cannot read the response: {e}"))?;
+    if read == 0 {
+        return Err("no response".into());
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+    } else if line.len() > limit {
+        return Err(format!(
+            "response line longer than {limit} bytes (the most {n} outputs may take)"
+        ));
+    }
+    parse_bytes(&line, n, kind)
+}
+
+/// Parses one response (without its newline).
+fn parse_bytes(bytes: &[u8], n: usize, kind: OutputKind) -> Result<Outputs, String> {
+    if std::str::from_utf8(bytes).is_err() {
+        return Err("response is not valid UTF-8".into());
+    }
+    let problem = std::cell::RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let seed = ResponseSeed {
+        n,
+        kind,
+        problem: &problem,
+    };
+    let parsed = serde::de::DeserializeSeed::deserialize(seed, &mut de).and_then(|o| {
+        de.end()?;
+        Ok(o)
+    });
+    parsed.map_err(|e| {
+        problem
+            .into_inner()
+            .unwrap_or_else(|| format!("malformed JSON response: {e}"))
+    })
+}
+
+/// Parses `{"outputs": [...], ...}`.
+struct ResponseSeed<'a> {
+    n: usize,
+    kind: OutputKind,
+    problem: &'a std::cell::RefCell<Option<String>>,
+}
+
+/// Records `message` as the response's problem and returns the error that stops parsing.
+fn stop<E: serde::de::Error>(problem: &std::cell::RefCell<Option<String>>, message: String) -> E {
+    let mut p = problem.borrow_mut();
+    if p.is_none() {
+        *p = Some(message.clone());
+    }
+    E::custom(message)
+}
+
+/// A scalar or container as a short description, for "got ..." messages.
+fn unexpected(u: serde::de::Unexpected<'_>) -> String {
+    use serde::de::Unexpected as U;
+    match u {
+        U::Bool(b) => b.to_string(),
+        U::Unsigned(x) => x.to_string(),
+        U::Signed(x) => x.to_string(),
+        U::Float(x) => x.to_string(),
+        U::Str(s) => describe(&Value::from(s)),
+        U::Seq => "an array".into(),
+        U::Map => "an object".into(),
+        U::Unit => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ResponseSeed<'_> {
+    type Value = Outputs;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Outputs, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl ResponseSeed<'_> {
+    fn not_object<E: serde::de::Error>(&self, got: serde::de::Unexpected<'_>) -> E {
+        stop(
+            self.problem,
+            format!(
+                "response must be a JSON object {{\"outputs\": [...]}}, got {}",
+                unexpected(got)
+            ),
+        )
+    }
+}
+
+macro_rules! reject_scalars {
+    ($($method:ident: $t:ty => $u:expr;)*) => {
+        $(fn $method<E: serde::de::Error>(self, v: $t) -> Result<Self::Value, E> {
+            #[allow(clippy::redundant_closure_call)]
+            Err(self.not_object(($u)(v)))
+        })*
+    };
+}
+
+impl<'de> serde::de::Visitor<'de> for ResponseSeed<'_> {
+    type Value = Outputs;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object {\"outputs\": [...]}")
+    }
+
+    reject_scalars! {
+        visit_bool: bool => serde::de::Unexpected::Bool;
+        visit_u64: u64 => serde::de::Unexpected::Unsigned;
+        visit_i64: i64 => serde::de::Unexpected::Signed;
+        visit_f64: f64 => serde::de::Unexpected::Float;
+        visit_str: &str => serde::de::Unexpected::Str;
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Outputs, E> {
+        Err(self.not_object(serde::de::Unexpected::Unit))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<Outputs, A::Error> {
+        Err(self.not_object(serde::de::Unexpected::Seq))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Outputs, A::Error> {
+        let mut outputs = None;
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Outputs if outputs.is_some() => {
+                    return Err(stop(
+                        self.problem,
+                        "response has two \"outputs\" fields".into(),
+                    ));
+                }
+                Key::Outputs => {
+                    outputs = Some(map.next_value_seed(OutputsSeed {
+                        builder: Builder::new(self.n, self.kind),
+                        problem: self.problem,
+                    })?);
+                }
+                Key::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        outputs.ok_or_else(|| stop(self.problem, "response has no \"outputs\" field".into()))
+    }
+}
+
+/// A key of the response object: `outputs` or anything else (not kept).
+enum Key {
+    Outputs,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Key {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(if v == "outputs" {
+                    Key::Outputs
+                } else {
+                    Key::Other
+                })
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Parses the `outputs` array, one output at a time into `builder`.
+struct OutputsSeed<'a> {
+    builder: Builder,
+    problem: &'a std::cell::RefCell<Option<String>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for OutputsSeed<'_> {
+    type Value = Outputs;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Outputs, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl OutputsSeed<'_> {
+    fn not_array<E: serde::de::Error>(&self, got: serde::de::Unexpected<'_>) -> E {
+        stop(
+            self.problem,
+            format!("\"outputs\" must be an array, got {}", unexpected(got)),
+        )
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for OutputsSeed<'_> {
+    type Value = Outputs;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of outputs")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Outputs, E> {
+        Err(self.not_array(serde::de::Unexpected::Bool(v)))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Outputs, E> {
+        Err(self.not_array(serde::de::Unexpected::Unsigned(v)))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Outputs, E> {
+        Err(self.not_array(serde::de::Unexpected::Signed(v)))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Outputs, E> {
+        Err(self.not_array(serde::de::Unexpected::Float(v)))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Outputs, E> {
+        Err(self.not_array(serde::de::Unexpected::Str(v)))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Outputs, E> {
+        Err(self.not_array(serde::de::Unexpected::Unit))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Outputs, A::Error> {
+        Err(self.not_array(serde::de::Unexpected::Map))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Outputs, A::Error> {
+        let mut b = self.builder;
+        let n = b.n;
+        for i in 0..n {
+            // One output at a time: small, validated, then stored typed.
+            let Some(item) = seq.next_element::<Value>()? else {
+                return Err(stop(
+                    self.problem,
+                    format!("wrong count: asked for {n} outputs, got {i}"),
+                ));
+            };
+            b.push(i, &item).map_err(|m| stop(self.problem, m))?;
+        }
+        // One more is already too many: stop before reading it.
+        let more = std::cell::Cell::new(false);
+        match seq.next_element_seed(TooMany(&more)) {
+            Ok(None) => Ok(b.out),
+            Err(e) if !more.get() => Err(e),
+            _ => Err(stop(
+                self.problem,
+                format!("wrong count: asked for {n} outputs, got more"),
+            )),
+        }
+    }
+}
+
+/// The seed of an output beyond the count: says so and fails without reading it.
+struct TooMany<'a>(&'a std::cell::Cell<bool>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for TooMany<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, _: D) -> Result<(), D::Error> {
+        self.0.set(true);
+        Err(serde::de::Error::custom("too many outputs"))
+    }
+}
+
+/// Validates outputs one at a time and stores them in their typed form.
+struct Builder {
+    n: usize,
+    kind: OutputKind,
+    out: Outputs,
+}
+
+impl Builder {
+    fn new(n: usize, kind: OutputKind) -> Self {
+        // Reserve for the expected count only (bounded by what the response may hold).
+        let n_cap = n.min(1 << 20);
+        let out = match kind {
+            OutputKind::Class(_) | OutputKind::OlhSeeded { .. } => {
+                Outputs::Classes(Vec::with_capacity(n_cap))
+            }
+            OutputKind::Bits(d) => Outputs::Bits(Vec::with_capacity(n_cap.saturating_mul(d))),
+            OutputKind::Reals(d) => Outputs::Reals(Vec::with_capacity(n_cap.saturating_mul(d))),
+            OutputKind::IndexSet { .. } => Outputs::Sets(Vec::with_capacity(n_cap)),
+            OutputKind::ClientReport { .. } => Outputs::Reports(Vec::with_capacity(n_cap)),
+            OutputKind::OlhHashed { .. } => Outputs::Hashed(Vec::with_capacity(n_cap)),
+        };
+        Self { n, kind, out }
+    }
+
+    /// Validates output number `i` and stores it.
+    fn push(&mut self, i: usize, item: &Value) -> Result<(), String> {
+        match (self.kind, &mut self.out) {
+            (OutputKind::Class(classes), Outputs::Classes(out)) => {
                 match item.as_u64().and_then(|c| usize::try_from(c).ok()) {
                     Some(c) if c < classes => out.push(c),
                     _ => {
@@ -173,11 +489,7 @@ pub fn parse_response(line: &str, n: usize, kind: OutputKind) -> Result<Outputs,
                     }
                 }
             }
-            Ok(Outputs::Classes(out))
-        }
-        OutputKind::Bits(dim) => {
-            let mut out = Vec::with_capacity(n.saturating_mul(dim));
-            for (i, item) in items.iter().enumerate() {
+            (OutputKind::Bits(dim), Outputs::Bits(out)) => {
                 let row = row(item, i, dim)?;
                 for (j, b) in row.iter().enumerate() {
                     match b.as_u64() {
@@ -192,18 +504,10 @@ pub fn parse_response(line: &str, n: usize, kind: OutputKind) -> Result<Outputs,
                     }
                 }
             }
-            Ok(Outputs::Bits(out))
-        }
-        OutputKind::IndexSet { dim, size } => {
-            let mut out = Vec::with_capacity(n);
-            for (i, item) in items.iter().enumerate() {
+            (OutputKind::IndexSet { dim, size }, Outputs::Sets(out)) => {
                 out.push(index_set(item, i, dim, size)?);
             }
-            Ok(Outputs::Sets(out))
-        }
-        OutputKind::ClientReport { dim, size } => {
-            let mut out = Vec::with_capacity(n);
-            for (i, item) in items.iter().enumerate() {
+            (OutputKind::ClientReport { dim, size }, Outputs::Reports(out)) => {
                 let Value::Object(o) = item else {
                     return Err(format!(
                         "output #{i} is {}, expected {{\"sign\": 1 or -1, \"magrr_bit\": 0 or 1, \"indices\": [...]}}",
@@ -230,11 +534,7 @@ pub fn parse_response(line: &str, n: usize, kind: OutputKind) -> Result<Outputs,
                     indices,
                 });
             }
-            Ok(Outputs::Reports(out))
-        }
-        OutputKind::OlhSeeded { seeds, buckets } => {
-            let mut out = Vec::with_capacity(n);
-            for (i, item) in items.iter().enumerate() {
+            (OutputKind::OlhSeeded { seeds, buckets }, Outputs::Classes(out)) => {
                 let pair = match item {
                     Value::Array(p) if p.len() == 2 => (p[0].as_u64(), p[1].as_u64()),
                     _ => (None, None),
@@ -255,11 +555,7 @@ pub fn parse_response(line: &str, n: usize, kind: OutputKind) -> Result<Outputs,
                     }
                 }
             }
-            Ok(Outputs::Classes(out))
-        }
-        OutputKind::OlhHashed { values, buckets } => {
-            let mut out = Vec::with_capacity(n);
-            for (i, item) in items.iter().enumerate() {
+            (OutputKind::OlhHashed { values, buckets }, Outputs::Hashed(out)) => {
                 let bucket = item.get("bucket").and_then(Value::as_u64);
                 let hashes = item.get("hashes").and_then(Value::as_array).and_then(|h| {
                     h.iter()
@@ -283,11 +579,7 @@ pub fn parse_response(line: &str, n: usize, kind: OutputKind) -> Result<Outputs,
                     }
                 }
             }
-            Ok(Outputs::Hashed(out))
-        }
-        OutputKind::Reals(dim) => {
-            let mut out = Vec::with_capacity(n.saturating_mul(dim));
-            for (i, item) in items.iter().enumerate() {
+            (OutputKind::Reals(dim), Outputs::Reals(out)) => {
                 let row = row(item, i, dim)?;
                 for (j, x) in row.iter().enumerate() {
                     match x.as_f64() {
@@ -301,8 +593,9 @@ pub fn parse_response(line: &str, n: usize, kind: OutputKind) -> Result<Outputs,
                     }
                 }
             }
-            Ok(Outputs::Reals(out))
+            _ => return Err("internal: outputs of another kind".into()),
         }
+        Ok(())
     }
 }
 

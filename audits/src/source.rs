@@ -5,174 +5,45 @@ use rand::{Rng, SeedableRng, rngs::ChaCha20Rng};
 use rayon::prelude::*;
 use serde_json::Value;
 
+use std::collections::VecDeque;
+
 use crate::{
-    analysis::BitStats,
     error::{AuditError, Result},
     external::Responder,
     progress::Progress,
     protocol::{OutputKind, Outputs},
     suite::Params,
+    tally::{
+        BitStats, Data, Draws, FULL_VECTOR_MAX_DIM, MAX_EVENT_CELLS, SERIAL_ALPHABET, Streams,
+        class_symbol, group,
+    },
 };
 
-/// The data drawn for one input, in the layout of its law.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Data {
-    /// A histogram of a finite output (or a law-specific layout of counts).
-    Counts(Vec<u64>),
-    /// Statistics of bit vectors.
-    Bits(BitStats),
-    /// Real-valued outputs, one vector per coordinate.
-    Reals(Vec<Vec<f64>>),
-}
+/// What every observer of outputs keeps beside its law's layout: the stream counts.
+pub(crate) trait Observer: Send {
+    /// The stream counts.
+    fn streams(&mut self) -> &mut Streams;
 
-/// Samples drawn for one input: the data the law's tests read and the serial statistics
-/// (pairs of consecutive outputs).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Draws {
-    /// The law's data.
-    pub data: Data,
-    /// Non-overlapping pairs of consecutive outputs, per stream.
-    pub serial: SerialPairs,
-}
-
-impl Draws {
-    /// Data without serial statistics (a layout whose outputs are not one stream, e.g. an
-    /// estimator's population).
-    pub(crate) fn without_serial(data: Data) -> Self {
-        Self {
-            data,
-            serial: SerialPairs::new(0, 1),
-        }
-    }
-
-    fn merge(&mut self, other: Self) {
-        self.serial.merge(&other.serial);
-        match (&mut self.data, other.data) {
-            (Data::Counts(a), Data::Counts(b)) => {
-                if a.len() < b.len() {
-                    a.resize(b.len(), 0);
-                }
-                for (x, y) in a.iter_mut().zip(b) {
-                    *x += y;
-                }
-            }
-            (Data::Bits(a), Data::Bits(b)) => a.merge(&b),
-            (Data::Reals(a), Data::Reals(b)) => {
-                if a.len() < b.len() {
-                    a.resize(b.len(), Vec::new());
-                }
-                for (x, y) in a.iter_mut().zip(b) {
-                    x.extend(y);
-                }
-            }
-            // Kinds never mix: a source returns one kind.
-            _ => {}
-        }
-    }
-}
-
-/// The most symbols a serial-independence stream distinguishes (larger output spaces are
-/// grouped into this many symbols).
-pub(crate) const SERIAL_ALPHABET: usize = 16;
-
-/// Serial statistics of an output stream: the outputs are mapped to symbols in
-/// `0..alphabet`, and consecutive outputs are cut into non-overlapping pairs
-/// (Y₁, Y₂), (Y₃, Y₄), … whose joint counts are kept. If the outputs are independent and
-/// identically distributed, the pairs are independent draws of two independent symbols,
-/// which fl-stats' `chi_square_independence` tests without knowing the law. A vector
-/// output has one stream per coordinate.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SerialPairs {
-    alphabet: usize,
-    /// streams × alphabet × alphabet counts, indexed (stream, first, second).
-    table: Vec<u64>,
-    /// Per stream: the first symbol of an incomplete pair, or [`NO_SYMBOL`].
-    pending: Vec<usize>,
-}
-
-const NO_SYMBOL: usize = usize::MAX;
-
-impl SerialPairs {
-    /// Empty statistics for `streams` streams of symbols in `0..alphabet`.
-    pub(crate) fn new(streams: usize, alphabet: usize) -> Self {
-        let alphabet = alphabet.max(1);
-        Self {
-            alphabet,
-            table: vec![0; streams * alphabet * alphabet],
-            pending: vec![NO_SYMBOL; streams],
-        }
-    }
-
-    /// The next output's symbol on `stream` (clamped into the alphabet).
-    #[inline]
-    pub(crate) fn push(&mut self, stream: usize, symbol: usize) {
-        let a = self.alphabet;
-        let symbol = symbol.min(a - 1);
-        if let Some(p) = self.pending.get_mut(stream) {
-            if *p == NO_SYMBOL {
-                *p = symbol;
-            } else {
-                if let Some(c) = self.table.get_mut((stream * a + *p) * a + symbol) {
-                    *c += 1;
-                }
-                *p = NO_SYMBOL;
-            }
-        }
-    }
-
-    /// Streams kept.
-    pub(crate) fn streams(&self) -> usize {
-        self.pending.len()
-    }
-
-    /// Symbols per stream.
-    pub(crate) fn alphabet(&self) -> usize {
-        self.alphabet
-    }
-
-    /// The alphabet × alphabet pair table of `stream` (row: first output of the pair).
-    pub(crate) fn table(&self, stream: usize) -> &[u64] {
-        let size = self.alphabet * self.alphabet;
-        self.table
-            .get(stream * size..(stream + 1) * size)
-            .unwrap_or(&[])
-    }
-
-    /// Adds another batch's pairs (its incomplete pair, if any, is dropped: pairs never
-    /// straddle two independently seeded chunks).
-    fn merge(&mut self, other: &Self) {
-        if self.table.len() == other.table.len() && self.alphabet == other.alphabet {
-            for (a, b) in self.table.iter_mut().zip(&other.table) {
-                *a += b;
-            }
-        } else if self.table.is_empty() {
-            *self = other.clone();
-        }
-    }
-}
-
-/// The serial symbol of class `index` of `classes`: the class itself up to
-/// [`SERIAL_ALPHABET`] classes, else one of [`SERIAL_ALPHABET`] groups of consecutive
-/// classes.
-#[must_use]
-pub(crate) fn class_symbol(index: usize, classes: usize) -> usize {
-    if classes <= SERIAL_ALPHABET {
-        index
-    } else {
-        ((index as u128 * SERIAL_ALPHABET as u128) / classes.max(1) as u128) as usize
+    /// Ends a batch of outputs (a response of an external mechanism, a block of the
+    /// project's sampler): the unit of the over-dispersion test.
+    fn end_batch(&mut self) {
+        self.streams().end_batch();
     }
 }
 
 /// Collects one output at a time into [`Draws`].
-pub(crate) trait Accumulate<O>: Send {
+pub(crate) trait Accumulate<O>: Observer {
     /// Adds the next output (outputs arrive in the order they were drawn).
-    fn add(&mut self, output: &O);
+    ///
+    /// # Errors
+    /// An output outside the law's layout (another shape, an index out of range).
+    fn add(&mut self, output: &O) -> Result<()>;
     /// The draws so far.
     fn finish(self) -> Draws;
 }
 
 /// Collects validated protocol outputs (an external mechanism's answers) into [`Draws`].
-pub(crate) trait Feed: Send {
+pub(crate) trait Feed: Observer {
     /// Adds a batch of outputs, in the order the mechanism returned them.
     ///
     /// # Errors
@@ -182,40 +53,56 @@ pub(crate) trait Feed: Send {
     fn finish_boxed(self: Box<Self>) -> Draws;
 }
 
-fn wrong_outputs() -> AuditError {
+/// The error of a batch of external outputs of another kind than the law's.
+pub(crate) fn wrong_outputs() -> AuditError {
     AuditError::Mechanism("the external outputs do not have the law's kind".into())
 }
 
-/// A histogram of class indices and their serial pairs.
+/// A histogram of class indices; the class (grouped into at most 16 symbols) is the
+/// serial and the batch symbol, the class (grouped into at most 2¹⁶ cells) the event
+/// cell.
 #[derive(Debug, Clone)]
 pub(crate) struct ClassAccumulator {
     counts: Vec<u64>,
-    serial: SerialPairs,
+    streams: Streams,
 }
 
 impl ClassAccumulator {
     /// For outputs in `0..classes`.
     pub(crate) fn new(classes: usize) -> Self {
+        let symbols = classes.min(SERIAL_ALPHABET);
         Self {
             counts: vec![0; classes],
-            serial: SerialPairs::new(1, classes.min(SERIAL_ALPHABET)),
+            streams: Streams::new(1, symbols, symbols, classes.min(MAX_EVENT_CELLS)),
         }
+    }
+}
+
+impl Observer for ClassAccumulator {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
     }
 }
 
 impl Accumulate<usize> for ClassAccumulator {
     #[inline]
-    fn add(&mut self, &o: &usize) {
-        if let Some(c) = self.counts.get_mut(o) {
-            *c += 1;
-        }
-        self.serial.push(0, class_symbol(o, self.counts.len()));
+    fn add(&mut self, &o: &usize) -> Result<()> {
+        let classes = self.counts.len();
+        let c = self.counts.get_mut(o).ok_or_else(|| {
+            AuditError::Mechanism(format!("output {o} is outside the law's {classes} outputs"))
+        })?;
+        *c += 1;
+        let symbol = class_symbol(o, classes);
+        self.streams.symbol(0, symbol);
+        self.streams
+            .end_output(symbol, group(o, classes, MAX_EVENT_CELLS));
+        Ok(())
     }
 
     fn finish(self) -> Draws {
         Draws {
             data: Data::Counts(self.counts),
-            serial: self.serial,
+            streams: self.streams,
         }
     }
 }
@@ -226,7 +113,7 @@ impl Feed for ClassAccumulator {
             return Err(wrong_outputs());
         };
         for o in v {
-            self.add(o);
+            self.add(o)?;
         }
         Ok(())
     }
@@ -238,12 +125,12 @@ impl Feed for ClassAccumulator {
 
 /// An accumulator of fixed-width vector outputs (one row of `Item`s per output), which
 /// is thereby both an [`Accumulate`] of `Vec<Item>` and a [`Feed`] of flattened rows.
-pub(crate) trait Rows: Send + Sized {
+pub(crate) trait Rows: Observer + Sized {
     /// One coordinate's value.
     type Item: Copy;
     /// Coordinates per output.
     fn width(&self) -> usize;
-    /// Adds one output.
+    /// Adds one output (of [`Rows::width`] coordinates, checked by the caller).
     fn add_row(&mut self, row: &[Self::Item]);
     /// The flattened rows of a batch of external outputs, if they have this kind.
     fn rows(outputs: &Outputs) -> Option<&[Self::Item]>;
@@ -251,10 +138,20 @@ pub(crate) trait Rows: Send + Sized {
     fn into_draws(self) -> Draws;
 }
 
+fn wrong_width(found: usize, expected: usize) -> AuditError {
+    AuditError::Mechanism(format!(
+        "an output has {found} coordinates, the law has {expected}"
+    ))
+}
+
 impl<R: Rows> Accumulate<Vec<R::Item>> for R {
     #[inline]
-    fn add(&mut self, row: &Vec<R::Item>) {
+    fn add(&mut self, row: &Vec<R::Item>) -> Result<()> {
+        if row.len() != self.width() {
+            return Err(wrong_width(row.len(), self.width()));
+        }
         self.add_row(row);
+        Ok(())
     }
 
     fn finish(self) -> Draws {
@@ -265,7 +162,11 @@ impl<R: Rows> Accumulate<Vec<R::Item>> for R {
 impl<R: Rows> Feed for R {
     fn feed(&mut self, outputs: &Outputs) -> Result<()> {
         let rows = R::rows(outputs).ok_or_else(wrong_outputs)?;
-        for row in rows.chunks_exact(self.width().max(1)) {
+        let width = self.width().max(1);
+        if rows.len() % width != 0 {
+            return Err(wrong_width(rows.len() % width, width));
+        }
+        for row in rows.chunks_exact(width) {
             self.add_row(row);
         }
         Ok(())
@@ -276,11 +177,12 @@ impl<R: Rows> Feed for R {
     }
 }
 
-/// Statistics of bit vectors, with one serial stream per coordinate.
+/// Statistics of bit vectors: one serial stream per coordinate, the first four bits as
+/// the batch symbol, the first 16 bits (the whole vector up to D = 16) as the event cell.
 #[derive(Debug, Clone)]
 pub(crate) struct BitAccumulator {
     stats: BitStats,
-    serial: SerialPairs,
+    streams: Streams,
 }
 
 impl BitAccumulator {
@@ -288,8 +190,14 @@ impl BitAccumulator {
     pub(crate) fn new(dim: usize) -> Self {
         Self {
             stats: BitStats::new(dim),
-            serial: SerialPairs::new(dim, 2),
+            streams: Streams::new(dim, 2, 1 << dim.min(4), 1 << dim.min(FULL_VECTOR_MAX_DIM)),
         }
+    }
+}
+
+impl Observer for BitAccumulator {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
     }
 }
 
@@ -300,11 +208,17 @@ impl Rows for BitAccumulator {
         self.stats.ones.len()
     }
 
+    #[inline]
     fn add_row(&mut self, bits: &[bool]) {
         self.stats.add(bits);
+        let mut cell = 0usize;
         for (j, &b) in bits.iter().enumerate() {
-            self.serial.push(j, usize::from(b));
+            self.streams.symbol(j, usize::from(b));
+            if b && j < FULL_VECTOR_MAX_DIM {
+                cell |= 1 << j;
+            }
         }
+        self.streams.end_output(cell & 0xF, cell);
     }
 
     fn rows(outputs: &Outputs) -> Option<&[bool]> {
@@ -317,7 +231,7 @@ impl Rows for BitAccumulator {
     fn into_draws(self) -> Draws {
         Draws {
             data: Data::Bits(self.stats),
-            serial: self.serial,
+            streams: self.streams,
         }
     }
 }
@@ -339,24 +253,60 @@ pub(crate) fn laplace_octile_edges(centre: f64, scale: f64) -> Vec<f64> {
         .collect()
 }
 
-/// Real vectors by coordinate, with one serial stream per coordinate (the value's bin).
+/// Real vectors by coordinate: one serial stream per coordinate (the value's bin among
+/// its own octile edges), coordinate 0's bin as the batch symbol, and as the event cell
+/// the bins of the first coordinates among edges shared by every input.
 #[derive(Debug, Clone)]
 pub(crate) struct RealAccumulator {
     cols: Vec<Vec<f64>>,
     edges: Vec<Vec<f64>>,
-    serial: SerialPairs,
+    cells: CellGrid,
+    streams: Streams,
+}
+
+/// The event cells of a real vector: the bin of each of the first `coordinates`
+/// coordinates among `edges` (increasing; `edges.len() + 1` bins), combined in base
+/// `edges.len() + 1`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CellGrid {
+    /// Shared bin edges.
+    pub edges: Vec<f64>,
+    /// Coordinates binned.
+    pub coordinates: usize,
+}
+
+impl CellGrid {
+    /// Cells of the grid.
+    pub(crate) fn cells(&self) -> usize {
+        (self.edges.len() + 1).pow(self.coordinates as u32)
+    }
+
+    /// The cell of `y`.
+    pub(crate) fn cell(&self, y: &[f64]) -> usize {
+        let base = self.edges.len() + 1;
+        y.iter().take(self.coordinates).rev().fold(0, |acc, &v| {
+            acc * base + self.edges.partition_point(|&e| e < v)
+        })
+    }
 }
 
 impl RealAccumulator {
-    /// For vectors of `edges.len()` coordinates, coordinate j binned by `edges[j]`
-    /// (increasing).
-    pub(crate) fn new(edges: Vec<Vec<f64>>) -> Self {
+    /// For vectors of `edges.len()` coordinates, coordinate j's serial stream binned by
+    /// `edges[j]` (increasing), event cells from `cells`.
+    pub(crate) fn new(edges: Vec<Vec<f64>>, cells: CellGrid) -> Self {
         let alphabet = edges.iter().map(|e| e.len() + 1).max().unwrap_or(1);
         Self {
             cols: vec![Vec::new(); edges.len()],
-            serial: SerialPairs::new(edges.len(), alphabet),
+            streams: Streams::new(edges.len(), alphabet, alphabet, cells.cells()),
             edges,
+            cells,
         }
+    }
+}
+
+impl Observer for RealAccumulator {
+    fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
     }
 }
 
@@ -368,10 +318,17 @@ impl Rows for RealAccumulator {
     }
 
     fn add_row(&mut self, y: &[f64]) {
+        let mut first = 0;
         for (j, ((col, edges), &v)) in self.cols.iter_mut().zip(&self.edges).zip(y).enumerate() {
             col.push(v);
-            self.serial.push(j, edges.partition_point(|&e| e < v));
+            let bin = edges.partition_point(|&e| e < v);
+            self.streams.symbol(j, bin);
+            if j == 0 {
+                first = bin;
+            }
         }
+        let cell = self.cells.cell(y);
+        self.streams.end_output(first, cell);
     }
 
     fn rows(outputs: &Outputs) -> Option<&[f64]> {
@@ -384,19 +341,22 @@ impl Rows for RealAccumulator {
     fn into_draws(self) -> Draws {
         Draws {
             data: Data::Reals(self.cols),
-            serial: self.serial,
+            streams: self.streams,
         }
     }
 }
 
 /// Deliberate implementation defects a suite's `sampler` may ask for, to check that the
-/// audit notices them (negative controls): `"repeat": r` returns the previous output
-/// again with probability r instead of drawing a new one (randomness reused across
-/// calls: every marginal law is unchanged, successive outputs are correlated).
+/// audit notices them (negative controls): `"repeat": r` returns, with probability r, the
+/// output drawn `"repeat_lag": ℓ` places earlier (default 1) instead of a new one
+/// (randomness reused across calls: every marginal law is unchanged, outputs ℓ apart are
+/// correlated).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Defects {
-    /// P(repeat the previous output) as a threshold on a uniform 64-bit word.
+    /// P(repeat an earlier output) as a threshold on a uniform 64-bit word.
     pub repeat: Option<u64>,
+    /// How far back the repeated output is (1 = the previous one).
+    pub lag: usize,
 }
 
 /// A probability as a threshold on a uniform 64-bit word (P(word < threshold) = p up to
@@ -407,10 +367,11 @@ pub(crate) fn word_threshold(p: f64) -> u64 {
 }
 
 impl Defects {
-    /// The defects named in sampler parameters (`repeat`: a probability in [0, 1)).
+    /// The defects named in sampler parameters (`repeat`: a probability in [0, 1);
+    /// `repeat_lag`: an integer from 1 to 64).
     ///
     /// # Errors
-    /// A `repeat` that is not a number in [0, 1).
+    /// A `repeat` that is not a number in [0, 1), a `repeat_lag` out of range.
     pub(crate) fn from_params(params: &Params) -> Result<Self> {
         let repeat = match params.get("repeat") {
             None => None,
@@ -423,7 +384,18 @@ impl Defects {
                 }
             },
         };
-        Ok(Self { repeat })
+        let lag = match params.get("repeat_lag") {
+            None => 1,
+            Some(v) => match v.as_u64() {
+                Some(l @ 1..=64) => l as usize,
+                _ => {
+                    return Err(AuditError::usage(format!(
+                        "sampler parameter `repeat_lag` must be an integer from 1 to 64, got {v}"
+                    )));
+                }
+            },
+        };
+        Ok(Self { repeat, lag })
     }
 }
 
@@ -448,6 +420,10 @@ pub(crate) fn mix(a: u64, b: u64) -> u64 {
 /// Samples per parallel chunk; fixed, so results do not depend on the number of threads.
 const CHUNK: u64 = 1 << 18;
 
+/// Outputs per batch of the project's samplers (the over-dispersion test's unit; a chunk
+/// holds 16).
+pub(crate) const BLOCK: u64 = 1 << 14;
+
 /// The signature of an internal sampler: draw `n` outputs for input `input`.
 pub(crate) type DrawFn = dyn Fn(usize, u64, &mut ChaCha20Rng) -> Result<Draws> + Send + Sync;
 
@@ -467,54 +443,56 @@ impl Internal {
         }
     }
 
-    /// A sampler built from one output at a time: `prepare(input)` returns a drawer of
-    /// single outputs (set up once per chunk), `accumulator(input)` collects them in
-    /// order, and `defects` can make the drawer deliberately faulty.
-    pub(crate) fn per_output<O, D, A>(
-        prepare: impl Fn(usize) -> Result<D> + Send + Sync + 'static,
-        accumulator: impl Fn(usize) -> A + Send + Sync + 'static,
+    /// A sampler built from one output at a time: `prepare(input)` returns the drawing
+    /// state of an input (set up once per chunk), `draw` draws one output with it,
+    /// `observer(input)` collects the outputs in order (in the law's layout: an output the
+    /// law cannot hold is an error; a batch ends every [`BLOCK`] outputs), and `defects`
+    /// can make the drawer deliberately faulty.
+    pub(crate) fn per_output<S, O, A>(
+        prepare: impl Fn(usize) -> Result<S> + Send + Sync + 'static,
+        draw: impl Fn(&mut S, &mut ChaCha20Rng) -> Result<O> + Send + Sync + 'static,
+        observer: impl Fn(usize) -> Result<A> + Send + Sync + 'static,
         defects: Defects,
     ) -> Self
     where
         O: Clone,
-        D: FnMut(&mut ChaCha20Rng) -> Result<O>,
         A: Accumulate<O>,
     {
-        Self::try_per_output(prepare, move |i| Ok(accumulator(i)), defects)
-    }
-
-    /// [`Internal::per_output`] with an accumulator that may fail to build.
-    pub(crate) fn try_per_output<O, D, A>(
-        prepare: impl Fn(usize) -> Result<D> + Send + Sync + 'static,
-        accumulator: impl Fn(usize) -> Result<A> + Send + Sync + 'static,
-        defects: Defects,
-    ) -> Self
-    where
-        O: Clone,
-        D: FnMut(&mut ChaCha20Rng) -> Result<O>,
-        A: Accumulate<O>,
-    {
+        let shape = |e: AuditError| {
+            AuditError::Mechanism(format!(
+                "the sampler's output does not have the law's output shape (sampler overrides \
+                 may change calibration parameters such as eps, not the shape): {e}"
+            ))
+        };
         Self::new(move |i, n, rng| {
-            let mut draw = prepare(i)?;
-            let mut acc = accumulator(i)?;
-            match defects.repeat {
-                None => {
-                    for _ in 0..n {
-                        acc.add(&draw(rng)?);
-                    }
+            let mut state = prepare(i)?;
+            let mut acc = observer(i)?;
+            let mut earlier: VecDeque<O> = VecDeque::with_capacity(defects.lag + 1);
+            for t in 0..n {
+                if t > 0 && t % BLOCK == 0 {
+                    acc.end_batch();
                 }
-                Some(threshold) => {
-                    let mut previous: Option<O> = None;
-                    for _ in 0..n {
-                        let o = match previous.take() {
-                            Some(p) if rng.next_u64() < threshold => p,
-                            _ => draw(rng)?,
+                let o = match defects.repeat {
+                    None => draw(&mut state, rng)?,
+                    Some(threshold) => {
+                        let o = match earlier.front() {
+                            Some(e)
+                                if earlier.len() == defects.lag && rng.next_u64() < threshold =>
+                            {
+                                e.clone()
+                            }
+                            _ => draw(&mut state, rng)?,
                         };
-                        acc.add(&o);
-                        previous = Some(o);
+                        if earlier.len() == defects.lag {
+                            earlier.pop_front();
+                        }
+                        earlier.push_back(o.clone());
+                        o
                     }
-                }
+                };
+                acc.add(&o).map_err(shape)?;
             }
+            acc.end_batch();
             Ok(acc.finish())
         })
     }
@@ -548,21 +526,8 @@ impl Source for Internal {
     }
 }
 
-/// The collector for an input number the law does not have: every batch is an error.
-pub(crate) struct NoInput;
-
-impl Feed for NoInput {
-    fn feed(&mut self, _: &Outputs) -> Result<()> {
-        Err(AuditError::Mechanism("outputs for an unknown input".into()))
-    }
-
-    fn finish_boxed(self: Box<Self>) -> Draws {
-        Draws::without_serial(Data::Counts(Vec::new()))
-    }
-}
-
 /// Builds, for input number i, the collector of its outputs.
-pub(crate) type FeedFactory = dyn Fn(usize) -> Box<dyn Feed> + Send;
+pub(crate) type FeedFactory = dyn Fn(usize) -> Result<Box<dyn Feed>> + Send;
 
 /// An external mechanism, asked in batches.
 pub(crate) struct External {
@@ -581,13 +546,14 @@ pub(crate) struct External {
 impl Source for External {
     fn draw(&mut self, input: usize, n: u64, _seed: u64, progress: &Progress) -> Result<Draws> {
         let x = self.inputs.get(input).cloned().unwrap_or(Value::Null);
-        let mut feed = (self.feed)(input);
+        let mut feed = (self.feed)(input)?;
         let mut left = n;
         while left > 0 {
             let b = self.batch.min(left);
             let size = usize::try_from(b).unwrap_or(usize::MAX);
             let outputs = self.mechanism.respond(&x, size, self.kind)?;
             feed.feed(&outputs)?;
+            feed.end_batch();
             progress.add(b);
             left -= b;
         }
@@ -603,67 +569,72 @@ mod tests {
     #[test]
     fn internal_draws_are_reproducible_and_chunked() {
         let mut s = Internal::per_output(
-            |_| Ok(|rng: &mut ChaCha20Rng| Ok((rng.next_u64() & 1) as usize)),
-            |_| ClassAccumulator::new(2),
+            |_| Ok(()),
+            |(), rng: &mut ChaCha20Rng| Ok((rng.next_u64() & 1) as usize),
+            |_| Ok(ClassAccumulator::new(2)),
             Defects::default(),
         );
         let p = Progress::default();
-        let a = s.draw(0, 3 * CHUNK + 5, 9, &p).unwrap();
+        let mut a = s.draw(0, 3 * CHUNK + 5, 9, &p).unwrap();
+        a.streams.flush();
         let b = s.draw(0, 3 * CHUNK + 5, 9, &p).unwrap();
         let c = s.draw(0, 3 * CHUNK + 5, 10, &p).unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
         let Data::Counts(v) = &a.data else { panic!() };
         assert_eq!(v.iter().sum::<u64>(), 3 * CHUNK + 5);
-        // Pairs are formed inside each chunk: ⌊n/2⌋ per chunk.
-        let pairs: u64 = a.serial.table(0).iter().sum();
-        assert_eq!(pairs, 3 * (CHUNK / 2) + 2);
+        // Pairs are formed inside each chunk: size − ℓ at lag ℓ.
+        for lag in [1, 8] {
+            let pairs: u64 = a.streams.lags.table(0, lag).iter().sum();
+            assert_eq!(
+                pairs,
+                3 * (CHUNK - lag as u64) + 5u64.saturating_sub(lag as u64)
+            );
+        }
+        // A batch every BLOCK outputs: 16 per full chunk and the last one.
+        assert_eq!(a.streams.batches.rows().len(), 2 * (3 * 16 + 1));
+        // Every output is in one half of the event cells.
+        let e = &a.streams.events;
+        assert_eq!(e.fit.iter().chain(&e.certify).sum::<u64>(), 3 * CHUNK + 5);
         assert_eq!(p.done(), 3 * (3 * CHUNK + 5));
     }
 
     #[test]
-    fn serial_pairs_cut_the_stream_into_non_overlapping_pairs() {
-        let mut s = SerialPairs::new(2, 3);
-        for (stream, symbol) in [(0, 0), (1, 2), (0, 1), (0, 2), (1, 1), (0, 2), (0, 9)] {
-            s.push(stream, symbol);
-        }
-        // Stream 0: 0 1 2 2 9→2: pairs (0,1), (2,2), 2 pending. Stream 1: (2,1).
-        assert_eq!(s.table(0), &[0, 1, 0, 0, 0, 0, 0, 0, 1]);
-        assert_eq!(s.table(1), &[0, 0, 0, 0, 0, 0, 0, 1, 0]);
-        let mut t = SerialPairs::new(2, 3);
-        t.merge(&s);
-        t.merge(&s);
-        assert_eq!(t.table(0)[1], 2);
-        assert_eq!(class_symbol(5, 10), 5);
-        assert_eq!(class_symbol(99, 100), 15);
-        assert_eq!(class_symbol(0, 100), 0);
-    }
-
-    #[test]
-    fn the_repeat_defect_repeats_outputs() {
-        let counter = |repeat: f64| {
+    fn the_repeat_defect_repeats_outputs_at_its_lag() {
+        let counter = |repeat: f64, lag: usize| {
             let mut s = Internal::per_output(
-                |_| {
-                    let mut next = 0usize;
-                    Ok(move |_: &mut ChaCha20Rng| {
-                        next = (next + 1) % 4;
-                        Ok(next)
-                    })
+                |_| Ok(0usize),
+                |next: &mut usize, _: &mut ChaCha20Rng| {
+                    *next = (*next + 1) % 4;
+                    Ok(*next)
                 },
-                |_| ClassAccumulator::new(4),
+                |_| Ok(ClassAccumulator::new(4)),
                 Defects {
                     repeat: Some(word_threshold(repeat)),
+                    lag,
                 },
             );
-            s.draw(0, 10_000, 1, &Progress::default()).unwrap()
+            let mut d = s.draw(0, 10_000, 1, &Progress::default()).unwrap();
+            d.streams.flush();
+            d
         };
-        // A cycling drawer never repeats; with the defect about half the pairs are equal.
-        let diagonal = |d: &Draws| (0..4).map(|a| d.serial.table(0)[5 * a]).sum::<u64>();
-        assert_eq!(diagonal(&counter(0.0)), 0);
-        let half = diagonal(&counter(0.5));
-        assert!((2000..3000).contains(&half), "{half}");
-        let p = Params::from([("repeat".to_string(), serde_json::json!(1.5))]);
-        assert!(Defects::from_params(&p).is_err());
+        // A drawer cycling through 4 values never repeats at lags 1 to 3; with the defect
+        // about half the pairs at its lag are equal, and the other lags stay clean.
+        let diagonal = |d: &Draws, lag| {
+            (0..4)
+                .map(|a| d.streams.lags.table(0, lag)[5 * a])
+                .sum::<u64>()
+        };
+        assert_eq!(diagonal(&counter(0.0, 1), 1), 0);
+        for lag in [1, 3] {
+            let d = counter(0.5, lag);
+            let half = diagonal(&d, lag);
+            assert!((4000..6000).contains(&half), "lag {lag}: {half}");
+        }
+        for (key, value) in [("repeat", 1.5), ("repeat_lag", 0.0)] {
+            let p = Params::from([(key.to_string(), serde_json::json!(value))]);
+            assert!(Defects::from_params(&p).is_err());
+        }
     }
 
     #[test]

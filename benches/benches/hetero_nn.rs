@@ -188,8 +188,12 @@ fn time_one(s: &Setup, v: &Variant) -> Option<(f64, f64)> {
 
 fn oneshot(s: &Setup, variants: &[&Variant]) {
     println!(
-        "fl-hetero-nn one training step (one-shot): n = {}, d_A = {}, m = {}, {}-bit key",
-        s.n, s.d_a, s.m, s.key_bits
+        "fl-hetero-nn one training step (one-shot): n = {}, d_A = {}, m = {}, {}-bit key, fl-paillier engine {}",
+        s.n,
+        s.d_a,
+        s.m,
+        s.key_bits,
+        fl_paillier::default_engine()
     );
     let times: Vec<(&'static str, (f64, f64))> = variants
         .iter()

@@ -73,6 +73,12 @@ impl Textbook {
 fn paillier(c: &mut Criterion) {
     let one = single_thread();
     let two = two_threads();
+    // Which kernel the unsuffixed rows ran on (docs/PERFORMANCE.md says which CPU).
+    println!(
+        "fl-paillier engine: {} (available: {:?})",
+        fl_paillier::default_engine(),
+        fl_paillier::Engine::available()
+    );
     for bits in [2048u32, 3072] {
         let mut rng = bench_rng(u64::from(bits));
         let dk = keygen(bits, &mut rng).unwrap();
@@ -147,16 +153,28 @@ fn paillier(c: &mut Criterion) {
         g.bench_function("decrypt_ct_1thread", |b| {
             b.iter(|| black_box(dk.decrypt(&ct).unwrap()))
         });
-        // The portable kernels on the same key (what a CPU without AVX-512 IFMA runs).
-        let dk_portable = dk.with_engine(fl_paillier::Engine::Portable).unwrap();
-        let ek_portable = dk_portable.encryption_key().clone();
-        let ct_portable = ek_portable.encrypt(&m, &mut rng).unwrap();
-        g.bench_function("encrypt_portable_kernel", |b| {
-            b.iter(|| black_box(ek_portable.encrypt(&m, &mut rng).unwrap()))
-        });
-        g.bench_function("decrypt_ct_1thread_portable_kernel", |b| {
-            b.iter(|| black_box(dk_portable.decrypt(&ct_portable).unwrap()))
-        });
+        // Every other engine the CPU has, on the same key (what CPUs without the default
+        // engine run: portable everywhere, x86-64-adx on x86-64 without AVX-512 IFMA).
+        for engine in fl_paillier::Engine::available() {
+            if engine == ek.engine() {
+                continue;
+            }
+            let dk_e = dk.with_engine(engine).unwrap();
+            let ek_e = dk_e.encryption_key().clone();
+            let ct_e = ek_e.encrypt(&m, &mut rng).unwrap();
+            g.bench_function(format!("encrypt_{engine}_kernel"), |b| {
+                b.iter(|| black_box(ek_e.encrypt(&m, &mut rng).unwrap()))
+            });
+            g.bench_function(format!("decrypt_ct_1thread_{engine}_kernel"), |b| {
+                b.iter(|| black_box(dk_e.decrypt(&ct_e).unwrap()))
+            });
+            let cts8_e: Vec<_> = (0..8)
+                .map(|i| ek_e.encrypt_i64(i, &mut rng).unwrap())
+                .collect();
+            g.bench_function(format!("decrypt_many8_1thread_{engine}_kernel"), |b| {
+                one.install(|| b.iter(|| black_box(dk_e.decrypt_many(&cts8_e).unwrap())));
+            });
+        }
         g.bench_function("decrypt_ct_2threads_crt_halves", |b| {
             two.install(|| b.iter(|| black_box(dk.decrypt_parallel(&ct).unwrap())));
         });
@@ -257,5 +275,40 @@ fn paillier(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, paillier);
+/// The Karatsuba sweep behind the kernels' thresholds: one Montgomery multiplication and
+/// one squaring on p²-sized (32 limbs) and n²-sized (64 limbs) moduli of a 2048-bit key,
+/// schoolbook against one Karatsuba split, on every kernel with a Karatsuba path that the
+/// CPU has (portable, x86-64-adx). `cargo bench -p fl-benches --bench paillier --
+/// kernel_sweep`; docs/PERFORMANCE.md has the figures and the thresholds they chose.
+fn kernel_sweep(c: &mut Criterion) {
+    use fl_paillier::Engine;
+    use fl_paillier::hazmat::KernelProbe;
+    let mut rng = bench_rng(7);
+    let mut g = c.benchmark_group("kernel_sweep");
+    g.sample_size(20);
+    g.warm_up_time(Duration::from_millis(300));
+    g.measurement_time(Duration::from_secs(1));
+    for limbs in [32u64, 64] {
+        let mut m = rng.random_biguint(64 * limbs);
+        m.set_bit(64 * limbs - 1, true);
+        m.set_bit(0, true);
+        for engine in Engine::available() {
+            if !matches!(engine, Engine::Portable | Engine::X86Adx) {
+                continue;
+            }
+            for (variant, karatsuba) in [("schoolbook", false), ("karatsuba", true)] {
+                let mut probe = KernelProbe::new(engine, &m, 11, Some(karatsuba)).unwrap();
+                g.bench_function(format!("{engine}/{limbs}_limbs/mul/{variant}"), |b| {
+                    b.iter(|| probe.mul());
+                });
+                g.bench_function(format!("{engine}/{limbs}_limbs/sqr/{variant}"), |b| {
+                    b.iter(|| probe.sqr());
+                });
+            }
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, paillier, kernel_sweep);
 criterion_main!(benches);

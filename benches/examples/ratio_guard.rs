@@ -12,8 +12,8 @@
 //! GUARD_CEILING_SCALE=0.1 cargo run --release -p fl-benches --example ratio_guard  # must fail
 //! ```
 //!
-//! The fl-paillier guards run on the portable kernels and, on a CPU with AVX-512 IFMA, on
-//! the IFMA kernels too, each against its own ceilings. Not guarded here (too slow for a
+//! The fl-paillier guards run on every engine the CPU has (portable always; x86-64-adx,
+//! AVX2 and AVX-512 IFMA where present), each against its own ceilings. Not guarded here (too slow for a
 //! few seconds): the hetero-NN training step; `cargo bench -p fl-benches --bench
 //! hetero_nn` measures it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark driver: failing loudly is fine
@@ -186,21 +186,31 @@ fn stats_and_signds_guards(rows: &mut Vec<Row>) {
     ));
 }
 
-/// The fl-paillier guards on the portable kernels (`portable`) or on the kernel the CPU
-/// gets by default (IFMA where available).
-fn paillier_guards(rows: &mut Vec<Row>, portable: bool) {
+/// The ceilings of one engine's guards: (encryption ÷ modpow, decryption ÷ modpow,
+/// `decrypt_many(8)` ÷ 8 decryptions for an engine with a multi-buffer kernel). Measured
+/// (docs/PERFORMANCE.md, Intel Xeon with AVX-512 IFMA, every engine on it): portable ≈
+/// 0.9 / 0.26; x86-64-adx ≈ 0.4 / 0.06; IFMA ≈ 0.09 / 0.027 / 0.93 (eight decryptions in
+/// one eight-lane stream against eight single ones, whose two CRT halves already run
+/// interleaved); AVX2's singles are x86-64-adx's and its eight-lane batch ≈ 1.3 of eight
+/// of them (which is why it is not the default). The ceilings leave room for load noise,
+/// not for losing a kernel (portable instead of ADX or IFMA decrypts 4–10x slower).
+fn ceilings(engine: Engine) -> (f64, f64, Option<f64>) {
+    match engine {
+        Engine::Ifma => (0.35, 0.1, Some(1.25)),
+        Engine::X86Adx => (0.7, 0.18, None),
+        Engine::Avx2 => (0.7, 0.18, Some(1.7)),
+        _ => (1.5, 0.6, None),
+    }
+}
+
+/// The fl-paillier guards on `engine`'s kernels.
+fn paillier_guards(rows: &mut Vec<Row>, engine: Engine) {
     let mut rng = bench_rng(2048);
-    let engine = if portable {
-        Engine::Portable
-    } else {
-        fl_paillier::default_engine()
-    };
     let dk = fl_paillier::keygen(2048, &mut rng)
         .unwrap()
         .with_engine(engine)
         .unwrap();
     let ek = dk.encryption_key().clone();
-    let ifma = ek.engine() == Engine::Ifma;
     let n = ek.n().clone();
     let n2 = &n * &n;
     let r = (&n - 12_345u32) / 7u32;
@@ -211,10 +221,7 @@ fn paillier_guards(rows: &mut Vec<Row>, portable: bool) {
     let baseline = || {
         black_box(r.modpow(&n, &n2));
     };
-    let engine = if ifma { "IFMA" } else { "portable" };
-    // Ceilings per kernel: IFMA measured ≈ 0.15 / 0.065 (docs/PERFORMANCE.md); the portable
-    // kernels ≈ 0.9 / 0.45.
-    let (enc_ceiling, dec_ceiling) = if ifma { (0.35, 0.16) } else { (1.5, 0.8) };
+    let (enc_ceiling, dec_ceiling, batch_ceiling) = ceilings(engine);
     rows.push(paired(
         &format!("fl-paillier encrypt, 2048-bit key ({engine}) ÷ num-bigint modpow"),
         enc_ceiling,
@@ -231,7 +238,7 @@ fn paillier_guards(rows: &mut Vec<Row>, portable: bool) {
         },
         baseline,
     ));
-    if ifma {
+    if let Some(ceiling) = batch_ceiling {
         // The multi-buffer kernel: 8 decryptions at once against 8 single ones (one thread).
         let cs: Vec<_> = (0..8)
             .map(|i| ek.encrypt_i64(i, &mut rng).unwrap())
@@ -241,8 +248,8 @@ fn paillier_guards(rows: &mut Vec<Row>, portable: bool) {
             .build()
             .unwrap();
         rows.push(paired(
-            "fl-paillier decrypt_many(8) (IFMA x8, 1 thread) ÷ 8 decrypts",
-            0.85,
+            &format!("fl-paillier decrypt_many(8) ({engine} x8, 1 thread) ÷ 8 decrypts"),
+            ceiling,
             || {
                 pool.install(|| black_box(dk.decrypt_many(&cs).unwrap()));
             },
@@ -259,9 +266,9 @@ fn main() {
     let mut rows = Vec::new();
     ldp_guards(&mut rows);
     stats_and_signds_guards(&mut rows);
-    paillier_guards(&mut rows, true);
-    if fl_paillier::default_engine() == Engine::Ifma {
-        paillier_guards(&mut rows, false);
+    // Every engine the CPU has, each against its own ceilings.
+    for engine in Engine::available() {
+        paillier_guards(&mut rows, engine);
     }
     println!(
         "{:<66} {:>11} {:>11} {:>7} {:>8}  verdict",

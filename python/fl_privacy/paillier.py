@@ -70,6 +70,7 @@ __all__ = [
     "PaillierPrivateKeyring",
     "PaillierPublicKey",
     "base64_to_int",
+    "engine",
     "generate_paillier_keypair",
     "int_to_base64",
 ]
@@ -124,6 +125,14 @@ def _encryptable(values):
     if flat.dtype.kind == "f":
         return np.ascontiguousarray(flat, dtype=np.float64), array.shape
     raise TypeError("encrypt_many takes an array of floats or ints, got dtype %s" % flat.dtype)
+
+
+def engine():
+    """The arithmetic engine fl-paillier runs on, on this CPU: ``"ifma"`` (AVX-512 IFMA),
+    ``"x86-64-adx"`` (BMI2/ADX, x86-64 without IFMA) or ``"portable"`` (everything else,
+    e.g. ARM). The speed-up over phe depends on it (the README has one figure per engine).
+    """
+    return _native.engine()
 
 
 def generate_paillier_keypair(private_keyring=None, n_length=DEFAULT_KEYSIZE):

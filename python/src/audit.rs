@@ -21,10 +21,11 @@ fn err(e: AuditError) -> PyErr {
 /// Audits the mechanism answered by `answer` (a Python function from a request line to a
 /// response line) exactly as `fl-audit external` audits a child process, with the
 /// mechanism's parameters as `fl-audit external`'s options (`--classes`, `--dim`,
-/// `--utilities`, ..., `--suite`); writes report.json, report.md, report.html and the plot
-/// into `out` when given. `progress` draws fl-audit's progress bar on stderr (None: as the
-/// command line decides — when stderr is a terminal or `CI` is set). Returns (passed,
-/// header line, verdict line, report.json text).
+/// `--utilities`, ..., `--suite`); `samples` = `None` draws the planner's size, as
+/// `fl-audit external` without `--samples`; writes report.json, report.md, report.html and
+/// the plot into `out` when given. `progress` draws fl-audit's progress bar on stderr (None:
+/// as the command line decides — when stderr is a terminal or `CI` is set). Returns
+/// (passed, header line, verdict line, report.json text).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // The command line's options, one by one.
 #[pyo3(signature = (
@@ -38,7 +39,7 @@ pub(crate) fn audit_external(
     answer: Py<PyAny>,
     mechanism: String,
     eps: f64,
-    samples: u64,
+    samples: Option<u64>,
     alpha: f64,
     batch: u64,
     out: Option<PathBuf>,

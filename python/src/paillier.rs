@@ -1010,8 +1010,17 @@ impl NativePrivateKey {
     }
 }
 
+/// The arithmetic engine fl-paillier's keys run on, on this CPU
+/// (`fl_paillier::default_engine()`): "ifma", "x86-64-adx" or "portable" ("avx2" only
+/// when named in Rust).
+#[pyfunction]
+fn engine() -> &'static str {
+    fl_paillier::default_engine().name()
+}
+
 /// Registers the Paillier classes.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(engine, m)?)?;
     m.add_class::<NativeCiphertext>()?;
     m.add_class::<NativePublicKey>()?;
     m.add_class::<NativePrivateKey>()?;

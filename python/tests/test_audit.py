@@ -162,7 +162,8 @@ def test_audit_writes_the_report_and_returns_its_rows(tmp_path):
     assert "<svg" in html and 'src="http' not in html and 'href="http' not in html
     on_disk = json.loads((tmp_path / "report" / "report.json").read_text())
     assert on_disk["results"] == result.report["results"] == result.tests
-    assert result.report_dir == str(tmp_path / "report") and len(result.epsilon) == 1
+    # The law-planned statement on the reported bit and the learned event.
+    assert result.report_dir == str(tmp_path / "report") and len(result.epsilon) == 2
     assert {"alpha", "seed", "samples", "results", "epsilon"} <= set(on_disk)
 
 

@@ -276,3 +276,8 @@ def test_batch_calls_release_the_gil(keypair):
         stop.set()
         thread.join()
     assert released > 4 * held, (released, held)
+
+
+def test_engine_names_the_kernel_this_cpu_runs():
+    # One of fl-paillier's engine names; the same as the Rust default_engine().
+    assert paillier.engine() in {"ifma", "x86-64-adx", "avx2", "portable"}

@@ -42,7 +42,7 @@ pub(crate) struct PlannedEvent {
 }
 
 /// ln(a / b) for probabilities, +∞ when only b is 0.
-fn log_ratio(a: f64, b: f64) -> f64 {
+pub(crate) fn log_ratio(a: f64, b: f64) -> f64 {
     if a <= 0.0 {
         f64::NEG_INFINITY
     } else if b <= 0.0 {
@@ -50,6 +50,17 @@ fn log_ratio(a: f64, b: f64) -> f64 {
     } else {
         (a / b).ln()
     }
+}
+
+/// Both orders of a pair of inputs: (swapped, numerator, denominator, numerator's samples,
+/// denominator's samples), the pair's first input on top first.
+pub(crate) fn both_orders<'a, T: ?Sized>(
+    a: &'a T,
+    b: &'a T,
+    na: u64,
+    nb: u64,
+) -> [(bool, &'a T, &'a T, u64, u64); 2] {
+    [(false, a, b, na, nb), (true, b, a, nb, na)]
 }
 
 /// The realised ε of the law at the statement's pairs: the largest ln(P[o|x]/P[o|x′])
@@ -106,12 +117,7 @@ pub(crate) fn plan_event(
         if na == 0 || nb == 0 {
             continue;
         }
-        for swapped in [false, true] {
-            let (num, den, n_num, n_den) = if swapped {
-                (b, a, nb, na)
-            } else {
-                (a, b, na, nb)
-            };
+        for (swapped, num, den, n_num, n_den) in both_orders(a, b, na, nb) {
             let mut cells: Vec<(f64, usize)> = num
                 .iter()
                 .zip(den)
@@ -168,6 +174,10 @@ pub(crate) fn certify(
     let (num, den) = if e.swapped { (b, a) } else { (a, b) };
     let hits = |c: &[u64]| e.cells.iter().filter_map(|&o| c.get(o)).sum::<u64>();
     let total = |c: &[u64]| c.iter().sum::<u64>();
+    if total(num) == 0 || total(den) == 0 {
+        // Nothing to certify on (a learned event's certifying half of a tiny run).
+        return Ok(0.0);
+    }
     Ok(fl_stats::epsilon_lower_bound_event(
         hits(num),
         total(num),

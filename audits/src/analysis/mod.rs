@@ -1,18 +1,21 @@
 //! From observations and exact laws to test outcomes. Every statistic is computed by
 //! fl-stats; this module only decides which tests to run on which counts.
 
+use rayon::prelude::*;
 use serde_json::{Value, json};
 
 pub(crate) mod epsilon;
 pub(crate) mod estimator;
+pub(crate) mod learned;
 pub(crate) mod olh;
+pub(crate) mod serial;
 pub(crate) mod signds;
 
 use crate::{
     error::Result,
     report::{Panel, PanelData},
-    source::SerialPairs,
     suite::Params,
+    tally::{BitStats, FULL_VECTOR_MAX_DIM, PAIR_MAX_DIM},
 };
 
 /// One unadjusted test outcome of a grid point.
@@ -46,6 +49,19 @@ pub(crate) struct EpsilonEvidence {
     /// Per pair, what it compares: `"a / b"` for inputs labelled a and b, optionally after
     /// a context (`"coordinate j: a / b"`).
     pub names: Vec<String>,
+    /// For a learned event: where it is searched and, per pair, the fitting half's counts
+    /// (`pairs` then holds the certifying half's counts and `laws` the cells' exact laws,
+    /// or empty ones when unknown).
+    pub learned: Option<LearnedEvidence>,
+}
+
+/// What a learned event is fitted on (see [`learned`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LearnedEvidence {
+    /// The output space and the claim.
+    pub spec: learned::LearnedSpec,
+    /// Per pair, the fitting half's counts under its first and its second input.
+    pub fit: Vec<(Vec<u64>, Vec<u64>)>,
 }
 
 impl EpsilonEvidence {
@@ -57,7 +73,42 @@ impl EpsilonEvidence {
             pairs: Vec::new(),
             laws: Vec::new(),
             names: Vec::new(),
+            learned: None,
         }
+    }
+
+    /// The learned-event statement of `spec` from each input's event cells (`labels` name
+    /// the inputs).
+    pub(crate) fn learned(
+        spec: &learned::LearnedSpec,
+        cells: &[&crate::tally::EventCells],
+        labels: &[String],
+    ) -> Self {
+        let mut e = Self::new(about(&[("scope", json!("learned event"))]), spec.claimed);
+        let mut fit = Vec::new();
+        for &(a, b) in &spec.pairs {
+            if let (Some(ca), Some(cb), Some(la), Some(lb)) =
+                (cells.get(a), cells.get(b), labels.get(a), labels.get(b))
+            {
+                let law = |i: usize| {
+                    spec.laws
+                        .as_ref()
+                        .and_then(|l| l.get(i).cloned())
+                        .unwrap_or_default()
+                };
+                e.push(
+                    format!("{la} / {lb}"),
+                    (ca.certify.clone(), cb.certify.clone()),
+                    (law(a), law(b)),
+                );
+                fit.push((ca.fit.clone(), cb.fit.clone()));
+            }
+        }
+        e.learned = Some(LearnedEvidence {
+            spec: spec.clone(),
+            fit,
+        });
+        e
     }
 
     /// Adds a pair: its name, its counts (under x, under x′) and its law over the same
@@ -108,6 +159,8 @@ pub(crate) struct PointResult {
     pub drawn: u64,
     /// Sentences for the report about what the tests covered (one per kind of test).
     pub notes: Vec<String>,
+    /// The branches of the mechanism and the inputs that exercise them.
+    pub coverage: Vec<crate::report::Branch>,
 }
 
 /// Which tests a suite asked for.
@@ -188,47 +241,6 @@ pub(crate) fn ks(
     })
 }
 
-/// Serial independence of one input's output stream(s): per stream, fl-stats' chi-square
-/// test of independence on the non-overlapping pairs of consecutive outputs (the first of
-/// each pair against the second). A stream of a vector output is named by its coordinate.
-pub(crate) fn serial_outcomes(label: &str, serial: &SerialPairs) -> Result<Vec<Outcome>> {
-    let a = serial.alphabet();
-    let mut out = Vec::with_capacity(serial.streams());
-    for s in 0..serial.streams() {
-        let table = serial.table(s);
-        let t = fl_stats::chi_square_independence(table, a, a)?;
-        let about = if serial.streams() == 1 {
-            about(&[("input", json!(label))])
-        } else {
-            about(&[("input", json!(label)), ("coordinate", json!(s))])
-        };
-        out.push(Outcome {
-            test: "serial-independence".into(),
-            about,
-            samples: t.samples,
-            statistic: t.statistic,
-            p_value: t.p_value,
-        });
-    }
-    Ok(out)
-}
-
-/// The report's sentence on what the serial tests compare.
-pub(crate) fn serial_note(serial: &SerialPairs) -> String {
-    let per = if serial.streams() == 1 {
-        "the output".to_string()
-    } else {
-        format!("each of the {} coordinates", serial.streams())
-    };
-    format!(
-        "serial-independence: for every input, {per} as a stream of at most {} symbols; \
-         consecutive outputs cut into non-overlapping pairs (1st, 2nd), (3rd, 4th), …, and \
-         the first of each pair tested against the second (chi-square test of independence; \
-         a mechanism that reuses randomness across calls fails it)",
-        serial.alphabet()
-    )
-}
-
 /// The error when a sampler's output does not have the law's shape (a suite's `sampler`
 /// overrides changed more than a calibration parameter).
 pub(crate) fn check_shape(found: usize, expected: usize) -> Result<()> {
@@ -243,13 +255,23 @@ pub(crate) fn check_shape(found: usize, expected: usize) -> Result<()> {
 }
 
 /// Exact test of fl-stats' subset-inclusion statistic: given its size, each draw is a
-/// uniformly random subset of the cells.
+/// uniformly random subset of the cells. No draw at all (a combination the data never
+/// showed) tests nothing: p-value 1.
 pub(crate) fn subset_inclusion(
     test: &str,
     about: Params,
     inclusions: &[u64],
     sizes: &[u64],
 ) -> Result<Outcome> {
+    if sizes.iter().all(|&s| s == 0) {
+        return Ok(Outcome {
+            test: test.into(),
+            about,
+            samples: 0,
+            statistic: 0.0,
+            p_value: 1.0,
+        });
+    }
     let t = fl_stats::subset_inclusion_test(inclusions, sizes)?;
     Ok(Outcome {
         test: test.into(),
@@ -461,105 +483,59 @@ pub(crate) struct BitLaw {
     pub epsilon: Option<(f64, f64)>,
 }
 
-/// Whole-vector histograms (and the whole-vector ε bound) are kept up to this dimension.
-pub(crate) const FULL_VECTOR_MAX_DIM: usize = 10;
-
-/// Sufficient statistics of `n` bit vectors.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct BitStats {
-    /// Vectors observed.
-    pub n: u64,
-    /// Ones per coordinate.
-    pub ones: Vec<u64>,
-    /// Joint counts of coordinates (j, j+1), indexed 2·b_j + b_{j+1}.
-    pub pairs: Vec<[u64; 4]>,
-    /// Histogram of whole vectors (index Σ b_j 2^j) when D ≤ [`FULL_VECTOR_MAX_DIM`].
-    pub full: Option<Vec<u64>>,
-}
-
-impl BitStats {
-    /// Empty statistics for dimension `dim`.
-    pub(crate) fn new(dim: usize) -> Self {
-        Self {
-            n: 0,
-            ones: vec![0; dim],
-            pairs: vec![[0; 4]; dim.saturating_sub(1)],
-            full: (dim <= FULL_VECTOR_MAX_DIM).then(|| vec![0; 1 << dim]),
-        }
-    }
-
-    /// Adds one vector.
-    pub(crate) fn add(&mut self, bits: &[bool]) {
-        self.n += 1;
-        let mut index = 0usize;
-        for (j, &b) in bits.iter().enumerate() {
-            if b {
-                if let Some(o) = self.ones.get_mut(j) {
-                    *o += 1;
-                }
-                index |= 1 << j.min(usize::BITS as usize - 1);
-            }
-            if let (Some(p), Some(&next)) = (self.pairs.get_mut(j), bits.get(j + 1)) {
-                p[2 * usize::from(b) + usize::from(next)] += 1;
-            }
-        }
-        if let Some(c) = self.full.as_mut().and_then(|f| f.get_mut(index)) {
-            *c += 1;
-        }
-    }
-
-    /// Merges another batch.
-    pub(crate) fn merge(&mut self, other: &Self) {
-        self.n += other.n;
-        for (a, b) in self.ones.iter_mut().zip(&other.ones) {
-            *a += b;
-        }
-        for (a, b) in self.pairs.iter_mut().zip(&other.pairs) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x += y;
-            }
-        }
-        if let (Some(a), Some(b)) = (self.full.as_mut(), other.full.as_ref()) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x += y;
-            }
-        }
-    }
-}
-
 impl BitLaw {
-    /// The input bits of coordinates (j, j + 1) under input number `input`: "00", "01",
-    /// "10" or "11".
-    fn pair_bits(&self, input: usize, j: usize) -> Option<String> {
+    /// The input bits of coordinates (j, k) under input number `input`: "00", "01", "10"
+    /// or "11".
+    fn pair_bits(&self, input: usize, j: usize, k: usize) -> Option<String> {
         let bits = self.input_bits.get(input)?;
-        let (a, b) = (bits.get(j)?, bits.get(j + 1)?);
+        let (a, b) = (bits.get(j)?, bits.get(k)?);
         Some(format!("{}{}", u8::from(*a), u8::from(*b)))
     }
 
-    /// Which input-bit combinations of each adjacent pair the independence tests saw,
-    /// over all inputs: a dependence that shows only for some combinations (e.g. equal
-    /// bits) is only tested where they occur.
+    /// The pairs of coordinates the independence tests cover: all pairs among the first
+    /// [`PAIR_MAX_DIM`].
+    fn pairs(&self) -> Vec<(usize, usize)> {
+        let d = self.dim.min(PAIR_MAX_DIM);
+        (0..d)
+            .flat_map(|j| (j + 1..d).map(move |k| (j, k)))
+            .collect()
+    }
+
+    /// Which input-bit combinations of each pair the independence tests saw, over all
+    /// inputs: a dependence that shows only for some combinations (e.g. equal bits) is
+    /// only tested where they occur.
     pub(crate) fn coverage_note(&self) -> Option<String> {
         if self.input_bits.is_empty() || self.dim < 2 {
             return None;
         }
-        let mut per_pair = Vec::new();
-        let mut complete = 0;
-        for j in 0..self.dim - 1 {
+        let pairs = self.pairs();
+        let mut partial = Vec::new();
+        for &(j, k) in &pairs {
             let mut seen: Vec<String> = (0..self.inputs.len())
-                .filter_map(|i| self.pair_bits(i, j))
+                .filter_map(|i| self.pair_bits(i, j, k))
                 .collect();
             seen.sort();
             seen.dedup();
-            complete += usize::from(seen.len() == 4);
-            per_pair.push(format!("({j},{}): {}", j + 1, seen.join(" ")));
+            if seen.len() < 4 {
+                partial.push(format!("({j},{k}): {}", seen.join(" ")));
+            }
         }
+        let missing = if partial.is_empty() {
+            String::new()
+        } else {
+            let shown = partial.len().min(12);
+            format!(
+                "; pairs that miss some: {}{}",
+                partial[..shown].join("; "),
+                if partial.len() > shown { "; …" } else { "" }
+            )
+        };
         Some(format!(
-            "pair-independence input-bit combinations per adjacent pair, over the {} inputs \
-             ({complete} of {} pairs see all four): {}",
+            "pair-independence input-bit combinations over the {} inputs: {} of {} pairs of \
+             coordinates see all four (00 01 10 11){missing}",
             self.inputs.len(),
-            self.dim - 1,
-            per_pair.join("; ")
+            pairs.len() - partial.len(),
+            pairs.len(),
         ))
     }
 
@@ -570,7 +546,7 @@ impl BitLaw {
             per_input += self.dim;
         }
         if tests.has("independence") {
-            per_input += self.dim.saturating_sub(1);
+            per_input += self.pairs().len() + usize::from(self.dim <= FULL_VECTOR_MAX_DIM);
         }
         per_input * self.inputs.len()
     }
@@ -606,16 +582,26 @@ impl BitLaw {
                 }
             }
             if tests.has("independence") {
-                for (j, joint) in s.pairs.iter().enumerate() {
-                    let (a, b) = (p[j], p[j + 1]);
+                // Every pair of coordinates against the product law (2 × 2 cells)…
+                for (j, k) in self.pairs() {
+                    let (a, b) = (p[j], p[k]);
                     let law = [(1.0 - a) * (1.0 - b), (1.0 - a) * b, a * (1.0 - b), a * b];
-                    let mut ab =
-                        about(&[("input", json!(label)), ("coordinates", json!([j, j + 1]))]);
-                    if let Some(bits) = self.pair_bits(input_number, j) {
+                    let mut ab = about(&[("input", json!(label)), ("coordinates", json!([j, k]))]);
+                    if let Some(bits) = self.pair_bits(input_number, j, k) {
                         ab.insert("input_bits".into(), json!(bits));
                     }
+                    r.outcomes.push(chi_square(
+                        "pair-independence",
+                        ab,
+                        &s.pair_table(j, k),
+                        &law,
+                    )?);
+                }
+                // …and the whole vector against the exact joint law (2^D cells).
+                if let Some(full) = &s.full {
+                    let a = about(&[("input", json!(label))]);
                     r.outcomes
-                        .push(chi_square("pair-independence", ab, joint, &law)?);
+                        .push(chi_square("joint-chi-square", a, full, &vector_law(p))?);
                 }
             }
             r.panels.push(Panel {
@@ -675,7 +661,7 @@ impl BitLaw {
 
 /// The law of a whole vector of independent bits with P(bit j = 1) = `ones[j]`, indexed
 /// Σ b_j 2^j like [`BitStats::full`].
-fn vector_law(ones: &[f64]) -> Vec<f64> {
+pub(crate) fn vector_law(ones: &[f64]) -> Vec<f64> {
     let mut law = vec![1.0];
     for &p in ones {
         // Bit j is the highest so far: vectors with it set follow those without.
@@ -764,19 +750,38 @@ impl RealLaw {
         tests: &TestSet,
     ) -> Result<PointResult> {
         let mut r = PointResult::default();
+        // The KS tests (a sort and a lattice CDF per sample: most of this analysis) run in
+        // parallel over inputs and coordinates; their rows keep this order.
+        let cells: Vec<(usize, usize)> = samples
+            .iter()
+            .enumerate()
+            .flat_map(|(i, cols)| (0..cols.len()).map(move |j| (i, j)))
+            .collect();
+        let mut ks_rows = if tests.has("ks") {
+            cells
+                .par_iter()
+                .map(|&(i, j)| {
+                    let label = self.inputs.get(i).map_or("", |x| x.0.as_str());
+                    let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
+                    ks(
+                        "ks-lattice-law",
+                        a,
+                        &samples[i][j],
+                        |y| (self.cdf)(i, j, y),
+                        |y| (self.cdf_left)(i, j, y),
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        }
+        .into_iter();
         for (i, ((label, _, centre), cols)) in self.inputs.iter().zip(samples).enumerate() {
             for (j, col) in cols.iter().enumerate() {
                 let n = col.len() as u64;
                 r.drawn += n;
-                if tests.has("ks") {
-                    let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
-                    r.outcomes.push(ks(
-                        "ks-lattice-law",
-                        a,
-                        col,
-                        |y| (self.cdf)(i, j, y),
-                        |y| (self.cdf_left)(i, j, y),
-                    )?);
+                if let Some(o) = ks_rows.next() {
+                    r.outcomes.push(o);
                 }
                 if tests.has("tails") {
                     let c = centre.get(j).copied().unwrap_or(0.0);
@@ -932,21 +937,6 @@ mod tests {
             binomial("t", Params::new(), 0, 10, 0.0).unwrap().p_value,
             1.0
         );
-    }
-
-    #[test]
-    fn bit_stats_count_pairs_and_vectors() {
-        let mut s = BitStats::new(3);
-        s.add(&[true, false, true]);
-        s.add(&[true, true, true]);
-        assert_eq!(s.ones, vec![2, 1, 2]);
-        assert_eq!(s.pairs, vec![[0, 0, 1, 1], [0, 1, 0, 1]]);
-        let full = s.full.clone().unwrap();
-        assert_eq!(full[0b101], 1);
-        assert_eq!(full[0b111], 1);
-        let mut t = BitStats::new(3);
-        t.merge(&s);
-        assert_eq!(t, s);
     }
 
     #[test]

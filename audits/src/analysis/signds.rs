@@ -55,16 +55,12 @@ impl SelectionAudit {
         self.nu.iter().skip(self.threshold).sum::<f64>().min(1.0)
     }
 
-    fn inclusion_parts(&self, set: &[u32]) -> (bool, bool) {
-        (set.len() >= 2, self.dim.saturating_sub(set.len()) >= 2)
-    }
-
     /// Tests this law produces.
     pub(crate) fn test_count(&self, tests: &TestSet) -> usize {
         self.inputs
             .iter()
             .map(|(_, _, set)| {
-                let (inside, outside) = self.inclusion_parts(set);
+                let (inside, outside) = inclusion_parts(set.len(), self.dim);
                 usize::from(tests.has("nu"))
                     + usize::from(tests.has("boost"))
                     + if tests.has("inclusion") {
@@ -123,30 +119,13 @@ impl SelectionAudit {
                 )?);
             }
             if tests.has("inclusion") {
-                let (inside, outside) = self.inclusion_parts(set);
-                let mut in_set = vec![false; self.dim];
-                for &j in set {
-                    if let Some(b) = in_set.get_mut(j as usize) {
-                        *b = true;
-                    }
-                }
-                if inside {
-                    let inc: Vec<u64> = set.iter().map(|&j| hits[j as usize]).collect();
-                    let a = about(&[("input", json!(label)), ("part", json!("top-k"))]);
-                    r.outcomes
-                        .push(subset_inclusion("inclusion-uniformity", a, &inc, nu)?);
-                }
-                if outside {
-                    let inc: Vec<u64> = (0..self.dim)
-                        .filter(|&j| !in_set[j])
-                        .map(|j| hits[j])
-                        .collect();
-                    // h − ν of each output come from the complement.
-                    let sizes: Vec<u64> = nu.iter().rev().copied().collect();
-                    let a = about(&[("input", json!(label)), ("part", json!("complement"))]);
-                    r.outcomes
-                        .push(subset_inclusion("inclusion-uniformity", a, &inc, &sizes)?);
-                }
+                r.outcomes.extend(inclusion_outcomes(
+                    set,
+                    self.dim,
+                    hits,
+                    nu,
+                    &[("input", json!(label))],
+                )?);
             }
             if tests.has("sets")
                 && let Some(law) = self.sets.as_ref().and_then(|l| l.get(i))
@@ -180,34 +159,74 @@ impl SelectionAudit {
 }
 
 /// The client pipeline's law at one grid point: the update is fixed, the inputs are the
-/// MagRR bit's true value (chosen through r_est).
+/// broadcasts (phase and r_est), which decide the true MagRR bit.
 ///
-/// Each input's draws are counts laid out as `[positive signs, reported MagRR ones,
-/// ν histogram (h + 1)]`, ν measured against the top-k set of the sign that was drawn.
+/// Each input's draws are counts laid out as `[ν histogram per (sign, reported bit) (4 ×
+/// (h + 1)) | index hits per (sign, reported bit) (4 × d)]`, combination c = 2·s + b̂ (s = 1
+/// for the positive sign), ν measured against the top-k set of the sign that was drawn.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ClientAudit {
     /// P(ν) of the client's selection.
     pub nu: Vec<f64>,
     /// MagRR's keep probability e^ε_RR/(1 + e^ε_RR).
     pub keep: f64,
+    /// d.
+    pub dim: usize,
+    /// The top-k sets of the fixed update for the negative and the positive sign.
+    pub sets: [Vec<u32>; 2],
     /// Per input: label, JSON, the true MagRR bit.
     pub inputs: Vec<(String, Value, bool)>,
     /// MagRR's claimed (realised) ε_RR.
     pub magrr_epsilon: Option<f64>,
 }
 
+/// The (sign, reported bit) combinations in layout order.
+const COMBINATIONS: [(&str, u8); 4] = [("-", 0), ("-", 1), ("+", 0), ("+", 1)];
+
 impl ClientAudit {
-    fn layout_len(&self) -> usize {
-        2 + self.nu.len()
+    /// Outputs ν can take: h + 1.
+    fn nus(&self) -> usize {
+        self.nu.len()
+    }
+
+    /// Length of one input's counts.
+    pub(crate) fn layout_len(&self) -> usize {
+        4 * (self.nus() + self.dim)
+    }
+
+    /// The joint law of (sign, reported bit, ν) under the true bit `truth`, in layout
+    /// order: the sign is fair, the bit kept with probability `keep`, ν from the selection,
+    /// all independent.
+    pub(crate) fn joint_law(&self, truth: bool) -> Vec<f64> {
+        let mut law = Vec::with_capacity(4 * self.nus());
+        for (_, bit) in COMBINATIONS {
+            let b = if (bit == 1) == truth {
+                self.keep
+            } else {
+                1.0 - self.keep
+            };
+            law.extend(self.nu.iter().map(|&p| 0.5 * b * p));
+        }
+        law
+    }
+
+    fn inclusion_tests(&self) -> usize {
+        let (inside, outside) = inclusion_parts(self.sets[0].len(), self.dim);
+        4 * (usize::from(inside) + usize::from(outside))
     }
 
     /// Tests this law produces.
     pub(crate) fn test_count(&self, tests: &TestSet) -> usize {
-        self.inputs.len()
-            * ["sign", "magrr", "nu"]
-                .iter()
-                .filter(|t| tests.has(t))
-                .count()
+        let marginal = ["sign", "magrr", "nu"]
+            .iter()
+            .filter(|t| tests.has(t))
+            .count();
+        let joint = if tests.has("joint") {
+            1 + self.inclusion_tests()
+        } else {
+            0
+        };
+        self.inputs.len() * (marginal + joint)
     }
 
     /// ε statements this law produces.
@@ -224,11 +243,17 @@ impl ClientAudit {
     pub(crate) fn analyze(&self, counts: &[Vec<u64>], tests: &TestSet) -> Result<PointResult> {
         let mut r = PointResult::default();
         let mut bits = Vec::new();
+        let h1 = self.nus();
         for ((label, _, truth), c) in self.inputs.iter().zip(counts) {
             check_shape(c.len(), self.layout_len())?;
-            let (positive, ones, nu) = (c[0], c[1], &c[2..]);
-            let n: u64 = nu.iter().sum();
+            let (joint, hits) = c.split_at(4 * h1);
+            let combo = |i: usize| &joint[i * h1..(i + 1) * h1];
+            let total = |i: usize| combo(i).iter().sum::<u64>();
+            let n: u64 = joint.iter().sum();
             r.drawn += n;
+            let positive = total(2) + total(3);
+            let ones = total(1) + total(3);
+            let nu: Vec<u64> = (0..h1).map(|v| (0..4).map(|i| combo(i)[v]).sum()).collect();
             let kept = if *truth { ones } else { n.saturating_sub(ones) };
             if tests.has("sign") {
                 let a = about(&[("input", json!(label)), ("output", json!("positive sign"))]);
@@ -243,16 +268,46 @@ impl ClientAudit {
             if tests.has("nu") {
                 let a = about(&[("input", json!(label))]);
                 r.outcomes
-                    .push(chi_square("nu-chi-square", a, nu, &self.nu)?);
+                    .push(chi_square("nu-chi-square", a, &nu, &self.nu)?);
+            }
+            if tests.has("joint") {
+                let a = about(&[
+                    ("input", json!(label)),
+                    ("output", json!("(sign, MagRR bit, nu)")),
+                ]);
+                r.outcomes.push(chi_square(
+                    "joint-chi-square",
+                    a,
+                    joint,
+                    &self.joint_law(*truth),
+                )?);
+                // The indices given each (sign, bit): uniform inside the sign's top-k set
+                // and inside its complement, whatever the MagRR bit.
+                for (i, (sign, bit)) in COMBINATIONS.iter().enumerate() {
+                    let set = &self.sets[i / 2];
+                    let hits_i = &hits[i * self.dim..(i + 1) * self.dim];
+                    let context = [
+                        ("input", json!(label)),
+                        ("sign", json!(sign)),
+                        ("bit", json!(bit)),
+                    ];
+                    r.outcomes.extend(inclusion_outcomes(
+                        set,
+                        self.dim,
+                        hits_i,
+                        combo(i),
+                        &context,
+                    )?);
+                }
             }
             bits.push(vec![n.saturating_sub(ones), ones]);
             r.panels.push(Panel {
-                title: format!("true MagRR bit {label}: sign, bit kept, P(nu)"),
+                title: format!("input {label}: sign, bit kept, P(nu)"),
                 data: PanelData::Bars {
                     labels: ["+", "kept"]
                         .iter()
                         .map(|s| (*s).to_string())
-                        .chain((0..nu.len()).map(|v| format!("nu={v}")))
+                        .chain((0..h1).map(|v| format!("nu={v}")))
                         .collect(),
                     expected: [0.5, self.keep]
                         .into_iter()
@@ -260,7 +315,7 @@ impl ClientAudit {
                         .collect(),
                     observed: [positive, kept]
                         .iter()
-                        .chain(nu)
+                        .chain(&nu)
                         .map(|&k| k as f64 / n.max(1) as f64)
                         .collect(),
                     samples: n,
@@ -269,8 +324,7 @@ impl ClientAudit {
             });
         }
         if self.epsilon_count(tests) == 1
-            && let (Some(claimed), [a, b, ..], [x, y, ..]) =
-                (self.magrr_epsilon, bits.as_slice(), self.inputs.as_slice())
+            && let Some(claimed) = self.magrr_epsilon
         {
             // The reported bit is the true one with probability `keep`.
             let law = |truth: bool| {
@@ -278,13 +332,76 @@ impl ClientAudit {
                 vec![1.0 - one, one]
             };
             let mut e = EpsilonEvidence::new(about(&[("scope", json!("MagRR bit"))]), claimed);
-            e.push(
-                format!("{} / {}", x.0, y.0),
-                (a.clone(), b.clone()),
-                (law(x.2), law(y.2)),
-            );
+            let labels: Vec<(&str, bool)> = self
+                .inputs
+                .iter()
+                .map(|(l, _, t)| (l.as_str(), *t))
+                .collect();
+            for (a, b) in neighbour_pairs(bits.len()) {
+                if let (Some(ca), Some(cb), Some(&(la, ta)), Some(&(lb, tb))) =
+                    (bits.get(a), bits.get(b), labels.get(a), labels.get(b))
+                    && ta != tb
+                {
+                    e.push(
+                        format!("{la} / {lb}"),
+                        (ca.clone(), cb.clone()),
+                        (law(ta), law(tb)),
+                    );
+                }
+            }
             r.evidence.push(e);
         }
         Ok(r)
     }
+}
+
+/// Whether the subset-inclusion test has something to test inside a top-k set of size `k`
+/// (at least 2 indices) and inside its complement in 0..d.
+fn inclusion_parts(k: usize, d: usize) -> (bool, bool) {
+    (k >= 2, d.saturating_sub(k) >= 2)
+}
+
+/// Index uniformity inside `set` and inside its complement in 0..`dim`, from the hits of
+/// each index and the histogram of ν = |J ∩ set| over the same outputs.
+fn inclusion_outcomes(
+    set: &[u32],
+    dim: usize,
+    hits: &[u64],
+    nu: &[u64],
+    context: &[(&str, Value)],
+) -> Result<Vec<super::Outcome>> {
+    let mut out = Vec::new();
+    let (inside, outside) = inclusion_parts(set.len(), dim);
+    let mut in_set = vec![false; dim];
+    for &j in set {
+        if let Some(b) = in_set.get_mut(j as usize) {
+            *b = true;
+        }
+    }
+    let with = |part: &str| {
+        let mut a = about(context);
+        a.insert("part".into(), json!(part));
+        a
+    };
+    if inside {
+        let inc: Vec<u64> = set.iter().map(|&j| hits[j as usize]).collect();
+        out.push(subset_inclusion(
+            "inclusion-uniformity",
+            with("top-k"),
+            &inc,
+            nu,
+        )?);
+    }
+    if outside {
+        let inc: Vec<u64> = (0..dim).filter(|&j| !in_set[j]).map(|j| hits[j]).collect();
+        // h − ν of each output come from the complement.
+        let sizes: Vec<u64> = nu.iter().rev().copied().collect();
+        out.push(subset_inclusion(
+            "inclusion-uniformity",
+            with("complement"),
+            &inc,
+            &sizes,
+        )?);
+    }
+    Ok(out)
 }

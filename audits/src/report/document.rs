@@ -88,6 +88,11 @@ pub(crate) fn document(report: &Report, svg_names: &[String]) -> Vec<Block> {
         format!("fl-audit report: {verdict_word}"),
         "top".into(),
     ));
+    // What the verdict is worth: said with it, not in a footnote.
+    doc.push(Block::Paragraph(format!(
+        "{verdict_word} — {}.",
+        report.detectable_sentence()
+    )));
     let versions: Vec<String> = report
         .versions
         .iter()
@@ -187,9 +192,49 @@ pub(crate) fn document(report: &Report, svg_names: &[String]) -> Vec<Block> {
                 params_label(o)
             )));
         }
+        if let Some(d) = s.detectable {
+            let planned: Vec<String> = s.planned_per_input.iter().map(|&n| fmt_count(n)).collect();
+            doc.push(Block::Paragraph(format!(
+                "Under-powered: the planner's sizes are {} per input; at the sizes drawn the smallest relative error in the keep/flip probabilities detected with power {} is {:.3} %.",
+                planned.join(", "),
+                report.plan_power,
+                d * 100.0
+            )));
+        }
         if !s.notes.is_empty() {
             doc.push(Block::List(
                 s.notes.iter().map(|n| format!("{n}.")).collect(),
+            ));
+        }
+        if !s.coverage.is_empty() {
+            doc.push(Block::Paragraph(
+                "Input coverage (which branches of the mechanism the audit's inputs exercised):"
+                    .into(),
+            ));
+            let rows = s
+                .coverage
+                .iter()
+                .map(|c| {
+                    let inputs = if c.branch.inputs.is_empty() {
+                        Cell::Strong("none: not exercised".into())
+                    } else {
+                        text(c.branch.inputs.join(", "))
+                    };
+                    vec![
+                        text(&c.branch.branch),
+                        inputs,
+                        text(if c.points.is_empty() {
+                            "every point".to_string()
+                        } else {
+                            c.points.join("; ")
+                        }),
+                    ]
+                })
+                .collect();
+            doc.push(Block::Table(
+                vec!["branch", "inputs exercising it", "grid points"],
+                vec![false, false, false],
+                rows,
             ));
         }
         if let Some(name) = svg_names.get(i) {
@@ -252,7 +297,7 @@ pub(crate) fn document(report: &Report, svg_names: &[String]) -> Vec<Block> {
                     "realised ε",
                     "ε̂_lb",
                     "ε̂_lb / realised",
-                    "event (fixed before sampling)",
+                    "event (fixed before sampling, or learned on the fitting half)",
                     "confidence",
                     "verdict",
                 ],

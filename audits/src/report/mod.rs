@@ -80,8 +80,22 @@ pub struct EpsilonEvent {
     pub cells: Vec<usize>,
     /// The number of cells of the output space.
     pub cell_count: usize,
-    /// ln(P[S|top]/P[S|bottom]) under the law: what the bound estimates.
+    /// ln(P[S|top]/P[S|bottom]) under the law: what the bound estimates (NaN when the
+    /// law of the event's cells is not known).
     pub law_log_ratio: f64,
+    /// For a learned event: how it was found on the fitting half.
+    pub fit: Option<EventFit>,
+}
+
+/// How a learned event was found (see `analysis::learned`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventFit {
+    /// The ranking of the cells that gave the event.
+    pub method: String,
+    /// What a cell of the output space is.
+    pub cell_meaning: String,
+    /// The bound on the fitting half (what the search maximised; not certified).
+    pub fit_bound: f64,
 }
 
 impl EpsilonEvent {
@@ -97,13 +111,24 @@ impl EpsilonEvent {
             Some((a, b)) => (a.to_string(), b.to_string()),
             None => (pair.to_string(), String::new()),
         };
+        let what = if self.fit.is_some() {
+            "cells"
+        } else {
+            "outputs"
+        };
         let cells = if self.cells.len() <= 4 {
             let list: Vec<String> = self.cells.iter().map(ToString::to_string).collect();
             format!("{{{}}}", list.join(", "))
         } else {
-            format!("{} of {} outputs", self.cells.len(), self.cell_count)
+            format!("{} of {} {what}", self.cells.len(), self.cell_count)
         };
-        format!("{context}P[S | {top}] / P[S | {bottom}], S = {cells}")
+        let learned = self.fit.as_ref().map_or_else(String::new, |f| {
+            format!(
+                " (learned on the fitting half by {} over {}; fitting-half bound {:.3})",
+                f.method, f.cell_meaning, f.fit_bound
+            )
+        });
+        format!("{context}P[S | {top}] / P[S | {bottom}], S = {cells}{learned}")
     }
 }
 
@@ -145,6 +170,36 @@ pub enum PanelData {
     },
 }
 
+/// A branch of a mechanism — an input case its code treats differently — and the audit
+/// inputs that exercise it (none: the branch is not exercised).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Branch {
+    /// The branch, in words.
+    pub branch: String,
+    /// The labels of the inputs that exercise it.
+    pub inputs: Vec<String>,
+}
+
+impl Branch {
+    /// The branch `branch`, exercised by `inputs`.
+    pub(crate) fn new(branch: impl Into<String>, inputs: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            branch: branch.into(),
+            inputs: inputs.into_iter().collect(),
+        }
+    }
+}
+
+/// A row of a suite's input-coverage table: a branch, the inputs that exercise it, and the
+/// grid points where it holds (empty: every point).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoverageRow {
+    /// The branch and its inputs.
+    pub branch: Branch,
+    /// The grid points (labels) where the row holds; empty when it holds at every point.
+    pub points: Vec<String>,
+}
+
 /// One plot panel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Panel {
@@ -179,8 +234,16 @@ pub struct SuiteSummary {
     /// Plot panels.
     pub panels: Vec<Panel>,
     /// What the tests covered, in sentences (e.g. the input-bit combinations of each
-    /// adjacent pair the independence tests saw), without repeats.
+    /// pair the independence tests saw), without repeats.
     pub notes: Vec<String>,
+    /// Which branches of the mechanism the inputs exercised.
+    pub coverage: Vec<CoverageRow>,
+    /// The planner's samples per input at each grid point (what a default run draws).
+    pub planned_per_input: Vec<u64>,
+    /// When some point drew fewer samples than planned: the smallest relative error in the
+    /// keep/flip (selection) probabilities the run detects at the planned power, the
+    /// largest over the points.
+    pub detectable: Option<f64>,
     /// Wall-clock seconds spent (not part of the reproducible JSON).
     pub seconds: f64,
 }
@@ -192,6 +255,10 @@ pub struct Report {
     pub alpha: f64,
     /// The share of α given to the hypothesis tests (Holm over all of them).
     pub alpha_tests: f64,
+    /// The relative error in every keep/flip probability the planned sizes detect.
+    pub plan_relative_error: f64,
+    /// The power with which they detect it.
+    pub plan_power: f64,
     /// The run seed.
     pub seed: u64,
     /// Versions of the tool, the audited crates and the compiler.
@@ -259,6 +326,49 @@ impl Report {
         self.suites.iter().map(|s| s.samples_drawn).sum()
     }
 
+    /// The smallest relative error in the keep/flip probabilities the whole run detects at
+    /// the planned power (the largest over its suites), when some suite drew fewer samples
+    /// than planned; `None` when every suite drew its planned size (or more).
+    #[must_use]
+    pub fn detectable(&self) -> Option<f64> {
+        self.suites
+            .iter()
+            .filter_map(|s| s.detectable)
+            .fold(None, |a: Option<f64>, d| Some(a.map_or(d, |x| x.max(d))))
+    }
+
+    /// The sentence that says what the run's sample sizes can detect (for the verdict
+    /// lines): the planned 1 % or, below it, the smallest detectable relative error.
+    #[must_use]
+    pub fn detectable_sentence(&self) -> String {
+        match self.detectable() {
+            None => format!(
+                "planned sizes: a {} % relative error in any keep/flip probability is detected with power {}",
+                self.plan_relative_error * 100.0,
+                self.plan_power
+            ),
+            Some(d) => {
+                let short: Vec<&str> = self
+                    .suites
+                    .iter()
+                    .filter(|s| s.detectable.is_some())
+                    .map(|s| s.name.as_str())
+                    .collect();
+                let named = if short.len() == self.suites.len() {
+                    String::new()
+                } else {
+                    format!(" ({})", short.join(", "))
+                };
+                format!(
+                    "UNDER-POWERED{named}: fewer samples than planned; the smallest relative error in the keep/flip (selection) probabilities this run detects with power {} is {:.3} %, so this verdict does not exclude smaller errors (planned: {} % with the planner's sizes)",
+                    self.plan_power,
+                    d * 100.0,
+                    self.plan_relative_error * 100.0
+                )
+            }
+        }
+    }
+
     /// `true` when every test passed after correction and no ε bound exceeds its claim.
     #[must_use]
     pub fn passed(&self) -> bool {
@@ -311,6 +421,11 @@ impl Report {
                         "cells": v.cells,
                         "cell_count": v.cell_count,
                         "law_log_ratio": num(v.law_log_ratio),
+                        "fit": v.fit.as_ref().map_or(Value::Null, |f| json!({
+                            "method": f.method,
+                            "cell_meaning": f.cell_meaning,
+                            "fit_bound": num(f.fit_bound),
+                        })),
                     })),
                 })
             })
@@ -328,6 +443,13 @@ impl Report {
                     "samples": s.samples_drawn,
                     "sampler_overrides": s.sampler_overrides,
                     "notes": s.notes,
+                    "planned_samples_per_input": s.planned_per_input,
+                    "detectable_relative_error": s.detectable.map_or(Value::Null, num),
+                    "coverage": s.coverage.iter().map(|c| json!({
+                        "branch": c.branch.branch,
+                        "inputs": c.branch.inputs,
+                        "points": c.points,
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -339,6 +461,7 @@ impl Report {
             "seed": self.seed,
             "samples": self.samples(),
             "passed": self.passed(),
+            "detectable_relative_error": self.detectable().map_or(Value::Null, num),
             "suites": suites,
             "results": results,
             "epsilon": epsilon,
@@ -352,6 +475,9 @@ impl Report {
 pub fn fmt_eps(eps: f64) -> String {
     if eps.is_infinite() {
         return "∞".into();
+    }
+    if eps.is_nan() {
+        return "–".into();
     }
     // report.json keeps the exact value.
     let s = format!("{eps:.6}");
@@ -418,7 +544,13 @@ pub fn versions() -> BTreeMap<String, String> {
     // The audited crates are workspace members and share the workspace version.
     m.insert("fl-ldp".into(), v.clone());
     m.insert("fl-signds".into(), v.clone());
-    m.insert("fl-stats".into(), v);
+    m.insert("fl-stats".into(), v.clone());
+    // Not audited here: fl-paillier, with the arithmetic engine its keys get on this CPU
+    // (issue 22: every report says which kernel the machine ran).
+    m.insert(
+        "fl-paillier".into(),
+        format!("{v} (engine {})", fl_paillier::default_engine()),
+    );
     // `rustc --version` says "rustc 1.95.0 (…)": the key already names the tool.
     let rustc = crate::builtin::RUSTC_VERSION;
     m.insert(
@@ -446,5 +578,10 @@ mod format_tests {
         assert_eq!(fmt_confidence(1.0 - 1e-4), "1 − 1.00e-4");
         let v = versions();
         assert!(!v["rustc"].starts_with("rustc"), "{}", v["rustc"]);
+        assert!(
+            v["fl-paillier"].ends_with(&format!("(engine {})", fl_paillier::default_engine())),
+            "{}",
+            v["fl-paillier"]
+        );
     }
 }

@@ -53,7 +53,8 @@ fn short(x: f64) -> String {
 /// The largest x in (lo, hi) with `tail(x) > target`, by bisection (`tail` decreasing).
 fn solve_tail(tail: impl Fn(f64) -> f64, target: f64, lo: f64, hi: f64) -> f64 {
     let (mut lo, mut hi) = (lo, hi);
-    for _ in 0..200 {
+    // 64 halvings of an interval of length ≤ 40 reach f64 resolution.
+    for _ in 0..64 {
         let mid = 0.5 * (lo + hi);
         if tail(mid) > target {
             lo = mid;
@@ -75,15 +76,28 @@ pub(crate) fn z_threshold(alpha_each: f64) -> f64 {
     )
 }
 
+thread_local! {
+    /// d* per (n, α_each): a suite's KS panels share n, and each tail evaluation sums up
+    /// to n terms for n ≤ 10⁶, so the band is solved once per plot.
+    static KS_BANDS: std::cell::RefCell<std::collections::HashMap<(u64, u64), f64>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 /// d* with P(Dₙ ≥ d*) = `alpha_each`: the simultaneous band of an n-sample KS test.
 #[must_use]
 pub(crate) fn ks_threshold(n: u64, alpha_each: f64) -> f64 {
-    solve_tail(
+    let key = (n, alpha_each.to_bits());
+    if let Some(d) = KS_BANDS.with(|m| m.borrow().get(&key).copied()) {
+        return d;
+    }
+    let d = solve_tail(
         |d| fl_stats::kolmogorov_smirnov_sf(n.max(1), d).unwrap_or(0.0),
         alpha_each,
         0.0,
         1.0,
-    )
+    );
+    KS_BANDS.with(|m| m.borrow_mut().insert(key, d));
+    d
 }
 
 /// Draws a symmetric deviation axis: the frame, the zero line and the red threshold lines
@@ -360,6 +374,9 @@ mod tests {
             samples_drawn: 10_000,
             sampler_overrides: None,
             sample_size: String::new(),
+            coverage: Vec::new(),
+            planned_per_input: vec![10_000],
+            detectable: None,
             panels: vec![
                 Panel {
                     title: "bars".into(),

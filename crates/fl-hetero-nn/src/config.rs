@@ -185,22 +185,22 @@ impl GradientPerturbation {
     }
 
     /// σ of the noise in lattice steps at scale 2^`frac_bits`: z·2·K with
-    /// K = max(⌊C·2^f⌋, 1) ([`crate::defences::clip_bound_lattice`]).
+    /// K = max(⌊C·2^f⌋, 1) ([`crate::fixed::clip_bound_lattice`]).
     pub fn sigma_lattice(&self, frac_bits: u32) -> f64 {
-        self.noise_multiplier * 2.0 * crate::defences::clip_bound_lattice(self.clip_norm, frac_bits)
+        self.noise_multiplier * 2.0 * crate::fixed::clip_bound_lattice(self.clip_norm, frac_bits)
     }
 
     /// The checks that need the fixed-point format: K = ⌊C·2^f⌋ ≤ 2^62 and
     /// σ = 2zK ≤ 2^62 (the largest discrete Gaussian fl-ldp samples).
     fn validate_on_lattice(&self, frac_bits: u32) -> Result<(), Error> {
         self.validate()?;
-        let k = crate::defences::clip_bound_lattice(self.clip_norm, frac_bits);
-        if k > crate::defences::MAX_CLIP_LATTICE {
+        let k = crate::fixed::clip_bound_lattice(self.clip_norm, frac_bits);
+        if k > crate::fixed::MAX_CLIP_LATTICE {
             return Err(ApiMisuse::InvalidConfig {
                 reason: format!(
                     "gradient perturbation: clip_norm = {} gives ⌊C·2^{frac_bits}⌋ = {k:e} lattice steps; allowed ≤ 2^62 (C < {:e} at frac_bits = {frac_bits})",
                     self.clip_norm,
-                    crate::defences::MAX_CLIP_LATTICE / 2f64.powi(frac_bits as i32)
+                    crate::fixed::MAX_CLIP_LATTICE / 2f64.powi(frac_bits as i32)
                 ),
             }
             .into());

@@ -11,6 +11,7 @@ use rand::CryptoRng;
 
 use crate::config::{LabelDefence, ProtocolConfig};
 use crate::error::{ApiMisuse, Error};
+pub use crate::fixed::{MAX_CLIP_LATTICE, clip_bound_lattice};
 use crate::matrix::Matrix;
 
 /// `mechanism` (fl-ldp's EmbeddingDP) on every row of `a`: each coordinate's sign bit, kept
@@ -64,16 +65,6 @@ pub(crate) fn dyadic(x: f64) -> (i128, u32) {
         exp += 1;
     }
     (num as i128, exp)
-}
-
-/// The largest clip bound on the lattice, ⌊C·2^f⌋ ≤ 2^62: the squared norm of a clipped
-/// row then fits an `u128` with room for the rounding of every entry.
-pub const MAX_CLIP_LATTICE: f64 = 4_611_686_018_427_387_904.0; // 2^62
-
-/// The clip bound on the lattice, K = max(⌊C·2^f⌋, 1): every clipped row v satisfies
-/// Σⱼ vⱼ² ≤ K², so two rows of one example differ by at most 2K in L2 norm.
-pub fn clip_bound_lattice(clip_norm: f64, frac_bits: u32) -> f64 {
-    (clip_norm * 2f64.powi(frac_bits as i32)).floor().max(1.0)
 }
 
 /// One example's error row `row` (value units: n·δᵢ) clipped to L2 norm C and put on the

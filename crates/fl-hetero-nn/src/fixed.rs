@@ -131,6 +131,16 @@ pub(crate) fn int_matmul(a: &Matrix<BigInt>, b: &Matrix<BigInt>) -> Matrix<BigIn
     })
 }
 
+/// The largest clip bound on the lattice, ⌊C·2^f⌋ ≤ 2^62: the squared norm of a clipped
+/// row then fits an `u128` with room for the rounding of every entry.
+pub const MAX_CLIP_LATTICE: f64 = 4_611_686_018_427_387_904.0; // 2^62
+
+/// The clip bound on the lattice, K = max(⌊C·2^f⌋, 1): every clipped row v satisfies
+/// Σⱼ vⱼ² ≤ K², so two rows of one example differ by at most 2K in L2 norm.
+pub fn clip_bound_lattice(clip_norm: f64, frac_bits: u32) -> f64 {
+    (clip_norm * 2f64.powi(frac_bits as i32)).floor().max(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,8 +12,9 @@
 //! Phases (each prints its error count; the exit code is non-zero on any failure):
 //! 1. self-check: num-bigint's variable-time `modpow` with a poisoned exponent MUST be
 //!    flagged (proves the poisoning works);
-//! 2. CRT decryption with the poisoned key (6 ciphertexts, including c = 1 and n² − 1):
-//!    0 errors, and the results are right;
+//! 2. CRT decryption with the poisoned key (6 ciphertexts, including c = 1 and n² − 1),
+//!    one at a time and as one batch (`decrypt_many`: the multi-buffer kernel's secret
+//!    exponent tables and scans): 0 errors, and the results are right;
 //! 3. key-owner CRT encryption with the poisoned key: 0 errors;
 //! 4. multiplication by a poisoned secret scalar and a poisoned secret dot product (the
 //!    shared-table constant-time multi-exponentiation of `dot_many_secret`): 0;
@@ -36,8 +37,11 @@
 //!
 //! Every secret the key holds is poisoned, the moduli and constants of its Montgomery
 //! contexts included. Bit lengths are public by design (the key has the declared size).
-//! The harness builds its keys on fl-paillier's portable kernel
-//! (`DecryptionKey::with_engine(Engine::Portable)`): valgrind cannot execute AVX-512, so
+//! Phases 2–8 run once per kernel that valgrind can execute and the CPU has
+//! (`DecryptionKey::with_engine`): the portable kernel always, the x86-64 BMI2/ADX kernel
+//! and the AVX2 kernels where present (valgrind executes `mulx`/`adcx`/`adox` but its
+//! emulated CPU hides ADX from feature detection, so under valgrind the harness declares it
+//! with `hazmat::assume_cpu_has_adx_under_valgrind`). Valgrind cannot execute AVX-512, so
 //! the IFMA kernels' constant-time claim rests on their straight-line construction and the
 //! dudect timing test (tests/dudect.rs).
 //! Without valgrind the client requests are no-ops and the harness only checks results.
@@ -189,54 +193,26 @@ fn expected_dots(rows: &[Vec<i64>], xs: &[i64]) -> Vec<BigInt> {
         .collect()
 }
 
-fn main() {
-    let on_valgrind = matches!(crabgrind::run_mode(), crabgrind::RunMode::Valgrind);
-    let mut failures = Vec::new();
-    let mut report = |name: &str, errors: usize, expect_errors: bool| {
-        let ok = if expect_errors {
-            errors > 0
-        } else {
-            errors == 0
-        };
-        let ok = ok || !on_valgrind;
-        println!(
-            "{:<58} memcheck errors: {:>5}  [{}]",
-            name,
-            errors,
-            if ok { "ok" } else { "FAIL" }
-        );
-        if !ok {
-            failures.push(name.to_string());
-        }
+/// Phases 2–8 on a key built on `engine`; returns the key (for the positive control).
+fn phases(
+    engine: Engine,
+    base: &BigUint,
+    modulus: &BigUint,
+    report: &mut dyn FnMut(&str, usize, bool),
+) -> (DecryptionKey, Vec<Ciphertext>) {
+    let mut rng = ChaCha20Rng::seed_from_u64(2);
+    let mut report = |name: &str, errors: usize, expect: bool| {
+        report(&format!("[{engine}] {name}"), errors, expect);
     };
-
-    // 1. Self-check on num-bigint's variable-time modpow.
-    let mut rng = ChaCha20Rng::seed_from_u64(1);
-    let modulus = BigUint::parse_bytes(P_HEX.as_bytes(), 16).unwrap();
-    let mut exp_bytes = vec![0u8; 64];
-    rand::Rng::fill_bytes(&mut rng, &mut exp_bytes);
-    let _ = mark_mem(
-        exp_bytes.as_mut_ptr().cast(),
-        exp_bytes.len(),
-        MemState::Undefined,
-    );
-    let exponent = BigUint::from_bytes_le(&exp_bytes);
-    let base = BigUint::from(0x1234_5678_9abc_def1u64);
-    let n = errors_in(|| {
-        std::hint::black_box(base.modpow(&exponent, &modulus));
-    });
-    report("self-check: num-bigint modpow, poisoned exponent", n, true);
-
     // The key (primes checked natively before any poisoning).
     let p = BigUint::parse_bytes(P_HEX.as_bytes(), 16).unwrap();
     let q = BigUint::parse_bytes(Q_HEX.as_bytes(), 16).unwrap();
-    // Valgrind cannot execute AVX-512: the key (and every key made from its public half
-    // below) runs on the portable kernel.
+    // The key (and every key made from its public half below) runs on `engine`.
     let dk = DecryptionKey::from_primes(&p, &q)
         .unwrap()
-        .with_engine(Engine::Portable)
+        .with_engine(engine)
         .unwrap();
-    assert_eq!(dk.encryption_key().engine(), Engine::Portable);
+    assert_eq!(dk.encryption_key().engine(), engine);
     let ek = dk.encryption_key().clone();
     let n2 = ek.n() * ek.n();
     let mut cts = vec![
@@ -272,6 +248,20 @@ fn main() {
             &want[..],
             "poisoned decryption gave a wrong value"
         );
+    }
+    // The batch path (the multi-buffer kernels' secret-exponent tables and scans).
+    let mut batch = Vec::new();
+    let n = errors_in(|| {
+        batch = dk.decrypt_many(&cts).unwrap();
+    });
+    report(
+        "DecryptionKey::decrypt_many, poisoned key, 6 ciphertexts",
+        n,
+        false,
+    );
+    for (out, want) in batch.iter().zip(&expected) {
+        declassify(out.words());
+        assert_eq!(out.words(), &want[..], "poisoned batch decryption is wrong");
     }
 
     // 3. Key-owner CRT encryption.
@@ -366,7 +356,7 @@ fn main() {
     );
     let n = errors_in(|| {
         let e = BigUint::from(rand::Rng::next_u64(&mut prng));
-        std::hint::black_box(base.modpow(&e, &modulus));
+        std::hint::black_box(base.modpow(&e, modulus));
     });
     report("control: num-bigint modpow on a PoisonRng output", n, true);
     declassify(m.words());
@@ -445,7 +435,7 @@ fn main() {
             .iter()
             .flat_map(|&w| [w as u32, (w >> 32) as u32])
             .collect();
-        std::hint::black_box(base.modpow(&BigUint::from_slice(&words), &modulus));
+        std::hint::black_box(base.modpow(&BigUint::from_slice(&words), modulus));
     });
     report(
         "control: num-bigint modpow with the poisoned prime",
@@ -457,6 +447,65 @@ fn main() {
     declassify(small);
     declassify(large);
     assert_eq!(built.decrypt_i64(&cts[4]).unwrap(), 42);
+
+    (dk, cts)
+}
+
+fn main() {
+    let on_valgrind = matches!(crabgrind::run_mode(), crabgrind::RunMode::Valgrind);
+    let mut failures = Vec::new();
+    let mut report = |name: &str, errors: usize, expect_errors: bool| {
+        let ok = if expect_errors {
+            errors > 0
+        } else {
+            errors == 0
+        };
+        let ok = ok || !on_valgrind;
+        println!(
+            "{:<58} memcheck errors: {:>5}  [{}]",
+            name,
+            errors,
+            if ok { "ok" } else { "FAIL" }
+        );
+        if !ok {
+            failures.push(name.to_string());
+        }
+    };
+
+    // 1. Self-check on num-bigint's variable-time modpow.
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let modulus = BigUint::parse_bytes(P_HEX.as_bytes(), 16).unwrap();
+    let mut exp_bytes = vec![0u8; 64];
+    rand::Rng::fill_bytes(&mut rng, &mut exp_bytes);
+    let _ = mark_mem(
+        exp_bytes.as_mut_ptr().cast(),
+        exp_bytes.len(),
+        MemState::Undefined,
+    );
+    let exponent = BigUint::from_bytes_le(&exp_bytes);
+    let base = BigUint::from(0x1234_5678_9abc_def1u64);
+    let n = errors_in(|| {
+        std::hint::black_box(base.modpow(&exponent, &modulus));
+    });
+    report("self-check: num-bigint modpow, poisoned exponent", n, true);
+
+    let mut engines = vec![Engine::Portable];
+    // Valgrind executes BMI2/ADX and AVX2 code, but its emulated CPU hides ADX from
+    // feature detection: under valgrind the harness declares it (hazmat).
+    if on_valgrind {
+        fl_paillier::hazmat::assume_cpu_has_adx_under_valgrind();
+    }
+    for engine in Engine::available() {
+        // Valgrind cannot execute AVX-512: the IFMA kernels are covered by dudect.
+        if engine != Engine::Portable && engine != Engine::Ifma {
+            engines.push(engine);
+        }
+    }
+    let mut last = None;
+    for &engine in &engines {
+        last = Some(phases(engine, &base, &modulus, &mut report));
+    }
+    let (dk, cts) = last.unwrap();
 
     // Positive control, last (it floods memcheck): the variable-time textbook decryption
     // with the poisoned key must be flagged.

@@ -10,10 +10,11 @@
 //! one-row cases.
 
 use crate::arith::MontVal;
+use crate::arith::Monty;
 use crate::arith::multi_pow::{Tables, secret_window, shared_public_window};
 use crate::ciphertext::Ciphertext;
 use crate::error::{Error, Result};
-use crate::par::map_slice;
+use crate::par::{map_chunks, map_slice};
 use crate::public_key::EncryptionKey;
 use num_bigint::{BigInt, Sign};
 use zeroize::Zeroize;
@@ -200,10 +201,18 @@ impl EncryptionKey {
         let tables = Tables::build(mont, &refs, secret_window(bits, rows.len(), mont.engine()));
         // Correction ((Π cᵢ)^(2^B))⁻¹: public data, shared by every row.
         let correction = self.secret_correction(&refs, bound_bits)?;
-        let out = map_slice(&words, |row_words| {
-            let exps: Vec<&[u64]> = row_words.iter().map(Vec::as_slice).collect();
-            let shifted = tables.multi_pow(mont, &exps, bits, true);
-            self.ciphertext_from_mont(&mont.mul(&shifted, &correction))
+        // Rows in chunks of eight: on a multi-buffer kernel one chunk is one eight-lane
+        // multi-exponentiation (each base's table scanned once per window for all eight).
+        let out = map_chunks(&words, Monty::BATCH, |chunk| {
+            let exps: Vec<Vec<&[u64]>> = chunk
+                .iter()
+                .map(|row_words| row_words.iter().map(Vec::as_slice).collect())
+                .collect();
+            tables
+                .multi_pow_secret_rows(mont, &exps, bits)
+                .iter()
+                .map(|shifted| self.ciphertext_from_mont(&mont.mul(shifted, &correction)))
+                .collect()
         });
         for row in &mut words {
             for w in row.iter_mut() {

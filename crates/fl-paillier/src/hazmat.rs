@@ -6,6 +6,7 @@
 //! α, a key built from wrong primes, a variable-time decryption of secret data) breaks its
 //! security claims.
 
+use crate::arith::{Engine, MontVal, Monty, limbs_from_big};
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::djn::{DjnEncryptor, DjnOwnerEncryptor};
 use crate::error::Result;
@@ -91,4 +92,74 @@ pub fn secret_words(key: &DecryptionKey) -> Vec<&[u64]> {
 /// [`crate::Error::KeyMismatch`] if `c` belongs to another key.
 pub fn decrypt_textbook_vartime(key: &DecryptionKey, c: &Ciphertext) -> Result<BigUint> {
     key.decrypt_textbook_vartime(c)
+}
+
+/// One Montgomery context and two operands, for timing a kernel's multiplication and
+/// squaring in isolation (the `kernel_sweep` criterion group of `benches/benches/paillier.rs`
+/// chooses the Karatsuba thresholds from it).
+pub struct KernelProbe {
+    mont: Monty,
+    a: MontVal,
+    b: MontVal,
+    work: crate::arith::monty::Work,
+}
+
+impl KernelProbe {
+    /// A probe for the odd `modulus` (> 1) on `engine`, with its operands derived from
+    /// `seed` (below the modulus); `karatsuba` forces the kernel's Karatsuba path on or
+    /// off (`None`: the kernel's own threshold). `None` if the modulus is even or too
+    /// small, or the CPU lacks `engine`.
+    #[must_use]
+    pub fn new(
+        engine: Engine,
+        modulus: &BigUint,
+        seed: u64,
+        karatsuba: Option<bool>,
+    ) -> Option<Self> {
+        let bits = u32::try_from(modulus.bits()).ok()?;
+        if bits < 2 || !modulus.bit(0) {
+            return None;
+        }
+        let limbs = bits.div_ceil(64) as usize;
+        let words = limbs_from_big(modulus, limbs)?;
+        let mut mont = Monty::new(&words, bits, engine)?;
+        if let Some(on) = karatsuba {
+            mont.set_karatsuba(on);
+        }
+        let operand = |k: u64| {
+            let v: Vec<u64> = (0..limbs as u64)
+                .map(|i| (i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed.wrapping_mul(k))
+                .collect();
+            mont.reduce(&v)
+        };
+        let (a, b) = (operand(3), operand(5));
+        let work = mont.work();
+        Some(Self { mont, a, b, work })
+    }
+
+    /// The engine the probe runs on.
+    #[must_use]
+    pub fn engine(&self) -> Engine {
+        self.mont.engine()
+    }
+
+    /// a ← a·b (one Montgomery multiplication).
+    pub fn mul(&mut self) {
+        self.mont.mul_assign(&mut self.a, &self.b, &mut self.work);
+    }
+
+    /// a ← a² (one Montgomery squaring).
+    pub fn sqr(&mut self) {
+        self.mont.sqr_assign(&mut self.a, &mut self.work);
+    }
+}
+
+/// Makes the x86-64 BMI2/ADX kernel ([`Engine::X86Adx`]) available when the CPU reports
+/// BMI2 but not ADX. **Only for running under valgrind**, whose JIT executes `adcx` and
+/// `adox` on any host while its emulated CPU hides ADX from feature detection (the
+/// constant-time harness calls it to check that kernel under memcheck). On a real CPU
+/// without ADX the kernel then dies on an illegal instruction. Process-wide and permanent.
+pub fn assume_cpu_has_adx_under_valgrind() {
+    #[cfg(target_arch = "x86_64")]
+    crate::arith::adx::assume_adx();
 }

@@ -216,29 +216,62 @@ impl CrtHalf {
         let xs = self
             .mont_sq
             .pow_batch(&reduced, &self.exp, self.exp_bits, true);
-        xs.iter()
-            .map(|x| {
-                let mut x_minus_1 = self.mont_sq.leave(x);
-                sub_assign(&mut x_minus_1, &[1]);
-                // L = (x − 1)/s exactly, and L < s < 2^(64·limbs): multiply by s⁻¹ mod
-                // 2^(64·limbs).
-                let l = mul_low(&fit(&x_minus_1, self.limbs), &self.inv_2k, self.limbs);
-                self.mont.mul_plain(&l, &self.h)
-            })
-            .collect()
+        xs.iter().map(|x| self.finish_half(x)).collect()
     }
 
-    /// A uniform element of the order-(s−1) subgroup of Z*_{s²} (where rⁿ mod s² lives):
-    /// t^s mod s² for t uniform in Z*_s (t ↦ t^s mod s² is a bijection onto that subgroup,
-    /// as t^s ≡ t mod s). t is drawn as 2·limbs random words reduced mod s in constant time
-    /// (statistical distance < 2^−64 from uniform). Returned as `sq_limbs` limbs.
-    fn nth_residue_sample<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Limbs {
-        let t = self.residue_base(rng);
-        let u = self.mont_sq.pow_ct(&t, &self.prime, self.exp_bits);
-        self.mont_sq.leave(&u)
+    /// m mod s from x = c^(s−1) mod s² = 1 + s·L: L·h_s mod s.
+    fn finish_half(&self, x: &MontVal) -> Limbs {
+        let mut x_minus_1 = self.mont_sq.leave(x);
+        sub_assign(&mut x_minus_1, &[1]);
+        // L = (x − 1)/s exactly, and L < s < 2^(64·limbs): multiply by s⁻¹ mod
+        // 2^(64·limbs).
+        let l = mul_low(&fit(&x_minus_1, self.limbs), &self.inv_2k, self.limbs);
+        self.mont.mul_plain(&l, &self.h)
     }
 
-    /// The base t of [`CrtHalf::nth_residue_sample`], in the domain mod s².
+    /// (m mod p, m mod q) for one ciphertext on one thread, the two exponentiations
+    /// interleaved where the kernels allow ([`Monty::pow_ct_pair`]); constant time in the
+    /// key and in c.
+    fn decrypt_pair(p: &Self, q: &Self, c: &[u64]) -> (Limbs, Limbs) {
+        if p.exp_bits != q.exp_bits {
+            return (p.decrypt_half(c), q.decrypt_half(c));
+        }
+        let (rp, rq) = (p.mont_sq.reduce(c), q.mont_sq.reduce(c));
+        let (xp, xq) = Monty::pow_ct_pair(
+            &p.mont_sq,
+            (&rp, &p.exp),
+            &q.mont_sq,
+            (&rq, &q.exp),
+            p.exp_bits,
+        );
+        (p.finish_half(&xp), q.finish_half(&xq))
+    }
+
+    /// For s = p and s = q, a uniform element of the order-(s−1) subgroup of Z*_{s²} (where
+    /// rⁿ mod s² lives): t^s mod s² for t uniform in Z*_s (t ↦ t^s mod s² is a bijection
+    /// onto that subgroup, as t^s ≡ t mod s). Each t is drawn as 2·limbs random words
+    /// reduced mod s in constant time (statistical distance < 2^−64 from uniform), t_p
+    /// first; the two exponentiations are interleaved where the kernels allow. Returned as
+    /// `sq_limbs` limbs each.
+    fn nth_residue_pair<R: CryptoRng + ?Sized>(p: &Self, q: &Self, rng: &mut R) -> (Limbs, Limbs) {
+        let tp = p.residue_base(rng);
+        let tq = q.residue_base(rng);
+        if p.exp_bits != q.exp_bits {
+            let up = p.mont_sq.pow_ct(&tp, &p.prime, p.exp_bits);
+            let uq = q.mont_sq.pow_ct(&tq, &q.prime, q.exp_bits);
+            return (p.mont_sq.leave(&up), q.mont_sq.leave(&uq));
+        }
+        let (up, uq) = Monty::pow_ct_pair(
+            &p.mont_sq,
+            (&tp, &p.prime),
+            &q.mont_sq,
+            (&tq, &q.prime),
+            p.exp_bits,
+        );
+        (p.mont_sq.leave(&up), q.mont_sq.leave(&uq))
+    }
+
+    /// The base t of [`CrtHalf::nth_residue_pair`], in the domain mod s².
     fn residue_base<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> MontVal {
         let words: Limbs = Zeroizing::new((0..2 * self.limbs).map(|_| rng.next_u64()).collect());
         let mut t = self.mont.leave(&self.mont.reduce(&words));
@@ -251,7 +284,7 @@ impl CrtHalf {
         t_sq
     }
 
-    /// [`CrtHalf::nth_residue_sample`] for bases already drawn, up to [`Monty::BATCH`] at
+    /// [`CrtHalf::nth_residue_pair`]'s t^s for bases of one half already drawn, up to [`Monty::BATCH`] at
     /// once.
     fn nth_residues(&self, bases: &[MontVal]) -> Vec<Limbs> {
         self.mont_sq
@@ -454,8 +487,7 @@ impl DecryptionKey {
     /// construction, so there is no other failure.)
     pub fn decrypt(&self, c: &Ciphertext) -> Result<Plaintext> {
         self.public.check_ciphertext(c)?;
-        let mp = self.p.decrypt_half(&c.value);
-        let mq = self.q.decrypt_half(&c.value);
+        let (mp, mq) = CrtHalf::decrypt_pair(&self.p, &self.q, &c.value);
         Ok(self.recombine(&mp, &mq))
     }
 
@@ -638,8 +670,7 @@ impl DecryptionKey {
     /// by the key owner from |p|-bit exponentiations mod p² and q² and recombined by CRT:
     /// u = u_p + p²·((u_q − u_p)·p⁻² mod q²), all constant-time (u_p < p² < q²).
     fn crt_randomizer<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> MontVal {
-        let up = self.p.nth_residue_sample(rng);
-        let uq = self.q.nth_residue_sample(rng);
+        let (up, uq) = CrtHalf::nth_residue_pair(&self.p, &self.q, rng);
         self.public
             .inner
             .mont

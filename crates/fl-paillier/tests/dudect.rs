@@ -72,10 +72,10 @@ fn key_on(engine: fl_paillier::Engine) -> fl_paillier::DecryptionKey {
 }
 
 /// One test function, so that nothing else runs beside the measurements: for each kernel
-/// (portable, and IFMA where the CPU has it) decryption with a fixed vs random ciphertexts,
-/// multiplication by a fixed (zero) vs random full-size secret scalar (the secret-exponent
-/// path of every kernel) and batch decryption (the IFMA multi-buffer kernel); then the
-/// negative control.
+/// the CPU has decryption with a fixed vs random ciphertexts, multiplication by a fixed
+/// (zero) vs random full-size secret scalar (the secret-exponent path of every kernel),
+/// batch decryption (the multi-buffer kernels) and an eight-row secret-weight product (the
+/// IFMA eight-row multi-exponentiation); then the negative control.
 #[test]
 #[ignore = "timing-based, run explicitly in release mode (see the module docs)"]
 fn dudect_fixed_vs_random_secrets_on_every_kernel() {
@@ -152,6 +152,44 @@ fn dudect_fixed_vs_random_secrets_on_every_kernel() {
         assert!(
             t < 10.0,
             "{engine:?}: batch decryption timing depends on the ciphertext class: |t| = {t:.2}"
+        );
+        // The secret-weight matrix-vector product (IFMA: eight rows per multi-buffer
+        // exponentiation, one masked pass over each ciphertext's table for all rows): 8 rows
+        // of zero weights vs 8 rows of random 64-bit weights, over 4 ciphertexts.
+        let cts: Vec<_> = randoms[..4].iter().collect();
+        let zeros = vec![vec![fl_paillier::BigInt::from(0); 4]; 8];
+        let random_rows: Vec<Vec<Vec<fl_paillier::BigInt>>> = (0..16)
+            .map(|_| {
+                (0..8)
+                    .map(|_| {
+                        (0..4)
+                            .map(|_| fl_paillier::BigInt::from(rng.next_u64() >> 1))
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut r = 0usize;
+        let (a, b) = measure(samples() / 4, |class| {
+            let rows = if class == 0 {
+                &zeros
+            } else {
+                r += 1;
+                &random_rows[r % random_rows.len()]
+            };
+            let refs: Vec<&[fl_paillier::BigInt]> = rows.iter().map(Vec::as_slice).collect();
+            std::hint::black_box(
+                ek.dot_many_secret(&cts, std::hint::black_box(&refs), 63)
+                    .unwrap(),
+            );
+        });
+        let t = max_abs_t(&a, &b);
+        println!(
+            "dudect {engine:?} dot_many_secret(8 rows) (zero vs random weights): max |t| = {t:.2}"
+        );
+        assert!(
+            t < 10.0,
+            "{engine:?}: secret-weight product timing depends on the weights: |t| = {t:.2}"
         );
         last_randoms = randoms;
     }

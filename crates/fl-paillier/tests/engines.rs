@@ -38,10 +38,20 @@ fn unavailable_engines_are_typed_errors() {
             ));
         }
     }
+    // The default is the last available engine, unless FL_PAILLIER_ENGINE names another
+    // one the CPU has.
+    let named = std::env::var("FL_PAILLIER_ENGINE")
+        .ok()
+        .and_then(|n| Engine::from_name(&n))
+        .filter(|e| e.is_available());
     assert_eq!(
         fl_paillier::default_engine(),
-        *Engine::available().last().unwrap()
+        named.unwrap_or(*Engine::available().last().unwrap())
     );
+    for &e in Engine::ALL {
+        assert_eq!(Engine::from_name(e.name()), Some(e));
+    }
+    assert_eq!(Engine::from_name("sse2"), None);
 }
 
 #[test]

@@ -13,7 +13,32 @@ use kzen_paillier::{
     Paillier, RawCiphertext, RawPlaintext,
 };
 use rand::SeedableRng;
-use std::time::Instant;
+
+/// Seconds on the clock the run measures: wall time by default; with `PEERS_CLOCK=cpu`,
+/// the process's CPU time (all threads), which a loaded machine inflates much less (for
+/// one-thread runs: with RAYON_NUM_THREADS=1 the calling thread only waits).
+#[derive(Clone, Copy)]
+enum Instant {
+    Wall(std::time::Instant),
+    Cpu(cpu_time::ProcessTime),
+}
+
+impl Instant {
+    fn now() -> Self {
+        if std::env::var("PEERS_CLOCK").is_ok_and(|v| v == "cpu") {
+            Self::Cpu(cpu_time::ProcessTime::now())
+        } else {
+            Self::Wall(std::time::Instant::now())
+        }
+    }
+
+    fn elapsed(&self) -> std::time::Duration {
+        match self {
+            Self::Wall(t) => t.elapsed(),
+            Self::Cpu(t) => t.elapsed(),
+        }
+    }
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -66,8 +91,20 @@ fn main() {
         .unwrap_or(20);
     let mut rng = rand::rngs::ChaCha20Rng::seed_from_u64(2048);
     let dk = fl_paillier::keygen(2048, &mut rng).unwrap();
+    // FL_PAILLIER_ENGINE=portable|x86-64-adx|avx2|ifma rebuilds the key on that engine.
+    let dk = match std::env::var("FL_PAILLIER_ENGINE") {
+        Ok(name) => {
+            let engine = fl_paillier::Engine::ALL
+                .iter()
+                .copied()
+                .find(|e| e.name() == name)
+                .unwrap_or_else(|| panic!("unknown engine {name}"));
+            dk.with_engine(engine).unwrap()
+        }
+        Err(_) => dk,
+    };
     let ek = dk.encryption_key().clone();
-    println!("engine: {:?}", ek.engine());
+    println!("engine: {}", ek.engine());
     let (pb, qb) = dk.expose_primes();
     let kp = Keypair {
         p: KBig::from_bytes(&pb),
@@ -139,6 +176,10 @@ fn main() {
             }
         },
     );
+    // OPS_QUICK=1 stops here (encryption, decryption and the batch of 8 only).
+    if std::env::var("OPS_QUICK").is_ok_and(|v| v == "1") {
+        return;
+    }
     let ms: Vec<_> = (0..8).map(|i| ek.encode_i64(i).unwrap()).collect();
     pair_named(
         "encrypt_many 8 (x8 lanes)",

@@ -12,8 +12,9 @@
 //! the mask's origin survives into the select. On targets without stable inline assembly
 //! for 64-bit registers, a volatile read of the value plays the same role.
 //!
-//! **One of fl-paillier's two `unsafe` modules** (with `arith/ifma/simd.rs`; SECURITY.md
-//! names both). The assembly is empty and the volatile read reads a local: neither touches
+//! **One of fl-paillier's `unsafe` modules** (with `arith/ifma/simd.rs`, `arith/adx/asm.rs` and
+//! `arith/avx2/simd.rs`;
+//! SECURITY.md names each). The assembly is empty and the volatile read reads a local: neither touches
 //! anything the program can observe.
 
 #![allow(unsafe_code)]

@@ -16,7 +16,7 @@
 //! memory accesses depend on lengths only; selections are masked.
 
 use super::barrier::mask;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 /// What one Montgomery kernel provides for a modulus m (given to the methods that need it
 /// as little-endian 64-bit limbs, |m| words). Values are in the kernel's digit form:
@@ -70,6 +70,28 @@ pub(crate) trait Kernel {
         None
     }
 
+    /// Forces Karatsuba on or off for this kernel's products and squarings (kernels that
+    /// have a Karatsuba path; the default follows the kernel's measured thresholds). For
+    /// the benchmark sweep that chose those thresholds (`hazmat::KernelProbe`).
+    #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
+    fn set_karatsuba(&mut self, _on: bool) {}
+
+    /// Π_i base_i^(e_{r,i}) for up to [`BATCH`] rows r with secret exponents below 2^bits,
+    /// over per-base tables of 2^w powers (`tables[i]`: flat, [`Kernel::width`] words per
+    /// entry) built by the context, as a multi-buffer kernel (one row per lane, see
+    /// [`lanes_multi_pow`]); `one` is the domain's one. `None` if the kernel has no
+    /// multi-buffer path (the caller works row by row).
+    fn multi_pow_rows(
+        &self,
+        _tables: &[&[u64]],
+        _w: u32,
+        _one: &MontVal,
+        _rows: &[Vec<&[u64]>],
+        _bits: u32,
+    ) -> Option<Vec<MontVal>> {
+        None
+    }
+
     /// The kernel's constants derived from the modulus (wiped with a secret modulus).
     #[cfg_attr(not(feature = "hazmat"), allow(dead_code))]
     fn secret_words(&self) -> Vec<&[u64]>;
@@ -80,6 +102,197 @@ pub(crate) trait Kernel {
 
 /// Values per batched operation of [`Kernel::pow_batch`].
 pub(crate) const BATCH: usize = 8;
+
+/// The operations of a multi-buffer kernel on [`BATCH`] values interleaved digit by digit
+/// (word 8·j + l is digit j of value l), in that kernel's own Montgomery domain.
+pub(crate) trait Lanes {
+    /// Lane-wise Montgomery product a·b·R⁻¹ (almost reduced).
+    fn mul(&self, a: &MontVal, b: &MontVal) -> MontVal;
+
+    /// Lane-wise Montgomery square a²·R⁻¹ (almost reduced); a kernel with a dedicated
+    /// squaring overrides this.
+    fn sqr(&self, a: &MontVal) -> MontVal {
+        self.mul(a, a)
+    }
+
+    /// dst = the entry of `table` whose mask is all ones, by a masked OR over every word of
+    /// every entry (the accesses do not depend on which entry is chosen).
+    fn select(&self, dst: &mut MontVal, table: &[MontVal], masks: &[u64]);
+
+    /// dst (interleaved) = in lane l the entry of a single-value table (`words`: entries of
+    /// `width` words, contiguous, in this kernel's digit form) whose mask in lane l is all
+    /// ones (`masks`: [`BATCH`] words per entry), by one pass over the whole table; `None`
+    /// if the kernel cannot (the caller then works row by row).
+    fn gather(
+        &self,
+        _dst: &mut MontVal,
+        _words: &[u64],
+        _width: usize,
+        _masks: &[u64],
+    ) -> Option<()> {
+        None
+    }
+}
+
+/// Π_i base_i^(e_{r,i}) for up to [`BATCH`] rows r at once (lane r), over per-base tables
+/// of 2^w powers in single-value form (`tables[i]`: 2^w entries of `width` words), for
+/// secret exponents below 2^bits: exactly ⌈bits/w⌉ windows, each w lane-wise squarings
+/// and, per base, one lane-wise multiplication by the entries [`Lanes::gather`] picks —
+/// one pass over the base's table serves every row, with masks computed without branches
+/// from each row's digit. Constant time in the exponents; `None` if the kernel has no
+/// gather.
+#[allow(clippy::too_many_arguments)] // the multi-exponentiation's inputs
+pub(crate) fn lanes_multi_pow<L: Lanes>(
+    lanes: &L,
+    tables: &[&[u64]],
+    width: usize,
+    w: u32,
+    one: &MontVal,
+    rows: &[Vec<&[u64]>],
+    bits: u32,
+) -> Option<MontVal> {
+    let size = 1usize << w;
+    let mut acc = one.clone();
+    let mut picked = one.clone();
+    let mut masks = Zeroizing::new(vec![0u64; size * BATCH]);
+    let windows = bits.div_ceil(w);
+    for win in (0..windows).rev() {
+        if win + 1 < windows {
+            for _ in 0..w {
+                acc = lanes.sqr(&acc);
+            }
+        }
+        for (i, table) in tables.iter().enumerate() {
+            for lane in 0..BATCH {
+                // Rows past the last one use digit 0 (entry 1): their lanes are dropped.
+                let mut digit = rows
+                    .get(lane)
+                    .and_then(|r| r.get(i))
+                    .map_or(0, |e| window_digit(e, win * w, w));
+                for e in 0..size {
+                    masks[e * BATCH + lane] = mask(u64::from(
+                        subtle::ConstantTimeEq::ct_eq(&digit, &(e as u64)).unwrap_u8(),
+                    ));
+                }
+                digit.zeroize();
+            }
+            lanes.gather(&mut picked, table, width, &masks)?;
+            acc = lanes.mul(&acc, &picked);
+        }
+    }
+    Some(acc)
+}
+
+/// base^exp lane by lane on a multi-buffer kernel, one exponent for all lanes, with
+/// `w`-bit fixed windows: with `ct`, exactly ⌈bits/w⌉ windows each multiplying by an entry
+/// chosen by a masked scan of the whole table ([`Lanes::select`]); without, zero digits
+/// are skipped and entries indexed directly (public exponents). `one` is the domain's one
+/// in every lane.
+pub(crate) fn lanes_pow<L: Lanes>(
+    lanes: &L,
+    base: &MontVal,
+    one: &MontVal,
+    exp: &[u64],
+    bits: u32,
+    w: u32,
+    ct: bool,
+) -> MontVal {
+    let size = 1usize << w;
+    let mut table: Vec<MontVal> = Vec::with_capacity(size);
+    table.push(one.clone());
+    if size > 1 {
+        table.push(base.clone());
+    }
+    for i in 2..size {
+        let next = if i % 2 == 0 {
+            lanes.sqr(&table[i / 2])
+        } else {
+            lanes.mul(&table[i - 1], base)
+        };
+        table.push(next);
+    }
+    let mut acc = one.clone();
+    let mut selected = one.clone();
+    let windows = bits.div_ceil(w);
+    for i in (0..windows).rev() {
+        if i + 1 < windows {
+            for _ in 0..w {
+                acc = lanes.sqr(&acc);
+            }
+        }
+        let mut digit = window_digit(exp, i * w, w);
+        if ct {
+            let masks = SelectMasks::new(table.len(), digit);
+            lanes.select(&mut selected, &table, masks.as_slice());
+            acc = lanes.mul(&acc, &selected);
+        } else if digit != 0 {
+            acc = lanes.mul(&acc, &table[digit as usize]);
+        }
+        digit.zeroize();
+    }
+    acc
+}
+
+/// Up to [`BATCH`] values of `k` digits interleaved (word 8·j + l = digit j of value l);
+/// missing lanes are filled with `pad`.
+pub(crate) fn interleave(vals: &[MontVal], pad: &MontVal, k: usize) -> MontVal {
+    let mut out = vec![0u64; BATCH * k];
+    for lane in 0..BATCH {
+        let src = vals.get(lane).unwrap_or(pad);
+        for (j, &d) in src.0.iter().enumerate().take(k) {
+            out[BATCH * j + lane] = d;
+        }
+    }
+    MontVal(out)
+}
+
+/// The first `count` lanes of interleaved values of `k` digits, as separate values.
+pub(crate) fn deinterleave(x: &MontVal, count: usize, k: usize) -> Vec<MontVal> {
+    (0..count)
+        .map(|lane| {
+            let mut v = vec![0u64; k];
+            for (j, d) in v.iter_mut().enumerate() {
+                *d = x.0[BATCH * j + lane];
+            }
+            MontVal(v)
+        })
+        .collect()
+}
+
+/// Little-endian 64-bit limbs `x` as `out.len()` digits of `r` bits (r ≤ 63; the value
+/// must fit).
+pub(crate) fn to_radix(out: &mut [u64], x: &[u64], r: u32) {
+    let mask = (1u64 << r) - 1;
+    for (i, d) in out.iter_mut().enumerate() {
+        let bit = r as usize * i;
+        let (w, off) = (bit / 64, (bit % 64) as u32);
+        let lo = x.get(w).copied().unwrap_or(0) >> off;
+        let hi = if off + r > 64 {
+            x.get(w + 1).copied().unwrap_or(0) << (64 - off)
+        } else {
+            0
+        };
+        *d = (lo | hi) & mask;
+    }
+}
+
+/// Digits `d` of `r` bits (each below 2^r) as `out.len()` little-endian 64-bit limbs
+/// (truncating above).
+pub(crate) fn from_radix(out: &mut [u64], d: &[u64], r: u32) {
+    out.fill(0);
+    for (i, &digit) in d.iter().enumerate() {
+        let bit = r as usize * i;
+        let (w, off) = (bit / 64, (bit % 64) as u32);
+        if let Some(x) = out.get_mut(w) {
+            *x |= digit << off;
+        }
+        if off + r > 64
+            && let Some(x) = out.get_mut(w + 1)
+        {
+            *x |= digit >> (64 - off);
+        }
+    }
+}
 
 /// The portable masked select of [`Kernel::select`].
 pub(crate) fn select_scalar(dst: &mut [u64], words: &[u64], masks: &[u64]) {

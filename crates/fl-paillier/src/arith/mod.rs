@@ -9,10 +9,14 @@
 //! num-bigint is used only for public values (parsing, printing, validation); crypto-bigint
 //! only for the variable-time gcd that validates a public ciphertext.
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod adx;
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 pub(crate) mod barrier;
 pub(crate) mod engine;
 #[cfg(target_arch = "x86_64")]
-mod ifma;
+pub(crate) mod ifma;
 pub(crate) mod inverse;
 pub(crate) mod kernel;
 pub(crate) mod limbs;

@@ -15,10 +15,9 @@
 //! (a `Vec` that grows frees an unwiped copy of its contents) and every buffer that can
 //! hold a secret is wiped when it is dropped.
 
-use super::barrier::mask;
 use super::engine::{AnyKernel, Engine, with_kernel};
 use super::kernel::{BATCH, Kernel, MontVal, SelectMasks, window_digit};
-use super::portable;
+use super::portable::pow2_mod;
 use zeroize::{Zeroize, Zeroizing};
 
 /// A table of values of one context stored contiguously (entry i is words
@@ -53,6 +52,11 @@ impl Table {
     /// Number of entries.
     pub(crate) fn len(&self) -> usize {
         self.words.len().checked_div(self.width).unwrap_or(0)
+    }
+
+    /// Every entry, contiguous.
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
     }
 
     /// Entry `i` (public index only).
@@ -90,33 +94,6 @@ impl Drop for Monty {
     }
 }
 
-/// 2^e mod m for e ≥ bits − 1 (m has at least `bits` bits), by doubling with a masked
-/// subtraction: constant time in m.
-fn pow2_mod(m: &[u64], bits: u32, e: u64) -> Zeroizing<Vec<u64>> {
-    let l = m.len();
-    let mut x = Zeroizing::new(vec![0u64; l]);
-    let top = bits.saturating_sub(1);
-    if let Some(w) = x.get_mut((top / 64) as usize) {
-        *w = 1u64 << (top % 64);
-    }
-    let mut d = Zeroizing::new(vec![0u64; l]);
-    for _ in u64::from(top)..e {
-        let mut carry = 0u64;
-        for w in x.iter_mut() {
-            let v = *w;
-            *w = (v << 1) | carry;
-            carry = v >> 63;
-        }
-        let borrow = portable::sub_into(&mut d, &x, m);
-        // x ≥ m exactly when the doubling carried out or the subtraction did not borrow.
-        let take = mask(u64::from(carry >= borrow));
-        for (xw, &dw) in x.iter_mut().zip(d.iter()) {
-            *xw = (dw & take) | (*xw & !take);
-        }
-    }
-    x
-}
-
 impl Monty {
     /// A context for the odd modulus `m` (little-endian limbs) of at least `min_bits` bits
     /// (a public lower bound, e.g. 2·|p| − 1 for p²) on `engine`'s kernel (the portable one
@@ -130,7 +107,7 @@ impl Monty {
         if limbs == 0 || min_bits < 2 || u64::from(min_bits) > 64 * limbs as u64 {
             return None;
         }
-        let kernel = AnyKernel::new(engine, m)?;
+        let kernel = AnyKernel::new(engine, m, min_bits)?;
         let log_r = kernel.as_dyn().log_r();
         let mut ctx = Self {
             m: m.to_vec().into_boxed_slice(),
@@ -147,6 +124,12 @@ impl Monty {
         let radix = pow2_mod(m, min_bits, 64 * limbs as u64);
         ctx.radix = ctx.to_mont(&radix);
         Some(ctx)
+    }
+
+    /// Forces the kernel's Karatsuba path on or off (see [`Kernel::set_karatsuba`]).
+    #[cfg(feature = "hazmat")]
+    pub(crate) fn set_karatsuba(&mut self, on: bool) {
+        with_kernel!(&mut self.kernel, k => k.set_karatsuba(on));
     }
 
     /// The kernel this context runs on.
@@ -352,29 +335,136 @@ impl Monty {
         acc
     }
 
-    /// base^exp for a **public** exponent below 2^bits (the base may be secret): fixed
-    /// windows with the entry indexed directly by the exponent's digits and zero digits
-    /// skipped, so time depends on the exponent only.
+    /// (a_base^a_exp mod a's modulus, b_base^b_exp mod b's) for secret exponents below
+    /// 2^bits, each exactly as [`Monty::pow_ct`] computes it, constant time in bases and
+    /// exponents. Where both contexts run IFMA kernels of one small size (the two CRT
+    /// halves of a decryption), the two exponentiations run in lockstep and every
+    /// multiplication of one is interleaved with the other's in one instruction stream
+    /// (a single multiplication at these sizes waits on its own dependency chain);
+    /// otherwise one after the other.
+    pub(crate) fn pow_ct_pair(
+        a: &Self,
+        (a_base, a_exp): (&MontVal, &[u64]),
+        b: &Self,
+        (b_base, b_exp): (&MontVal, &[u64]),
+        bits: u32,
+    ) -> (MontVal, MontVal) {
+        #[cfg(target_arch = "x86_64")]
+        if let (AnyKernel::Ifma(ka), AnyKernel::Ifma(kb)) = (&a.kernel, &b.kernel)
+            && ka.pairs_with(kb)
+        {
+            let w = ct_window(bits);
+            let (ta, tb) = (a.power_table(a_base, w), b.power_table(b_base, w));
+            let (mut acc_a, mut acc_b) = (a.one(), b.one());
+            let (mut sel_a, mut sel_b) = (a.one(), b.one());
+            let (mut tmp_a, mut tmp_b) = (a.zero(), b.zero());
+            let windows = bits.div_ceil(w);
+            for i in (0..windows).rev() {
+                if i + 1 < windows {
+                    for _ in 0..w {
+                        ka.mul_pair(
+                            kb,
+                            &mut tmp_a.0,
+                            (&acc_a.0, &acc_a.0),
+                            &mut tmp_b.0,
+                            (&acc_b.0, &acc_b.0),
+                        );
+                        core::mem::swap(&mut acc_a, &mut tmp_a);
+                        core::mem::swap(&mut acc_b, &mut tmp_b);
+                    }
+                }
+                let mut da = window_digit(a_exp, i * w, w);
+                let mut db = window_digit(b_exp, i * w, w);
+                a.ct_lookup(&mut sel_a, &ta, da);
+                b.ct_lookup(&mut sel_b, &tb, db);
+                ka.mul_pair(
+                    kb,
+                    &mut tmp_a.0,
+                    (&acc_a.0, &sel_a.0),
+                    &mut tmp_b.0,
+                    (&acc_b.0, &sel_b.0),
+                );
+                core::mem::swap(&mut acc_a, &mut tmp_a);
+                core::mem::swap(&mut acc_b, &mut tmp_b);
+                da.zeroize();
+                db.zeroize();
+            }
+            return (acc_a, acc_b);
+        }
+        (a.pow_ct(a_base, a_exp, bits), b.pow_ct(b_base, b_exp, bits))
+    }
+
+    /// base^exp for a **public** exponent below 2^bits (the base may be secret): sliding
+    /// windows of up to w bits over a table of the odd powers base, base³, …,
+    /// base^(2^w − 1), indexed directly by the exponent's windows, so the sequence of
+    /// squarings and multiplications (and the entries read) depends on the exponent only.
+    /// About bits squarings and bits/(w + 1) multiplications.
     pub(crate) fn pow_public_exp(&self, base: &MontVal, exp: &[u64], bits: u32) -> MontVal {
-        let w = public_window(bits);
-        let table = self.power_table(base, w);
+        let w = sliding_window(bits);
+        let table = self.odd_power_table(base, w);
         let mut work = self.work();
         let mut acc: Option<MontVal> = None;
-        for i in (0..bits.div_ceil(w)).rev() {
-            if let Some(a) = acc.as_mut() {
-                for _ in 0..w {
+        let bit = |i: u32| window_digit(exp, i, 1) == 1;
+        let mut i = bits;
+        while i > 0 {
+            let top = i - 1;
+            if !bit(top) {
+                if let Some(a) = acc.as_mut() {
                     self.sqr_assign(a, &mut work);
                 }
+                i = top;
+                continue;
             }
-            let digit = window_digit(exp, i * w, w) as usize;
-            if digit != 0 {
-                match acc.as_mut() {
-                    Some(a) => self.mul_assign(a, table.entry(digit), &mut work),
-                    None => acc = Some(table.value(digit)),
+            // The window [low, top] of at most w bits ending in a one.
+            let mut low = (top + 1).saturating_sub(w);
+            while !bit(low) {
+                low += 1;
+            }
+            let len = top - low + 1;
+            let digit = window_digit(exp, low, len) as usize;
+            match acc.as_mut() {
+                Some(a) => {
+                    for _ in 0..len {
+                        self.sqr_assign(a, &mut work);
+                    }
+                    self.mul_assign(a, table.entry(digit / 2), &mut work);
                 }
+                None => acc = Some(table.value(digit / 2)),
             }
+            i = low;
         }
         acc.unwrap_or_else(|| self.one())
+    }
+
+    /// base^1, base^3, …, base^(2^w − 1) (2^(w − 1) entries), contiguous.
+    fn odd_power_table(&self, base: &MontVal, w: u32) -> Table {
+        let size = 1usize << (w.max(1) - 1);
+        let mut table = Table::with_capacity(self.width(), size);
+        table.push(base);
+        let mut buf = self.scratch();
+        let mut square = self.zero();
+        self.sqr_raw(&mut square.0, &base.0, &mut buf);
+        let mut next = self.zero();
+        for i in 1..size {
+            self.mul_raw(&mut next.0, table.entry(i - 1), &square.0, &mut buf);
+            table.push(&next);
+        }
+        table
+    }
+
+    /// Π_i base_i^(e_{r,i}) for up to [`Monty::BATCH`] rows of secret exponents below
+    /// 2^bits over per-base tables of 2^w powers built by [`Monty::power_table`], one row
+    /// per lane of the kernel's multi-buffer path (see `kernel::lanes_multi_pow`); `None`
+    /// if the kernel has none.
+    pub(crate) fn multi_pow_rows(
+        &self,
+        tables: &[&Table],
+        w: u32,
+        rows: &[Vec<&[u64]>],
+        bits: u32,
+    ) -> Option<Vec<MontVal>> {
+        let flat: Vec<&[u64]> = tables.iter().map(|t| t.words()).collect();
+        with_kernel!(&self.kernel, k => k.multi_pow_rows(&flat, w, &self.one, rows, bits))
     }
 
     /// Values per batched operation ([`Monty::pow_batch`]).
@@ -425,7 +515,16 @@ fn ct_window(bits: u32) -> u32 {
     }
 }
 
-/// Window width for a public exponent (no scans, zero digits skipped).
+/// Sliding-window width for a public exponent of `bits` bits: minimises the odd-power
+/// table (2^(w − 1) multiplications) plus about bits/(w + 1) window multiplications.
+fn sliding_window(bits: u32) -> u32 {
+    (1..=8u32)
+        .min_by_key(|&w| (1u64 << (w - 1)) + u64::from(bits) / u64::from(w + 1))
+        .unwrap_or(4)
+}
+
+/// Window width for a public exponent in the fixed-window batch path (no scans, zero
+/// digits skipped).
 fn public_window(bits: u32) -> u32 {
     match bits {
         0..=24 => 2,
@@ -527,6 +626,45 @@ mod tests {
                     big(&ctx.leave(&ctx.pow_ct(&ctx.one(), &[], 1))),
                     BigUint::from(1u8) % m
                 );
+            }
+        }
+    }
+
+    /// The paired exponentiation (interleaved on IFMA where both contexts have one size)
+    /// equals two single ones, on every kernel, for moduli of equal and unequal sizes.
+    #[test]
+    fn paired_exponentiations_match_single_ones() {
+        let mut rng = rand::rngs::ChaCha20Rng::seed_from_u64(77);
+        for (bits_a, bits_b) in [
+            (2048u64, 2048u64),
+            (1023, 1024),
+            (3072, 3072),
+            (4096, 4096),
+            (2048, 1024),
+        ] {
+            let mut ma = num_bigint::BigRng010::random_biguint(&mut rng, bits_a);
+            let mut mb = num_bigint::BigRng010::random_biguint(&mut rng, bits_b);
+            for (m, bits) in [(&mut ma, bits_a), (&mut mb, bits_b)] {
+                m.set_bit(bits - 1, true);
+                m.set_bit(0, true);
+            }
+            let x = num_bigint::BigRng010::random_biguint_below(&mut rng, &ma);
+            let y = num_bigint::BigRng010::random_biguint_below(&mut rng, &mb);
+            let ea = num_bigint::BigRng010::random_biguint(&mut rng, 1024);
+            let eb = num_bigint::BigRng010::random_biguint(&mut rng, 1024);
+            for (ca, cb) in contexts(&ma).into_iter().zip(contexts(&mb)) {
+                let la = ma.to_u64_digits().len();
+                let lb = mb.to_u64_digits().len();
+                let (xa, yb) = (ca.to_mont(&words(&x, la)), cb.to_mont(&words(&y, lb)));
+                let (ga, gb) = Monty::pow_ct_pair(
+                    &ca,
+                    (&xa, &ea.to_u64_digits()),
+                    &cb,
+                    (&yb, &eb.to_u64_digits()),
+                    1024,
+                );
+                assert_eq!(big(&ca.leave(&ga)), x.modpow(&ea, &ma), "{:?}", ca.engine());
+                assert_eq!(big(&cb.leave(&gb)), y.modpow(&eb, &mb), "{:?}", cb.engine());
             }
         }
     }

@@ -22,6 +22,7 @@ use zeroize::Zeroize;
 fn scan_entries_per_mul(engine: Engine) -> u64 {
     match engine {
         Engine::Portable => 400,
+        Engine::X86Adx | Engine::Avx2 => 150,
         Engine::Ifma => 100,
     }
 }
@@ -91,6 +92,27 @@ impl Tables {
             }
         }
         acc
+    }
+}
+
+impl Tables {
+    /// [`Tables::multi_pow`] with `ct` for many rows of secret exponents: up to
+    /// [`Monty::BATCH`] rows at a time on the kernel's multi-buffer path (one row per lane,
+    /// one pass over each base's table per window for all of them), row by row where the
+    /// kernel has none; the same values either way.
+    pub(crate) fn multi_pow_secret_rows(
+        &self,
+        mont: &Monty,
+        rows: &[Vec<&[u64]>],
+        bits: u32,
+    ) -> Vec<MontVal> {
+        let tables: Vec<&Table> = self.rows.iter().collect();
+        if let Some(out) = mont.multi_pow_rows(&tables, self.window, rows, bits) {
+            return out;
+        }
+        rows.iter()
+            .map(|exps| self.multi_pow(mont, exps, bits, true))
+            .collect()
     }
 }
 

@@ -16,6 +16,10 @@ pub(crate) struct PortableKernel {
     limbs: usize,
     /// −m⁻¹ mod 2^64.
     m0: u64,
+    /// Whether a multiplication is a Karatsuba product and a separate reduction (from
+    /// [`KARATSUBA_LIMBS`] limbs). A full word, so that the struct has no padding (see
+    /// `AnyKernel`).
+    karatsuba: u64,
 }
 
 impl PortableKernel {
@@ -24,6 +28,7 @@ impl PortableKernel {
         Self {
             limbs: m.len(),
             m0: inv64(m.first().copied().unwrap_or(1)).wrapping_neg(),
+            karatsuba: u64::from(m.len() >= KARATSUBA_LIMBS),
         }
     }
 }
@@ -38,11 +43,8 @@ impl Kernel for PortableKernel {
     }
 
     fn scratch_words(&self) -> usize {
-        if self.limbs >= KARATSUBA_LIMBS {
-            2 * self.limbs + karatsuba_scratch(self.limbs, KARATSUBA_HALVES_TO)
-        } else {
-            2 * self.limbs
-        }
+        // Room for the Karatsuba path whatever `karatsuba` says (it can be switched).
+        2 * self.limbs + karatsuba_scratch(self.limbs, KARATSUBA_HALVES_TO)
     }
 
     fn load(&self, out: &mut [u64], x: &[u64]) {
@@ -59,7 +61,7 @@ impl Kernel for PortableKernel {
 
     fn mul(&self, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], scratch: &mut [u64]) {
         let l = self.limbs;
-        if l >= KARATSUBA_LIMBS {
+        if self.karatsuba != 0 {
             let (product, rest) = scratch.split_at_mut(2 * l);
             mul_karatsuba(product, a, b, KARATSUBA_HALVES_TO, rest);
             redc(out, product, m, self.m0);
@@ -73,20 +75,11 @@ impl Kernel for PortableKernel {
     }
 
     fn add(&self, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64]) {
-        // a, b < m: the sum is below 2m; subtract m once if it reaches m.
-        let mut s = Zeroizing::new(vec![0u64; self.limbs]);
-        let mut carry = 0u64;
-        for ((o, &x), &y) in s.iter_mut().zip(a).zip(b) {
-            let (t, c1) = x.overflowing_add(y);
-            let (t, c2) = t.overflowing_add(carry);
-            *o = t;
-            carry = u64::from(c1 | c2);
-        }
-        let borrow = sub_into(out, &s, m);
-        let take = mask(u64::from(carry >= borrow));
-        for (o, &x) in out.iter_mut().zip(s.iter()) {
-            *o = (*o & take) | (x & !take);
-        }
+        add_mod(out, a, b, m);
+    }
+
+    fn set_karatsuba(&mut self, on: bool) {
+        self.karatsuba = u64::from(on);
     }
 
     fn secret_words(&self) -> Vec<&[u64]> {
@@ -95,6 +88,24 @@ impl Kernel for PortableKernel {
 
     fn wipe(&mut self) {
         self.m0.zeroize();
+    }
+}
+
+/// out = (a + b) mod m for a, b < m (all |m| words): the sum is below 2m, so m is
+/// subtracted once if it reaches m, under a mask.
+pub(crate) fn add_mod(out: &mut [u64], a: &[u64], b: &[u64], m: &[u64]) {
+    let mut s = Zeroizing::new(vec![0u64; m.len()]);
+    let mut carry = 0u64;
+    for ((o, &x), &y) in s.iter_mut().zip(a).zip(b) {
+        let (t, c1) = x.overflowing_add(y);
+        let (t, c2) = t.overflowing_add(carry);
+        *o = t;
+        carry = u64::from(c1 | c2);
+    }
+    let borrow = sub_into(out, &s, m);
+    let take = mask(u64::from(carry >= borrow));
+    for (o, &x) in out.iter_mut().zip(s.iter()) {
+        *o = (*o & take) | (x & !take);
     }
 }
 
@@ -132,7 +143,7 @@ pub(crate) fn sub_into(out: &mut [u64], x: &[u64], y: &[u64]) -> u64 {
 /// `out = t − m` if the (|m| + 1)-word value (t_hi, t) is ≥ m, else `out = t`; constant time.
 /// Requires (t_hi, t) < 2m.
 #[inline(always)]
-fn final_sub(out: &mut [u64], t: &[u64], t_hi: u64, m: &[u64]) {
+pub(crate) fn final_sub(out: &mut [u64], t: &[u64], t_hi: u64, m: &[u64]) {
     let borrow = sub_into(out, t, m);
     // Keep the difference unless the subtraction borrowed out of the top word as well.
     let keep_t = mask(u64::from(t_hi < borrow));
@@ -326,6 +337,33 @@ fn mul_karatsuba(out: &mut [u64], a: &[u64], b: &[u64], threshold: usize, scratc
         *w = t;
         carry = u64::from(c1);
     }
+}
+
+/// 2^e mod m for e ≥ bits − 1 (m has at least `bits` bits), by doubling with a masked
+/// subtraction: constant time in m.
+pub(crate) fn pow2_mod(m: &[u64], bits: u32, e: u64) -> Zeroizing<Vec<u64>> {
+    let l = m.len();
+    let mut x = Zeroizing::new(vec![0u64; l]);
+    let top = bits.saturating_sub(1);
+    if let Some(w) = x.get_mut((top / 64) as usize) {
+        *w = 1u64 << (top % 64);
+    }
+    let mut d = Zeroizing::new(vec![0u64; l]);
+    for _ in u64::from(top)..e {
+        let mut carry = 0u64;
+        for w in x.iter_mut() {
+            let v = *w;
+            *w = (v << 1) | carry;
+            carry = v >> 63;
+        }
+        let borrow = sub_into(&mut d, &x, m);
+        // x ≥ m exactly when the doubling carried out or the subtraction did not borrow.
+        let take = mask(u64::from(carry >= borrow));
+        for (xw, &dw) in x.iter_mut().zip(d.iter()) {
+            *xw = (dw & take) | (*xw & !take);
+        }
+    }
+    x
 }
 
 #[cfg(test)]

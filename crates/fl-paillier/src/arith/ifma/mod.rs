@@ -10,9 +10,12 @@
 mod simd;
 
 use super::barrier::mask;
-use super::kernel::{Kernel, MontVal, SelectMasks, window_digit};
+use super::kernel::{
+    Kernel, Lanes, MontVal, deinterleave, from_radix, interleave, lanes_multi_pow, lanes_pow,
+    to_radix,
+};
 use super::portable;
-use simd::{Ifma, MASK52, MAX_VECTORS};
+use simd::{Ifma, MASK52, MAX_VECTORS, PAIR_VECTORS};
 use zeroize::{Zeroize, Zeroizing};
 
 /// Whether the running CPU has AVX-512F and AVX-512 IFMA.
@@ -70,6 +73,34 @@ impl IfmaKernel {
 
     fn k(&self) -> usize {
         8 * self.vectors
+    }
+
+    /// Whether [`IfmaKernel::mul_pair`] runs `self` and `other` as one interleaved stream
+    /// (same size, at most [`PAIR_VECTORS`] vectors: the sizes where one multiplication
+    /// waits on its own chain).
+    pub(crate) fn pairs_with(&self, other: &Self) -> bool {
+        self.vectors == other.vectors && self.vectors <= PAIR_VECTORS
+    }
+
+    /// out_a = a·b·R⁻¹ mod self's modulus and out_b = c·d·R⁻¹ mod other's, in one
+    /// interleaved stream; does nothing unless [`IfmaKernel::pairs_with`].
+    pub(crate) fn mul_pair(
+        &self,
+        other: &Self,
+        out_a: &mut [u64],
+        (a, b): (&[u64], &[u64]),
+        out_b: &mut [u64],
+        (c, d): (&[u64], &[u64]),
+    ) {
+        if self.pairs_with(other) {
+            self.token.amm_pair(
+                self.vectors,
+                out_a,
+                (a, b, &self.m52, self.k0),
+                out_b,
+                (c, d, &other.m52, other.k0),
+            );
+        }
     }
 }
 
@@ -151,11 +182,36 @@ impl Kernel for IfmaKernel {
         if bases.len() < 2 || bases.len() > super::kernel::BATCH {
             return None;
         }
-        let lanes = X8 { kernel: self };
-        let base = lanes.interleave(bases, one);
-        let ones = lanes.interleave(&[], one);
-        let out = lanes.pow(&base, &ones, exp, bits, window, secret);
-        Some(lanes.deinterleave(&out, bases.len()))
+        let k = self.k();
+        let base = interleave(bases, one, k);
+        let ones = interleave(&[], one, k);
+        let out = lanes_pow(
+            &X8 { kernel: self },
+            &base,
+            &ones,
+            exp,
+            bits,
+            window,
+            secret,
+        );
+        Some(deinterleave(&out, bases.len(), k))
+    }
+
+    fn multi_pow_rows(
+        &self,
+        tables: &[&[u64]],
+        w: u32,
+        one: &MontVal,
+        rows: &[Vec<&[u64]>],
+        bits: u32,
+    ) -> Option<Vec<MontVal>> {
+        if rows.len() < 2 || rows.len() > super::kernel::BATCH {
+            return None;
+        }
+        let k = self.k();
+        let ones = interleave(&[], one, k);
+        let out = lanes_multi_pow(&X8 { kernel: self }, tables, k, w, &ones, rows, bits)?;
+        Some(deinterleave(&out, rows.len(), k))
     }
 
     fn secret_words(&self) -> Vec<&[u64]> {
@@ -171,34 +227,12 @@ impl Kernel for IfmaKernel {
 
 /// Little-endian 64-bit limbs `x` as `out.len()` digits of 52 bits (the value must fit).
 fn to_radix52(out: &mut [u64], x: &[u64]) {
-    for (i, d) in out.iter_mut().enumerate() {
-        let bit = 52 * i;
-        let (w, off) = (bit / 64, bit % 64);
-        let lo = x.get(w).copied().unwrap_or(0) >> off;
-        let hi = if off > 12 {
-            x.get(w + 1).copied().unwrap_or(0) << (64 - off)
-        } else {
-            0
-        };
-        *d = (lo | hi) & MASK52;
-    }
+    to_radix(out, x, 52);
 }
 
 /// 52-bit digits `d` as `out.len()` little-endian 64-bit limbs (truncating above).
 fn from_radix52(out: &mut [u64], d: &[u64]) {
-    out.fill(0);
-    for (i, &digit) in d.iter().enumerate() {
-        let bit = 52 * i;
-        let (w, off) = (bit / 64, bit % 64);
-        if let Some(x) = out.get_mut(w) {
-            *x |= digit << off;
-        }
-        if off > 12
-            && let Some(x) = out.get_mut(w + 1)
-        {
-            *x |= digit >> (64 - off);
-        }
-    }
+    from_radix(out, d, 52);
 }
 
 /// a − b on 52-bit digits into `out`, returning the borrow (constant time).
@@ -217,43 +251,10 @@ struct X8<'a> {
     kernel: &'a IfmaKernel,
 }
 
-impl X8<'_> {
-    /// Digits per value.
-    fn k(&self) -> usize {
-        self.kernel.k()
-    }
-
-    /// Up to eight values interleaved (word 8·j + l = digit j of value l); missing lanes
-    /// are filled with `pad`.
-    fn interleave(&self, vals: &[MontVal], pad: &MontVal) -> MontVal {
-        let k = self.k();
-        let mut out = vec![0u64; 8 * k];
-        for lane in 0..8 {
-            let src = vals.get(lane).unwrap_or(pad);
-            for (j, &d) in src.0.iter().enumerate().take(k) {
-                out[8 * j + lane] = d;
-            }
-        }
-        MontVal(out)
-    }
-
-    /// The first `count` lanes as separate values.
-    fn deinterleave(&self, x: &MontVal, count: usize) -> Vec<MontVal> {
-        let k = self.k();
-        (0..count)
-            .map(|lane| {
-                let mut v = vec![0u64; k];
-                for (j, d) in v.iter_mut().enumerate() {
-                    *d = x.0[8 * j + lane];
-                }
-                MontVal(v)
-            })
-            .collect()
-    }
-
+impl Lanes for X8<'_> {
     fn mul(&self, a: &MontVal, b: &MontVal) -> MontVal {
-        let mut out = MontVal(vec![0; 8 * self.k()]);
         let kernel = self.kernel;
+        let mut out = MontVal(vec![0; 8 * kernel.k()]);
         kernel.token.amm_x8(
             kernel.vectors,
             &mut out.0,
@@ -265,52 +266,21 @@ impl X8<'_> {
         out
     }
 
-    /// base^exp lane by lane, one exponent for all lanes (fixed windows of `w` bits; with
-    /// `ct` every window multiplies by an entry chosen by a masked scan of the table).
-    fn pow(
-        &self,
-        base: &MontVal,
-        one: &MontVal,
-        exp: &[u64],
-        bits: u32,
-        w: u32,
-        ct: bool,
-    ) -> MontVal {
-        let size = 1usize << w;
-        let mut table: Vec<MontVal> = Vec::with_capacity(size);
-        table.push(one.clone());
-        if size > 1 {
-            table.push(base.clone());
-        }
-        for i in 2..size {
-            let next = if i % 2 == 0 {
-                self.mul(&table[i / 2], &table[i / 2])
-            } else {
-                self.mul(&table[i - 1], base)
-            };
-            table.push(next);
-        }
-        let mut acc = one.clone();
-        let mut selected = one.clone();
-        let windows = bits.div_ceil(w);
-        for i in (0..windows).rev() {
-            if i + 1 < windows {
-                for _ in 0..w {
-                    acc = self.mul(&acc, &acc);
-                }
-            }
-            let mut digit = window_digit(exp, i * w, w);
-            if ct {
-                let masks = SelectMasks::new(table.len(), digit);
-                self.kernel
-                    .token
-                    .masked_select(&mut selected.0, &table, masks.as_slice());
-                acc = self.mul(&acc, &selected);
-            } else if digit != 0 {
-                acc = self.mul(&acc, &table[digit as usize]);
-            }
-            digit.zeroize();
-        }
-        acc
+    fn sqr(&self, a: &MontVal) -> MontVal {
+        let kernel = self.kernel;
+        let mut out = MontVal(vec![0; 8 * kernel.k()]);
+        kernel
+            .token
+            .sqr_x8(kernel.vectors, &mut out.0, &a.0, &kernel.m52, kernel.k0);
+        out
+    }
+
+    fn select(&self, dst: &mut MontVal, table: &[MontVal], masks: &[u64]) {
+        self.kernel.token.masked_select(&mut dst.0, table, masks);
+    }
+
+    fn gather(&self, dst: &mut MontVal, words: &[u64], width: usize, masks: &[u64]) -> Option<()> {
+        self.kernel.token.gather_x8(&mut dst.0, words, width, masks);
+        Some(())
     }
 }
