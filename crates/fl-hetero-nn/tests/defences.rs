@@ -177,6 +177,21 @@ fn rr_with_prior_randomises_training_labels_with_the_law_probabilities() {
 #[test]
 fn rr_with_prior_releases_the_prior_mode_below_the_threshold_epsilon() {
     let labels: Vec<f64> = (0..2000).map(|i| f64::from(u8::from(i % 2 == 0))).collect();
+    // (classes RR-with-prior keeps, the randomised labels) at (ε, prior).
+    let randomise = |eps: f64, prior: [f64; 2]| {
+        let epsilon = Epsilon::new(eps).unwrap();
+        let kept = RrWithPrior::new(epsilon, &prior)
+            .unwrap()
+            .top_labels()
+            .len();
+        let mut cfg = SplitConfig::hetero_nn_binary_0();
+        cfg.label_dp = Some(LabelDefence::RrWithPrior { epsilon, prior });
+        let out = cfg
+            .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(5))
+            .unwrap()
+            .into_labels();
+        (kept, out)
+    };
     for (prior, mode, constant_at, kept_at) in [
         ([0.37f64, 0.63], 1.0, &[0.5][..], &[1.0, 2.0, 4.0, 8.0][..]),
         ([0.78, 0.22], 0.0, &[0.5, 1.0][..], &[2.0, 4.0, 8.0][..]),
@@ -184,43 +199,19 @@ fn rr_with_prior_releases_the_prior_mode_below_the_threshold_epsilon() {
         let threshold = (prior[0].max(prior[1]) / prior[0].min(prior[1])).ln();
         for &eps in constant_at {
             assert!(eps < threshold);
-            let epsilon = Epsilon::new(eps).unwrap();
-            assert_eq!(
-                RrWithPrior::new(epsilon, &prior)
-                    .unwrap()
-                    .top_labels()
-                    .len(),
-                1
-            );
-            let mut cfg = SplitConfig::hetero_nn_binary_0();
-            cfg.label_dp = Some(LabelDefence::RrWithPrior { epsilon, prior });
-            let out = cfg
-                .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(5))
-                .unwrap()
-                .into_labels();
+            let (kept, out) = randomise(eps, prior);
+            assert_eq!(kept, 1);
             assert!(out.iter().all(|&y| y == mode), "prior {prior:?}, ε = {eps}");
         }
         for &eps in kept_at {
             assert!(eps > threshold);
-            let epsilon = Epsilon::new(eps).unwrap();
-            assert_eq!(
-                RrWithPrior::new(epsilon, &prior)
-                    .unwrap()
-                    .top_labels()
-                    .len(),
-                2
-            );
-            let mut cfg = SplitConfig::hetero_nn_binary_0();
-            cfg.label_dp = Some(LabelDefence::RrWithPrior { epsilon, prior });
-            let out = cfg
-                .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(5))
-                .unwrap()
-                .into_labels();
-            let kept = out.iter().zip(&labels).filter(|(a, b)| a == b).count() as u64;
+            let (kept, out) = randomise(eps, prior);
+            assert_eq!(kept, 2);
+            let same = out.iter().zip(&labels).filter(|(a, b)| a == b).count() as u64;
             let p = eps.exp() / (1.0 + eps.exp());
             assert!(
-                p_value(kept, labels.len() as u64, p) > ALPHA,
-                "prior {prior:?}, ε = {eps}: {kept} kept"
+                p_value(same, labels.len() as u64, p) > ALPHA,
+                "prior {prior:?}, ε = {eps}: {same} kept"
             );
         }
     }
