@@ -55,6 +55,8 @@
 //! cargo run --release -p fl-hetero-nn --example privacy_table            # the full table
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --quick # breast, ε ∈ {1, 4}, 5 runs
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --credit-auc  # item 4
+//! cargo run --release -p fl-hetero-nn --example privacy_table -- --gp-sweep    # gradient perturbation to ε = 10⁶
+//! cargo run --release -p fl-hetero-nn --example privacy_table -- --embedding-sweep  # with and without canaries
 //! ```
 //!
 //! Options: `--runs N` (runs per data set), `--threads N` (worker threads; default: the
