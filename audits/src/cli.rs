@@ -472,6 +472,11 @@ fn cmd_run_shard(
     let suites = engine::select(suite::all_suites()?, which)?;
     check_counts_out(counts_out)?;
     let counts = crate::shard::run_shard(&suites, options, shard)?;
+    write_counts(&counts, shard, counts_out)
+}
+
+/// Writes a shard's counts and says where.
+fn write_counts(counts: &Counts, shard: Shard, counts_out: &std::path::Path) -> Result<u8> {
     counts.write(counts_out)?;
     println!(
         "shard {shard}: counts written to {} (merge all {} shards with `fl-audit merge`)",
@@ -965,13 +970,7 @@ fn cmd_external_shard(
         std::io::stderr().is_terminal(),
         shard,
     )?;
-    counts.write(counts_out)?;
-    println!(
-        "shard {shard}: counts written to {} (merge all {} shards with `fl-audit merge`)",
-        counts_out.display(),
-        shard.count()
-    );
-    Ok(EXIT_PASS)
+    write_counts(&counts, shard, counts_out)
 }
 
 /// `fl-audit external`: `audit` with the mechanism run as the child `command`, each

@@ -299,30 +299,19 @@ fn ok(o: &Output) {
 fn the_command_line_shards_and_merges() {
     let dir = scratch("cli");
     let d = |p: &str| dir.join(p).display().to_string();
+    let base = ["run", "--suite", "rr-kary", "--samples", "20000"];
     for i in 0..3 {
+        let (shard, out) = (format!("{i}/3"), d(&format!("c{i}.json")));
         ok(&run(&[
-            "run",
-            "--suite",
-            "rr-kary",
-            "--samples",
-            "20000",
-            "--shard",
-            &format!("{i}/3"),
-            "--counts-out",
-            &d(&format!("c{i}.json")),
-        ]));
+            &base[..],
+            &["--shard", &shard, "--counts-out", &out],
+        ]
+        .concat()));
     }
-    ok(&run(&[
-        "run",
-        "--suite",
-        "rr-kary",
-        "--samples",
-        "20000",
-        "--shards",
-        "3",
-        "--out",
-        &d("single"),
-    ]));
+    let single = d("single");
+    ok(&run(
+        &[&base[..], &["--shards", "3", "--out", &single]].concat()
+    ));
     ok(&run(&[
         "merge",
         &d("c2.json"),
@@ -353,33 +342,28 @@ fn the_command_line_shards_and_merges() {
         .join("mechanism_correct.py")
         .display()
         .to_string();
+    // The mechanism's law, as fl-audit's options and as the script's.
+    let law = ["--mechanism", "rr-kary", "--eps", "1", "--classes", "4"];
     for i in 0..3 {
-        ok(&run(&[
+        let (shard, out) = (format!("{i}/3"), d(&format!("e{i}.json")));
+        let audit = [
             "external",
-            "--mechanism",
-            "rr-kary",
-            "--eps",
-            "1",
-            "--classes",
-            "4",
             "--samples",
             "30000",
             "--shard",
-            &format!("{i}/3"),
+            &shard,
             "--counts-out",
-            &d(&format!("e{i}.json")),
-            "--",
-            "python3",
-            &script,
-            "--mechanism",
-            "rr-kary",
-            "--eps",
-            "1",
-            "--classes",
-            "4",
-            "--seed",
-            "{seed}",
-        ]));
+            &out,
+        ];
+        let child = ["--", "python3", &script];
+        ok(&run(&[
+            &audit[..],
+            &law,
+            &child,
+            &law,
+            &["--seed", "{seed}"],
+        ]
+        .concat()));
     }
     let e: Vec<String> = (0..3).map(|i| d(&format!("e{i}.json"))).collect();
     let merged = run(&["merge", &e[0], &e[1], &e[2], "--out", &d("external")]);
