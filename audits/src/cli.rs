@@ -449,13 +449,18 @@ fn exit_status(report: &Report) -> u8 {
 fn print_verdict(report: &Report, out: &std::path::Path) {
     print_summary(report);
     println!(
-        "{}: {} tests and {} epsilon bounds at family-wise alpha = {}, {} samples, seed {}; {}; report in {}",
+        "{}: {} tests and {} epsilon bounds at family-wise alpha = {}, {} samples, seed {}{}; {}; report in {}",
         if report.passed() { "PASS" } else { "FAIL" },
         report.results.len(),
         report.epsilon.len(),
         report.alpha,
         fmt_count(report.samples()),
         report.seed,
+        if report.shards > 1 {
+            format!(" in {} shards", report.shards)
+        } else {
+            String::new()
+        },
         report.detectable_sentence(),
         out.display()
     );

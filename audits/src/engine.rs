@@ -812,6 +812,7 @@ fn assemble(
         plan_relative_error: PLAN_RELATIVE_ERROR,
         plan_power: PLAN_POWER,
         seed: options.seed,
+        shards: options.shards,
         versions: versions(),
         suites: summaries,
         results: rows,

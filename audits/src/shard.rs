@@ -597,6 +597,10 @@ impl Merge {
     pub fn report(self) -> Result<Report> {
         let suites = self.run.suites_parsed()?;
         let points = self.run.points(&suites)?;
-        engine::execute_merged(&suites, points, &self.run.options(), self.points)
+        let options = RunOptions {
+            shards: self.shards,
+            ..self.run.options()
+        };
+        engine::execute_merged(&suites, points, &options, self.points)
     }
 }

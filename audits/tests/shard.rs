@@ -131,6 +131,7 @@ fn merged_shards_equal_the_run_drawn_in_one_process() {
         let merged = merge.report().unwrap();
         let one = engine::run(&suites, &options(samples, 3)).unwrap();
         assert_eq!(merged.to_json(), one.to_json(), "{name}: report");
+        assert_eq!(merged.to_json()["shards"], 3);
         assert_eq!(merged.passed(), factor == 1.0, "{name} x{factor}: verdict");
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -327,6 +328,20 @@ fn the_command_line_shards_and_merges() {
             "{file}"
         );
     }
+    // The merged report follows the report schema and says it was sharded.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("report.schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("merged").join("report.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&report));
+    assert_eq!(report["shards"], 3);
+    let md = std::fs::read_to_string(dir.join("merged").join("report.md")).unwrap();
+    assert!(md.contains("drawn as 3 shards"), "{md}");
     let missing = run(&["merge", &d("c0.json"), &d("c2.json"), "--out", &d("x")]);
     assert_eq!(missing.status.code(), Some(2));
     let err = String::from_utf8_lossy(&missing.stderr);
