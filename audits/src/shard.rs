@@ -448,25 +448,83 @@ impl Counts {
 }
 
 /// What identifies a grid point's counts in a shard: equal in every shard of a run.
-#[derive(PartialEq)]
-struct PointKey<'a> {
-    suite: &'a str,
-    params: &'a BTreeMap<String, Value>,
+#[derive(Debug, Clone, PartialEq)]
+struct PointKey {
+    suite: String,
+    params: BTreeMap<String, Value>,
     seed: u64,
     samples: u64,
     inputs: usize,
 }
 
-impl<'a> PointKey<'a> {
-    fn of(p: &'a PointDraws) -> Self {
+/// What [`check`] compares of a counts file (not its counts).
+#[derive(Debug, Clone)]
+struct Summary {
+    path: String,
+    run: RunSpec,
+    shard: ShardField,
+    points: Vec<PointKey>,
+}
+
+impl Summary {
+    fn of(path: &str, counts: &Counts) -> Self {
         Self {
-            suite: &p.suite,
-            params: &p.params,
-            seed: p.seed,
-            samples: p.samples,
-            inputs: p.inputs.len(),
+            path: path.into(),
+            run: counts.run.clone(),
+            shard: counts.shard,
+            points: counts
+                .points
+                .iter()
+                .map(|p| PointKey {
+                    suite: p.suite.clone(),
+                    params: p.params.clone(),
+                    seed: p.seed,
+                    samples: p.samples,
+                    inputs: p.inputs.len(),
+                })
+                .collect(),
         }
     }
+}
+
+/// Checks that the files summarised are the N shards of one run, each exactly once; the
+/// positions of the files in shard order.
+fn check_summaries(files: &[Summary]) -> core::result::Result<Vec<usize>, ShardError> {
+    let Some(first) = files.first() else {
+        return Err(ShardError::NoFiles);
+    };
+    let count = first.shard.count;
+    let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
+    for (at, file) in files.iter().enumerate() {
+        let mismatch = |what: &str| ShardError::Mismatch {
+            path: file.path.clone(),
+            first: first.path.clone(),
+            what: what.into(),
+        };
+        if let Some(what) = file.run.difference(&first.run) {
+            return Err(mismatch(what));
+        }
+        if file.shard.count != count {
+            return Err(mismatch("the number of shards"));
+        }
+        if file.points != first.points {
+            return Err(mismatch(
+                "the grid points (suite, parameters, seed, samples or inputs)",
+            ));
+        }
+        let index = file.shard.index;
+        if let Some(other) = seen.insert(index, at) {
+            return Err(ShardError::Duplicate {
+                index,
+                paths: [files[other].path.clone(), file.path.clone()],
+            });
+        }
+    }
+    let missing: Vec<u64> = (0..count).filter(|i| !seen.contains_key(i)).collect();
+    if !missing.is_empty() {
+        return Err(ShardError::Missing { missing, count });
+    }
+    Ok(seen.into_values().collect())
 }
 
 /// Checks that `files` (path, counts) are the N shards of one run, each exactly once, and
@@ -475,62 +533,13 @@ impl<'a> PointKey<'a> {
 /// # Errors
 /// The [`ShardError`] that says what is wrong.
 pub fn check(files: Vec<(String, Counts)>) -> core::result::Result<Vec<Counts>, ShardError> {
-    let Some((first_path, first)) = files.first() else {
-        return Err(ShardError::NoFiles);
-    };
-    let count = first.shard.count;
-    let reference: Vec<PointKey<'_>> = first.points.iter().map(PointKey::of).collect();
-    let mut seen: BTreeMap<u64, &str> = BTreeMap::new();
-    for (path, counts) in &files {
-        let mismatch = |what: &str| ShardError::Mismatch {
-            path: path.clone(),
-            first: first_path.clone(),
-            what: what.into(),
-        };
-        if let Some(what) = counts.run.difference(&first.run) {
-            return Err(mismatch(what));
-        }
-        if counts.shard.count != count {
-            return Err(mismatch("the number of shards"));
-        }
-        let points: Vec<PointKey<'_>> = counts.points.iter().map(PointKey::of).collect();
-        if points != reference {
-            return Err(mismatch(
-                "the grid points (suite, parameters, seed, samples or inputs)",
-            ));
-        }
-        let index = counts.shard.index;
-        if let Some(other) = seen.insert(index, path) {
-            return Err(ShardError::Duplicate {
-                index,
-                paths: [other.to_string(), path.clone()],
-            });
-        }
-    }
-    let missing: Vec<u64> = (0..count).filter(|i| !seen.contains_key(i)).collect();
-    if !missing.is_empty() {
-        return Err(ShardError::Missing { missing, count });
-    }
-    let mut ordered: Vec<Counts> = files.into_iter().map(|(_, c)| c).collect();
-    ordered.sort_by_key(|c| c.shard.index);
-    Ok(ordered)
-}
-
-/// Adds the counts of a run's shards (in shard order, as [`check`] returns them): per
-/// grid point and input, the tables of every shard.
-fn add(shards: Vec<Counts>) -> Vec<PointDraws> {
-    let mut total: Vec<PointDraws> = Vec::new();
-    for shard in shards {
-        if total.is_empty() {
-            total = shard.points;
-            continue;
-        }
-        for (t, p) in total.iter_mut().zip(shard.points) {
-            t.seconds += p.seconds;
-            engine::merge_inputs(&mut t.inputs, p.inputs);
-        }
-    }
-    total
+    let summaries: Vec<Summary> = files.iter().map(|(p, c)| Summary::of(p, c)).collect();
+    let order = check_summaries(&summaries)?;
+    let mut files: Vec<Option<Counts>> = files.into_iter().map(|(_, c)| Some(c)).collect();
+    Ok(order
+        .into_iter()
+        .filter_map(|at| files.get_mut(at).and_then(Option::take))
+        .collect())
 }
 
 /// The merged counts of a run's shards, ready to analyse.
@@ -542,16 +551,43 @@ pub struct Merge {
 
 impl Merge {
     /// Reads the files, checks that they are the shards of one run ([`check`]) and adds
-    /// their counts.
+    /// their counts in shard order. Memory: the files are read twice (to check them, then
+    /// to add them in shard order), so that at most one file's counts are held beside the
+    /// sum.
     ///
     /// # Errors
-    /// As [`Counts::read`] and [`check`].
+    /// As [`Counts::read`] and [`check`]; a file that changed between the two reads is
+    /// [`ShardError::Corrupt`].
     pub fn read(paths: &[PathBuf]) -> Result<Self> {
-        let files = paths
+        let summaries = paths
             .iter()
-            .map(|p| Ok((p.display().to_string(), Counts::read(p)?)))
+            .map(|p| {
+                let path = p.display().to_string();
+                Ok(Summary::of(&path, &Counts::read(p)?))
+            })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self::of(files)?)
+        let order = check_summaries(&summaries)?;
+        let mut merge: Option<Self> = None;
+        for at in order {
+            let (path, expected) = (&paths[at], &summaries[at]);
+            let counts = Counts::read(path)?;
+            let again = Summary::of(&expected.path, &counts);
+            if again.run != expected.run
+                || again.shard != expected.shard
+                || again.points != expected.points
+            {
+                return Err(ShardError::Corrupt {
+                    path: expected.path.clone(),
+                    message: "the file changed while it was merged".into(),
+                }
+                .into());
+            }
+            match merge.as_mut() {
+                Some(m) => m.add(counts),
+                None => merge = Some(Self::start(counts)),
+            }
+        }
+        merge.ok_or_else(|| ShardError::NoFiles.into())
     }
 
     /// [`Merge::read`] of counts already read.
@@ -559,17 +595,30 @@ impl Merge {
     /// # Errors
     /// As [`check`].
     pub fn of(files: Vec<(String, Counts)>) -> core::result::Result<Self, ShardError> {
-        let shards = check(files)?;
-        let run = shards
-            .first()
-            .map(|c| c.run.clone())
-            .ok_or(ShardError::NoFiles)?;
-        let count = shards.len() as u64;
-        Ok(Self {
-            run,
-            shards: count,
-            points: add(shards),
-        })
+        let mut shards = check(files)?.into_iter();
+        let mut merge = Self::start(shards.next().ok_or(ShardError::NoFiles)?);
+        for counts in shards {
+            merge.add(counts);
+        }
+        Ok(merge)
+    }
+
+    /// The merge of the first shard alone.
+    fn start(first: Counts) -> Self {
+        Self {
+            run: first.run,
+            shards: 1,
+            points: first.points,
+        }
+    }
+
+    /// Adds the next shard's counts, per grid point and input.
+    fn add(&mut self, next: Counts) {
+        self.shards += 1;
+        for (t, p) in self.points.iter_mut().zip(next.points) {
+            t.seconds += p.seconds;
+            engine::merge_inputs(&mut t.inputs, p.inputs);
+        }
     }
 
     /// The number of shards merged.
