@@ -171,7 +171,12 @@ pub enum Command {
         #[arg(long, value_name = "A", default_value_t = DEFAULT_ALPHA)]
         alpha: f64,
         /// Report directory.
-        #[arg(long, value_name = "DIR", default_value = "target/fl-audit")]
+        #[arg(
+            long,
+            value_name = "DIR",
+            default_value = "target/fl-audit",
+            conflicts_with = "shard"
+        )]
         out: PathBuf,
         /// Draw the run as N shards one after the other in this process and merge them:
         /// the report `merge` makes of the same N shards run apart.
@@ -260,7 +265,7 @@ pub enum Command {
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS)]
         timeout: f64,
         /// Also write report.md, report.json, report.html and the plot to this directory.
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with = "shard")]
         out: Option<PathBuf>,
         /// Drawing one shard of the run.
         #[command(flatten)]
