@@ -348,8 +348,13 @@ fn the_command_line_shards_and_merges() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("missing: 1"), "{err}");
     assert!(!dir.join("x").join("report.json").exists());
+    // --shard needs --counts-out, and writes no report.
     let lone = run(&["run", "--suite", "rr-kary", "--shard", "0/3"]);
     assert_eq!(lone.status.code(), Some(2));
+    let (counts, out) = (d("z.json"), d("z"));
+    let both = ["--shard", "0/3", "--counts-out", &counts, "--out", &out];
+    assert_eq!(run(&[&base[..], &both].concat()).status.code(), Some(2));
+    assert!(!dir.join("z.json").exists());
 
     // An external mechanism, seeded per shard through `{seed}`.
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
