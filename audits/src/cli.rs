@@ -2,11 +2,13 @@
 //!
 //! ```text
 //! fl-audit run [--suite NAME|all] [--samples N] [--seed S] [--alpha A] [--out DIR]
+//!              [--shards N | --shard i/N --counts-out FILE]
+//! fl-audit merge FILE... [--out DIR]
 //! fl-audit list
 //! fl-audit epsilon --mechanism NAME --eps E [mechanism options] [--samples N] [--seed S]
 //! fl-audit plan --mechanism NAME --eps E --detect DELTA [mechanism options] [--alpha A] [--power P]
 //! fl-audit external --mechanism NAME --eps E [mechanism options] [--samples N]
-//!                   [--alpha A] -- COMMAND [ARGS...]
+//!                   [--alpha A] [--shard i/N --counts-out FILE] -- COMMAND [ARGS...]
 //! ```
 //!
 //! Exit status: 0 pass, 1 fail, 2 usage error (including every error that prevents a
@@ -18,11 +20,12 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
 use crate::{
-    engine::{self, DEFAULT_ALPHA, DEFAULT_SEED, RunOptions, SuitePoint},
+    engine::{self, DEFAULT_ALPHA, DEFAULT_SEED, RunOptions, Shard, SuitePoint},
     error::{AuditError, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Result},
     external::{ExternalMechanism, Responder},
     family,
     report::{EpsilonRow, OutputDir, Report, fmt_confidence, fmt_count, fmt_eps, fmt_p},
+    shard::{Counts, Merge, RunCommand, RunSpec},
     source::{External, Source},
     suite::{self, Params, Samples, Suite, params_label},
 };
@@ -122,6 +125,34 @@ impl LawArgs {
     }
 }
 
+/// Running one shard of a run (`--shard i/N --counts-out FILE`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
+pub struct ShardArgs {
+    /// Draw only shard i of N (0 <= i < N) and write its counts to --counts-out instead
+    /// of a report (`fl-audit merge` makes the report of all N).
+    #[arg(long, value_name = "i/N", requires = "counts_out")]
+    pub shard: Option<String>,
+    /// Where a shard's counts go (JSON; see the README's "Sharded runs").
+    #[arg(long, value_name = "FILE", requires = "shard")]
+    pub counts_out: Option<PathBuf>,
+}
+
+impl ShardArgs {
+    /// The shard and its counts file, if sharded.
+    ///
+    /// # Errors
+    /// [`AuditError::Usage`] for a malformed shard.
+    pub fn parsed(&self) -> Result<Option<(Shard, PathBuf)>> {
+        match (&self.shard, &self.counts_out) {
+            (Some(s), Some(out)) => Ok(Some((Shard::parse(s)?, out.clone()))),
+            (None, None) => Ok(None),
+            _ => Err(AuditError::usage(
+                "--shard and --counts-out go together".to_string(),
+            )),
+        }
+    }
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -139,6 +170,28 @@ pub enum Command {
         /// Family-wise significance level over the whole run.
         #[arg(long, value_name = "A", default_value_t = DEFAULT_ALPHA)]
         alpha: f64,
+        /// Report directory.
+        #[arg(
+            long,
+            value_name = "DIR",
+            default_value = "target/fl-audit",
+            conflicts_with = "shard"
+        )]
+        out: PathBuf,
+        /// Draw the run as N shards one after the other in this process and merge them:
+        /// the report `merge` makes of the same N shards run apart.
+        #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "shard",
+              value_parser = clap::value_parser!(u64).range(1..=engine::MAX_SHARDS))]
+        shards: u64,
+        /// Drawing one shard of the run.
+        #[command(flatten)]
+        sharding: ShardArgs,
+    },
+    /// Merge the counts files of every shard of one run into its report.
+    Merge {
+        /// The shards' counts files (each shard 0..N-1 exactly once, any order).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// Report directory.
         #[arg(long, value_name = "DIR", default_value = "target/fl-audit")]
         out: PathBuf,
@@ -212,9 +265,13 @@ pub enum Command {
         #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS)]
         timeout: f64,
         /// Also write report.md, report.json, report.html and the plot to this directory.
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with = "shard")]
         out: Option<PathBuf>,
-        /// The command that runs the mechanism, after `--`.
+        /// Drawing one shard of the run.
+        #[command(flatten)]
+        sharding: ShardArgs,
+        /// The command that runs the mechanism, after `--` (`{seed}` in an argument is
+        /// replaced by the shard's seed: 0 for an unsharded run).
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
@@ -271,7 +328,22 @@ pub fn execute(command: Command) -> Result<u8> {
             seed,
             alpha,
             out,
-        } => cmd_run(&suite, samples, seed, alpha, out),
+            shards,
+            sharding,
+        } => {
+            let options = RunOptions {
+                samples,
+                seed,
+                alpha,
+                progress: std::io::stderr().is_terminal() || std::env::var_os("CI").is_some(),
+                shards,
+            };
+            match sharding.parsed()? {
+                Some((shard, counts)) => cmd_run_shard(&suite, &options, shard, &counts),
+                None => cmd_run(&suite, &options, out),
+            }
+        }
+        Command::Merge { files, out } => cmd_merge(&files, out),
         Command::List => cmd_list(),
         Command::Epsilon {
             mechanism,
@@ -297,9 +369,10 @@ pub fn execute(command: Command) -> Result<u8> {
             batch,
             timeout,
             out,
+            sharding,
             command,
-        } => cmd_external(
-            &ExternalAudit {
+        } => {
+            let audit = ExternalAudit {
                 mechanism,
                 eps,
                 law,
@@ -307,10 +380,14 @@ pub fn execute(command: Command) -> Result<u8> {
                 alpha,
                 batch,
                 out,
-            },
-            timeout,
-            &command,
-        ),
+            };
+            match sharding.parsed()? {
+                Some((shard, counts)) => {
+                    cmd_external_shard(&audit, timeout, &command, shard, &counts)
+                }
+                None => cmd_external(&audit, timeout, &command),
+            }
+        }
     }
 }
 
@@ -355,37 +432,95 @@ fn print_summary(report: &Report) {
     }
 }
 
-fn cmd_run(which: &str, samples: Option<u64>, seed: u64, alpha: f64, out: PathBuf) -> Result<u8> {
-    check_alpha(alpha)?;
+fn cmd_run(which: &str, options: &RunOptions, out: PathBuf) -> Result<u8> {
+    check_alpha(options.alpha)?;
     let suites = engine::select(suite::all_suites()?, which)?;
     // Fail fast on an unwritable destination, before a long run.
     let dir = OutputDir::prepare(&out)?;
-    let options = RunOptions {
-        samples,
-        seed,
-        alpha,
-        progress: std::io::stderr().is_terminal() || std::env::var_os("CI").is_some(),
-    };
-    let report = engine::run(&suites, &options)?;
-    let files = engine::report_files(&report)?;
-    dir.commit(&files)?;
-    print_summary(&report);
-    println!(
-        "{}: {} tests and {} epsilon bounds at family-wise alpha = {}, {} samples, seed {}; {}; report in {}",
-        if report.passed() { "PASS" } else { "FAIL" },
-        report.results.len(),
-        report.epsilon.len(),
-        alpha,
-        fmt_count(report.samples()),
-        seed,
-        report.detectable_sentence(),
-        out.display()
-    );
-    Ok(if report.passed() {
+    let report = engine::run(&suites, options)?;
+    dir.commit(&engine::report_files(&report)?)?;
+    print_verdict(&report, &out);
+    Ok(exit_status(&report))
+}
+
+fn exit_status(report: &Report) -> u8 {
+    if report.passed() {
         EXIT_PASS
     } else {
         EXIT_FAIL
-    })
+    }
+}
+
+fn print_verdict(report: &Report, out: &std::path::Path) {
+    print_summary(report);
+    println!(
+        "{}: {} tests and {} epsilon bounds at family-wise alpha = {}, {} samples, seed {}{}; {}; report in {}",
+        if report.passed() { "PASS" } else { "FAIL" },
+        report.results.len(),
+        report.epsilon.len(),
+        report.alpha,
+        fmt_count(report.samples()),
+        report.seed,
+        if report.shards > 1 {
+            format!(" in {} shards", report.shards)
+        } else {
+            String::new()
+        },
+        report.detectable_sentence(),
+        out.display()
+    );
+}
+
+/// `fl-audit run --shard i/N --counts-out FILE`.
+fn cmd_run_shard(
+    which: &str,
+    options: &RunOptions,
+    shard: Shard,
+    counts_out: &std::path::Path,
+) -> Result<u8> {
+    check_alpha(options.alpha)?;
+    let suites = engine::select(suite::all_suites()?, which)?;
+    check_counts_out(counts_out)?;
+    let counts = crate::shard::run_shard(&suites, options, shard)?;
+    write_counts(&counts, shard, counts_out)
+}
+
+/// Writes a shard's counts and says where.
+fn write_counts(counts: &Counts, shard: Shard, counts_out: &std::path::Path) -> Result<u8> {
+    counts.write(counts_out)?;
+    println!(
+        "shard {shard}: counts written to {} (merge all {} shards with `fl-audit merge`)",
+        counts_out.display(),
+        shard.count()
+    );
+    Ok(EXIT_PASS)
+}
+
+/// Fails fast when the counts file's directory does not exist.
+fn check_counts_out(path: &std::path::Path) -> Result<()> {
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| std::path::Path::new("."));
+    if path.as_os_str().is_empty() || path.is_dir() || !parent.is_dir() {
+        return Err(AuditError::Io {
+            path: path.display().to_string(),
+            message: "--counts-out must be a file in an existing directory".into(),
+        });
+    }
+    Ok(())
+}
+
+/// `fl-audit merge FILE... --out DIR`.
+fn cmd_merge(files: &[PathBuf], out: PathBuf) -> Result<u8> {
+    let dir = OutputDir::prepare(&out)?;
+    let merge = Merge::read(files)?;
+    let shards = merge.shards();
+    let report = merge.report()?;
+    dir.commit(&engine::report_files(&report)?)?;
+    println!("merged {shards} shards");
+    print_verdict(&report, &out);
+    Ok(exit_status(&report))
 }
 
 fn cmd_list() -> Result<u8> {
@@ -627,6 +762,47 @@ impl ExternalAudit {
         start: impl FnOnce() -> Result<Box<dyn Responder>>,
         progress: bool,
     ) -> Result<Report> {
+        self.check()?;
+        let mechanism = self.mechanism.as_str();
+        let params = cli_params(mechanism, self.eps, &self.law)?;
+        // Fail fast on an unwritable destination, before the mechanism is started.
+        let dir = self.out.as_deref().map(OutputDir::prepare).transpose()?;
+        let (suite, point, options) = self.prepare(params, start, progress)?;
+        let report = engine::execute(&[suite], vec![point], &options)?;
+        if let Some(dir) = dir {
+            dir.commit(&engine::report_files(&report)?)?;
+        }
+        Ok(report)
+    }
+
+    /// Draws shard `shard` of the audit (the mechanism started with `start`, which a
+    /// seeded test mechanism may take [`Shard::seed`]`(0)` from): the shard's counts,
+    /// which `fl-audit merge` adds to the other shards' ([`crate::shard`]). `out` is not
+    /// written.
+    ///
+    /// # Errors
+    /// As [`ExternalAudit::run`].
+    pub fn run_shard(
+        &self,
+        start: impl FnOnce() -> Result<Box<dyn Responder>>,
+        progress: bool,
+        shard: Shard,
+    ) -> Result<Counts> {
+        self.check()?;
+        let params = cli_params(&self.mechanism, self.eps, &self.law)?;
+        let (suite, point, options) = self.prepare(params, start, progress)?;
+        let run = RunSpec::new(
+            RunCommand::External,
+            std::slice::from_ref(&suite),
+            &options,
+            Some(self.batch),
+        );
+        let points = engine::execute_shard(&[suite], vec![point], &options, shard)?;
+        Ok(Counts::new(run, shard, points))
+    }
+
+    /// The checks of [`ExternalAudit::run`] before anything is prepared.
+    fn check(&self) -> Result<()> {
         check_alpha(self.alpha)?;
         let mechanism = self.mechanism.as_str();
         if !EXTERNAL_MECHANISMS.contains(&mechanism) {
@@ -640,9 +816,17 @@ impl ExternalAudit {
                 "samples and batch must be at least 1".to_string(),
             ));
         }
-        let params = cli_params(mechanism, self.eps, &self.law)?;
-        // Fail fast on an unwritable destination, before the mechanism is started.
-        let dir = self.out.as_deref().map(OutputDir::prepare).transpose()?;
+        Ok(())
+    }
+
+    /// The audit's suite, its one point (the mechanism started) and the run options.
+    fn prepare(
+        &self,
+        params: Params,
+        start: impl FnOnce() -> Result<Box<dyn Responder>>,
+        progress: bool,
+    ) -> Result<(Suite, SuitePoint, RunOptions)> {
+        let mechanism = self.mechanism.as_str();
         let tests: Vec<String> = family::info(mechanism)?
             .tests
             .iter()
@@ -673,6 +857,7 @@ impl ExternalAudit {
             seed: 0,
             alpha: self.alpha,
             progress,
+            shards: 1,
         };
         let point = SuitePoint {
             suite: 0,
@@ -680,11 +865,7 @@ impl ExternalAudit {
             audit,
             seed: 0,
         };
-        let report = engine::execute(&[suite], vec![point], &options)?;
-        if let Some(dir) = dir {
-            dir.commit(&engine::report_files(&report)?)?;
-        }
-        Ok(report)
+        Ok((suite, point, options))
     }
 
     /// The two lines `fl-audit external` prints for `report` of the mechanism `target`:
@@ -761,17 +942,55 @@ impl ExternalAudit {
     }
 }
 
-/// `fl-audit external`: `audit` with the mechanism run as the child `command`, each
-/// response awaited at most `timeout` seconds.
-fn cmd_external(audit: &ExternalAudit, timeout: f64, command: &[String]) -> Result<u8> {
+/// `command` with every `{seed}` in its arguments replaced by `seed` (how a seeded test
+/// mechanism gets a shard's seed).
+#[must_use]
+pub fn command_with_seed(command: &[String], seed: u64) -> Vec<String> {
+    command
+        .iter()
+        .map(|a| a.replace("{seed}", &seed.to_string()))
+        .collect()
+}
+
+fn check_timeout(timeout: f64) -> Result<Duration> {
     if !(timeout.is_finite() && timeout > 0.0 && timeout <= 86_400.0) {
         return Err(AuditError::usage(format!(
             "--timeout must be between 0 and 86400 seconds, got {timeout}"
         )));
     }
+    Ok(Duration::from_secs_f64(timeout))
+}
+
+/// `fl-audit external --shard i/N --counts-out FILE`.
+fn cmd_external_shard(
+    audit: &ExternalAudit,
+    timeout: f64,
+    command: &[String],
+    shard: Shard,
+    counts_out: &std::path::Path,
+) -> Result<u8> {
+    let timeout = check_timeout(timeout)?;
+    check_counts_out(counts_out)?;
+    let command = command_with_seed(command, shard.seed(0));
+    let counts = audit.run_shard(
+        || {
+            let child = ExternalMechanism::start(&command, timeout)?;
+            Ok(Box::new(child) as Box<dyn Responder>)
+        },
+        std::io::stderr().is_terminal(),
+        shard,
+    )?;
+    write_counts(&counts, shard, counts_out)
+}
+
+/// `fl-audit external`: `audit` with the mechanism run as the child `command`, each
+/// response awaited at most `timeout` seconds.
+fn cmd_external(audit: &ExternalAudit, timeout: f64, command: &[String]) -> Result<u8> {
+    let timeout = check_timeout(timeout)?;
+    let command = command_with_seed(command, Shard::WHOLE.seed(0));
     let report = audit.run(
         || {
-            let child = ExternalMechanism::start(command, Duration::from_secs_f64(timeout))?;
+            let child = ExternalMechanism::start(&command, timeout)?;
             Ok(Box::new(child) as Box<dyn Responder>)
         },
         std::io::stderr().is_terminal(),

@@ -12,6 +12,8 @@ use std::{path::Path, time::Instant};
 use rayon::prelude::*;
 use serde_json::json;
 
+use serde::{Deserialize, Serialize};
+
 use crate::{
     analysis::{PointResult, epsilon, learned},
     error::{AuditError, Result},
@@ -22,6 +24,7 @@ use crate::{
     },
     source::mix,
     suite::{Params, Samples, Suite},
+    tally::Draws,
 };
 
 /// The default run seed.
@@ -44,6 +47,10 @@ pub struct RunOptions {
     pub alpha: f64,
     /// Draw the progress bar on stderr.
     pub progress: bool,
+    /// The run drawn as this many shards in this process, one after the other, their
+    /// counts merged in shard order: exactly what `fl-audit merge` makes of the same
+    /// shards run apart (see [`Shard`]). 1 (the default) is the plain run.
+    pub shards: u64,
 }
 
 impl Default for RunOptions {
@@ -53,7 +60,111 @@ impl Default for RunOptions {
             seed: DEFAULT_SEED,
             alpha: DEFAULT_ALPHA,
             progress: false,
+            shards: 1,
         }
+    }
+}
+
+/// The most shards a run may be split into.
+pub const MAX_SHARDS: u64 = 1 << 16;
+
+/// Domain separation of the shard seeds from the other seeds derived from a point's seed.
+const SHARD_DOMAIN: u64 = 0x5348_4152_445F_5345; // "SHARD_SE"
+
+/// Shard `index` of `count` of a run: it draws [`Shard::samples`] of each grid point's
+/// samples per input, from the seed [`Shard::seed`] of the point's seed, and nothing else
+/// (every grid point and every input is in every shard). A run split into N shards is, by
+/// definition, the concatenation of its N shards' output streams in shard order: its count
+/// tables are the sums of the shards' (a serial pair or a batch never straddles two
+/// shards: the shards are independent pieces), so merging the shards' counts gives exactly
+/// the counts of `fl-audit run --shards N` in one process. Shard 0 of 1 is the plain run
+/// (its seed is the point's seed itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Shard {
+    index: u64,
+    count: u64,
+}
+
+impl Shard {
+    /// The whole run (shard 0 of 1).
+    pub const WHOLE: Self = Self { index: 0, count: 1 };
+
+    /// Shard `index` of `count`.
+    ///
+    /// # Errors
+    /// [`AuditError::Usage`] unless 1 ≤ `count` ≤ [`MAX_SHARDS`] and `index` < `count`.
+    pub fn new(index: u64, count: u64) -> Result<Self> {
+        if count == 0 || count > MAX_SHARDS {
+            return Err(AuditError::usage(format!(
+                "the number of shards must be between 1 and {MAX_SHARDS}, got {count}"
+            )));
+        }
+        if index >= count {
+            return Err(AuditError::usage(format!(
+                "shard index {index} is out of range: shards of {count} are numbered 0 to {}",
+                count - 1
+            )));
+        }
+        Ok(Self { index, count })
+    }
+
+    /// Parses `i/N` (as `--shard` takes it).
+    ///
+    /// # Errors
+    /// [`AuditError::Usage`] for another form or an invalid shard (see [`Shard::new`]).
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = || {
+            AuditError::usage(format!(
+                "--shard takes i/N (shard i of N, 0 <= i < N), got `{text}`"
+            ))
+        };
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let i = i.trim().parse::<u64>().map_err(|_| bad())?;
+        let n = n.trim().parse::<u64>().map_err(|_| bad())?;
+        Self::new(i, n)
+    }
+
+    /// The shard's number, 0..count.
+    #[must_use]
+    pub const fn index(self) -> u64 {
+        self.index
+    }
+
+    /// The number of shards of the run.
+    #[must_use]
+    pub const fn count(self) -> u64 {
+        self.count
+    }
+
+    /// Every shard of a run of `count` shards, in order (none for an invalid count).
+    pub fn all(count: u64) -> impl Iterator<Item = Self> {
+        let count = if count > MAX_SHARDS { 0 } else { count };
+        (0..count).map(move |index| Self { index, count })
+    }
+
+    /// The shard's share of `n` samples per input: ⌊n/N⌋, one more for the first n mod N
+    /// shards (the shares add up to `n`).
+    #[must_use]
+    pub const fn samples(self, n: u64) -> u64 {
+        n / self.count + if self.index < n % self.count { 1 } else { 0 }
+    }
+
+    /// The seed the shard draws a grid point with, from the point's seed: the point's seed
+    /// itself for the whole run, else a SplitMix64 mix of it, the shard count and the index
+    /// (the only place shard seeds are derived).
+    #[must_use]
+    pub fn seed(self, point_seed: u64) -> u64 {
+        if self.count == 1 {
+            point_seed
+        } else {
+            mix(mix(mix(point_seed, SHARD_DOMAIN), self.count), self.index)
+        }
+    }
+}
+
+impl core::fmt::Display for Shard {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
     }
 }
 
@@ -185,6 +296,12 @@ pub(crate) fn build_points(suite: &Suite) -> Result<Vec<(Params, PointAudit)>> {
 /// # Errors
 /// Invalid suites or options, and mechanism or statistics errors.
 pub fn run(suites: &[Suite], options: &RunOptions) -> Result<Report> {
+    execute(suites, suite_points(suites, options.seed)?, options)
+}
+
+/// The grid points of `suites`, each seeded from the run seed, its suite's seed and its
+/// position in the suite.
+pub(crate) fn suite_points(suites: &[Suite], seed: u64) -> Result<Vec<SuitePoint>> {
     let mut points = Vec::new();
     for (si, suite) in suites.iter().enumerate() {
         for (pi, (params, audit)) in build_points(suite)?.into_iter().enumerate() {
@@ -192,11 +309,11 @@ pub fn run(suites: &[Suite], options: &RunOptions) -> Result<Report> {
                 suite: si,
                 params,
                 audit,
-                seed: mix(mix(options.seed, suite.seed), pi as u64),
+                seed: mix(mix(seed, suite.seed), pi as u64),
             });
         }
     }
-    execute(suites, points, options)
+    Ok(points)
 }
 
 /// A grid point of suite number `suite`, ready to run.
@@ -211,12 +328,208 @@ pub(crate) struct SuitePoint {
     pub seed: u64,
 }
 
-/// Plans, runs and corrects `points` (of `suites`).
+/// A run's points with their sample sizes and the α split.
+struct Planned {
+    points: Vec<Point>,
+    alpha: f64,
+    alpha_each: f64,
+    family: f64,
+    detectable: Vec<Option<f64>>,
+}
+
+/// One grid point's draws in one shard (or merged over shards).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PointDraws {
+    /// The suite's name.
+    pub suite: String,
+    /// The point's parameters.
+    pub params: Params,
+    /// The point's seed (before the shard's derivation).
+    pub seed: u64,
+    /// The whole run's samples per input (all shards).
+    pub samples: u64,
+    /// Seconds spent drawing (not compared).
+    pub seconds: f64,
+    /// Per input, in input order, the counts.
+    pub inputs: Vec<Draws>,
+}
+
+/// Adds `piece`'s draws to `total`'s, input by input.
+pub(crate) fn merge_inputs(total: &mut Vec<Draws>, piece: Vec<Draws>) {
+    if total.is_empty() {
+        *total = piece;
+        return;
+    }
+    for (t, p) in total.iter_mut().zip(piece) {
+        t.merge(p);
+    }
+}
+
+/// Plans, runs and corrects `points` (of `suites`): each point drawn as
+/// `options.shards` shards in order, merged, then analysed.
 pub(crate) fn execute(
     suites: &[Suite],
     points: Vec<SuitePoint>,
     options: &RunOptions,
 ) -> Result<Report> {
+    Shard::new(0, options.shards)?;
+    let mut planned = plan(suites, points, options)?;
+    let total: u64 = planned
+        .points
+        .iter()
+        .map(|p| p.samples.saturating_mul(p.audit.inputs() as u64))
+        .fold(0, u64::saturating_add);
+    let bar = ProgressBar::start("fl-audit run", total, options.progress);
+    let progress: Progress = bar.progress();
+    let results: Vec<(usize, Result<PointResult>, f64)> = planned
+        .points
+        .par_iter_mut()
+        .enumerate()
+        .map(|(i, p)| {
+            let t = Instant::now();
+            let r = draw_shards(p, options.shards, &progress).and_then(|d| p.audit.analyze(d));
+            (i, r, t.elapsed().as_secs_f64())
+        })
+        .collect();
+    bar.finish();
+    assemble(suites, &planned, results, options)
+}
+
+/// Draws the shards 0..`shards` of `p` one after the other and adds their counts in
+/// shard order (the definition of a run of `shards` shards).
+fn draw_shards(p: &mut Point, shards: u64, progress: &Progress) -> Result<Vec<Draws>> {
+    let mut draws = Vec::new();
+    for shard in Shard::all(shards) {
+        let piece = p
+            .audit
+            .draw(shard.samples(p.samples), shard.seed(p.seed), progress)?;
+        merge_inputs(&mut draws, piece);
+    }
+    Ok(draws)
+}
+
+/// The count tables [`run`] analyses (drawn as `options.shards` shards in this process,
+/// merged in shard order), as JSON: one array per grid point, one element per input.
+/// `fl-audit merge` of the same run's shards has the same tables
+/// ([`crate::shard::Merge::tables`]).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_tables(suites: &[Suite], options: &RunOptions) -> Result<serde_json::Value> {
+    Shard::new(0, options.shards)?;
+    let mut planned = plan(suites, suite_points(suites, options.seed)?, options)?;
+    let progress = Progress::default();
+    let tables: Vec<serde_json::Value> = planned
+        .points
+        .par_iter_mut()
+        .map(|p| {
+            let d = draw_shards(p, options.shards, &progress)?;
+            serde_json::to_value(&d)
+                .map_err(|e| AuditError::Mechanism(format!("cannot serialise the counts: {e}")))
+        })
+        .collect::<Result<_>>()?;
+    Ok(serde_json::Value::Array(tables))
+}
+
+/// Plans `points` (of `suites`) and draws shard `shard` of each: the counts a shard's
+/// counts file holds.
+pub(crate) fn execute_shard(
+    suites: &[Suite],
+    points: Vec<SuitePoint>,
+    options: &RunOptions,
+    shard: Shard,
+) -> Result<Vec<PointDraws>> {
+    let mut planned = plan(suites, points, options)?;
+    let total: u64 = planned
+        .points
+        .iter()
+        .map(|p| {
+            shard
+                .samples(p.samples)
+                .saturating_mul(p.audit.inputs() as u64)
+        })
+        .fold(0, u64::saturating_add);
+    let bar = ProgressBar::start(&format!("fl-audit shard {shard}"), total, options.progress);
+    let progress: Progress = bar.progress();
+    let drawn: Vec<Result<PointDraws>> = planned
+        .points
+        .par_iter_mut()
+        .map(|p| {
+            let t = Instant::now();
+            let inputs = p
+                .audit
+                .draw(shard.samples(p.samples), shard.seed(p.seed), &progress)
+                .map_err(|e| {
+                    AuditError::suite(
+                        &suites[p.suite].name,
+                        format!(
+                            "{} at {}: {e}",
+                            suites[p.suite].mechanism,
+                            crate::suite::params_label(&p.params)
+                        ),
+                    )
+                })?;
+            Ok(PointDraws {
+                suite: suites[p.suite].name.clone(),
+                params: p.params.clone(),
+                seed: p.seed,
+                samples: p.samples,
+                seconds: t.elapsed().as_secs_f64(),
+                inputs,
+            })
+        })
+        .collect();
+    bar.finish();
+    drawn.into_iter().collect()
+}
+
+/// Plans `points` (of `suites`) and analyses `draws`, the merged counts of every shard of
+/// each point (in the points' order), as [`execute`] analyses what it draws.
+///
+/// # Errors
+/// [`AuditError::Usage`] when the counts do not match the plan (another number of points
+/// or inputs, another number of outputs per input than the plan's samples), and the
+/// analysis' errors.
+pub(crate) fn execute_merged(
+    suites: &[Suite],
+    points: Vec<SuitePoint>,
+    options: &RunOptions,
+    draws: Vec<PointDraws>,
+) -> Result<Report> {
+    let mut planned = plan(suites, points, options)?;
+    if draws.len() != planned.points.len() {
+        return Err(AuditError::usage(format!(
+            "the merged counts hold {} grid points, the run has {}",
+            draws.len(),
+            planned.points.len()
+        )));
+    }
+    for (p, d) in planned.points.iter().zip(&draws) {
+        let wrong = d.inputs.len() != p.audit.inputs()
+            || d.samples != p.samples
+            || d.inputs.iter().any(|i| i.outputs() != p.samples);
+        if wrong {
+            return Err(AuditError::usage(format!(
+                "the merged counts of suite `{}` at {} do not hold {} samples for each of its {} inputs",
+                d.suite,
+                crate::suite::params_label(&p.params),
+                p.samples,
+                p.audit.inputs()
+            )));
+        }
+    }
+    let results: Vec<(usize, Result<PointResult>, f64)> = planned
+        .points
+        .par_iter_mut()
+        .zip(draws)
+        .enumerate()
+        .map(|(i, (p, d))| (i, p.audit.analyze(d.inputs), d.seconds))
+        .collect();
+    assemble(suites, &planned, results, options)
+}
+
+/// Sample sizes (the planner's or the options'), the α split and what short runs detect.
+fn plan(suites: &[Suite], points: Vec<SuitePoint>, options: &RunOptions) -> Result<Planned> {
     let alpha = fl_stats::Alpha::new(options.alpha)
         .map_err(|_| {
             AuditError::usage(format!("--alpha must be in (0, 1), got {}", options.alpha))
@@ -272,24 +585,30 @@ pub(crate) fn execute(
                 .map_err(|e| AuditError::suite(&suites[*suite].name, e.to_string()))
         })
         .collect::<Result<_>>()?;
-    let total: u64 = points
-        .iter()
-        .map(|p| p.samples.saturating_mul(p.audit.inputs() as u64))
-        .fold(0, u64::saturating_add);
-    let bar = ProgressBar::start("fl-audit run", total, options.progress);
-    let progress: Progress = bar.progress();
-    let started = Instant::now();
-    let results: Vec<(usize, Result<PointResult>, f64)> = points
-        .par_iter_mut()
-        .enumerate()
-        .map(|(i, p)| {
-            let t = Instant::now();
-            let r = p.audit.run(p.samples, p.seed, &progress);
-            (i, r, t.elapsed().as_secs_f64())
-        })
-        .collect();
-    bar.finish();
-    let _ = started;
+    Ok(Planned {
+        points,
+        alpha,
+        alpha_each,
+        family,
+        detectable,
+    })
+}
+
+/// Corrects the points' results for multiple testing and assembles the report.
+fn assemble(
+    suites: &[Suite],
+    planned: &Planned,
+    results: Vec<(usize, Result<PointResult>, f64)>,
+    options: &RunOptions,
+) -> Result<Report> {
+    let Planned {
+        points,
+        alpha,
+        alpha_each,
+        family,
+        detectable,
+    } = planned;
+    let (alpha, alpha_each, family) = (*alpha, *alpha_each, *family);
     let mut summaries: Vec<SuiteSummary> = suites
         .iter()
         .map(|s| SuiteSummary {
@@ -493,6 +812,7 @@ pub(crate) fn execute(
         plan_relative_error: PLAN_RELATIVE_ERROR,
         plan_power: PLAN_POWER,
         seed: options.seed,
+        shards: options.shards,
         versions: versions(),
         suites: summaries,
         results: rows,

@@ -36,6 +36,8 @@ pub enum AuditError {
     /// An external mechanism misbehaved (could not start, exited, timed out, answered
     /// with malformed JSON or the wrong number of outputs).
     External(String),
+    /// Shards' counts files that cannot be merged (see [`crate::shard`]).
+    Shard(crate::shard::ShardError),
 }
 
 impl AuditError {
@@ -75,6 +77,7 @@ impl fmt::Display for AuditError {
             Self::Suite { source, message } => format!("suite `{source}`: {message}"),
             Self::Io { path, message } => format!("{path}: {message}"),
             Self::External(m) => format!("external mechanism: {m}"),
+            Self::Shard(e) => e.to_string(),
         };
         write_one_line(f, &text)
     }
@@ -94,6 +97,12 @@ fn write_one_line(f: &mut fmt::Formatter<'_>, text: &str) -> fmt::Result {
 }
 
 impl std::error::Error for AuditError {}
+
+impl From<crate::shard::ShardError> for AuditError {
+    fn from(e: crate::shard::ShardError) -> Self {
+        Self::Shard(e)
+    }
+}
 
 impl From<fl_stats::Error> for AuditError {
     fn from(e: fl_stats::Error) -> Self {

@@ -201,6 +201,25 @@ impl Suite {
         })
     }
 
+    /// The suite as a suite file (what [`Suite::parse`] reads back as this suite).
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "name": self.name,
+            "description": self.description,
+            "mechanism": self.mechanism,
+            "params": self.params,
+            "grid": self.grid,
+            "seed": self.seed,
+            "samples": match self.samples {
+                Samples::Fixed(n) => Value::from(n),
+                Samples::Plan => Value::from("plan"),
+            },
+            "tests": self.tests,
+            "sampler": self.sampler,
+        })
+    }
+
     /// Reads and parses a suite file.
     ///
     /// # Errors

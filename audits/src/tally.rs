@@ -21,8 +21,31 @@ pub(crate) enum Data {
     Counts(Vec<u64>),
     /// Statistics of bit vectors.
     Bits(BitStats),
-    /// Real-valued outputs, one vector per coordinate.
-    Reals(Vec<Vec<f64>>),
+    /// Real-valued outputs, one vector per coordinate (serialised as the values' IEEE-754
+    /// bit patterns, so that a shard's counts file restores them exactly).
+    Reals(#[serde(with = "real_bits")] Vec<Vec<f64>>),
+}
+
+/// Serialises real outputs as their bit patterns (exact, whatever the JSON number parser
+/// rounds).
+mod real_bits {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(cols: &[Vec<f64>], s: S) -> Result<S::Ok, S::Error> {
+        let bits: Vec<Vec<u64>> = cols
+            .iter()
+            .map(|c| c.iter().map(|x| x.to_bits()).collect())
+            .collect();
+        bits.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error> {
+        let bits = Vec::<Vec<u64>>::deserialize(d)?;
+        Ok(bits
+            .into_iter()
+            .map(|c| c.into_iter().map(f64::from_bits).collect())
+            .collect())
+    }
 }
 
 impl Data {
@@ -65,6 +88,11 @@ pub(crate) struct Draws {
 }
 
 impl Draws {
+    /// Outputs observed.
+    pub(crate) fn outputs(&self) -> u64 {
+        self.streams.position
+    }
+
     /// Adds another piece of the same input's draws.
     pub(crate) fn merge(&mut self, other: Self) {
         self.streams.merge(&other.streams);

@@ -33,15 +33,21 @@ command line, so one mechanism can be audited both ways.
 """
 
 import json
+import os
+import pathlib
 import re
+import shutil
+import subprocess
 import sys
-from typing import List, NamedTuple, Optional
+import tempfile
+from typing import List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from fl_privacy import _checks, _native
 
-__all__ = ["LAW_OPTIONS", "MECHANISMS", "AuditResult", "audit", "serve"]
+__all__ = ["LAW_OPTIONS", "MECHANISMS", "AuditResult", "ShardedAuditResult", "audit",
+           "merge_shards", "run_on_ray", "serve", "shard_arguments"]
 
 #: The mechanisms the external protocol (and so :func:`audit`) supports.
 MECHANISMS = tuple(_native.EXTERNAL_MECHANISMS)
@@ -238,3 +244,178 @@ def serve(mechanism_fn, stdin=None, stdout=None):
         if line.strip():
             stdout.write(answer(line) + "\n")
             stdout.flush()
+
+
+# --- Sharded audits on Ray ------------------------------------------------------------------
+
+
+class ShardedAuditResult(NamedTuple):
+    """The outcome of :func:`run_on_ray` (or :func:`merge_shards`)."""
+
+    #: Every test consistent with the claimed law and no certified ε violation.
+    passed: bool
+    #: What ``fl-audit merge`` printed (the per-suite table and the verdict line).
+    summary: str
+    #: report.json as a dict (schema: audits/report.schema.json).
+    report: dict
+    #: Where report.json, report.md, report.html and the plots were written.
+    report_dir: str
+    #: The shards' counts files, in shard order.
+    counts: List[str]
+
+
+def _fl_audit_binary(binary):
+    """The fl-audit executable: ``binary``, else ``$FL_AUDIT_BIN``, else ``fl-audit`` on
+    the PATH."""
+    found = binary or os.environ.get("FL_AUDIT_BIN") or shutil.which("fl-audit")
+    if not found:
+        raise FileNotFoundError(
+            "no fl-audit binary: pass binary=..., set FL_AUDIT_BIN or put fl-audit on the PATH "
+            "(cargo build --release -p fl-audit)")
+    return str(found)
+
+
+def _option_value(value):
+    if isinstance(value, (list, tuple)):
+        return ",".join(repr(float(v)) for v in value)
+    return str(value)
+
+
+def shard_arguments(shard, shards, counts_out, *, suite=None, mechanism=None, epsilon=None,
+                    mechanism_command=None, samples=None, seed=None, alpha=None, batch=None,
+                    timeout=None, **law):
+    """The ``fl-audit`` arguments that draw shard ``shard`` of ``shards`` into
+    ``counts_out``: ``run --suite SUITE`` (the project's samplers), or, with
+    ``mechanism_command`` (a list: the program and its arguments; ``{seed}`` in them becomes
+    the shard's seed), ``external --mechanism MECHANISM --eps EPSILON`` with the
+    mechanism's parameters (``law``, named as in :data:`LAW_OPTIONS`)."""
+    shard = _checks.integer("shard", shard, 0, _checks.U64_MAX)
+    shards = _checks.integer("shards", shards, 1, _checks.U64_MAX)
+    if shard >= shards:
+        raise ValueError("shard must be below shards (%d), got %d" % (shards, shard))
+    common = []
+    if samples is not None:
+        common += ["--samples", str(_checks.integer("samples", samples, 1, _checks.U64_MAX))]
+    if alpha is not None:
+        common += ["--alpha", repr(_checks.real("alpha", alpha))]
+    common += ["--shard", "%d/%d" % (shard, shards), "--counts-out", str(counts_out)]
+    if mechanism_command is None:
+        if mechanism is not None or epsilon is not None or law:
+            raise TypeError("mechanism, epsilon and mechanism parameters need mechanism_command "
+                            "(an external audit); a run takes suite")
+        args = ["run", "--suite", _checks.string("suite", suite or "all")]
+        if seed is not None:
+            args += ["--seed", str(_checks.integer("seed", seed, 0, _checks.U64_MAX))]
+        return args + common
+    if isinstance(mechanism_command, (str, bytes)) or not mechanism_command:
+        raise TypeError("mechanism_command must be a non-empty list of strings (the program "
+                        "and its arguments)")
+    if suite is not None or seed is not None:
+        raise TypeError("an external audit takes no suite or seed (the mechanism draws its "
+                        "own randomness; {seed} in mechanism_command gets the shard's seed)")
+    args = ["external", "--mechanism", _checks.string("mechanism", mechanism),
+            "--eps", repr(_checks.real("epsilon", epsilon))]
+    for name, value in _law_options(law).items():
+        args += ["--" + name.replace("_", "-"), _option_value(value)]
+    if batch is not None:
+        args += ["--batch", str(_checks.integer("batch", batch, 1, _checks.U64_MAX))]
+    if timeout is not None:
+        args += ["--timeout", repr(_checks.real("timeout", timeout))]
+    return args + common + ["--"] + [str(a) for a in mechanism_command]
+
+
+def _run_fl_audit(binary, args):
+    """Runs fl-audit; (exit status, stdout, stderr)."""
+    done = subprocess.run([binary] + list(args), capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
+def _draw_shard(binary, args, counts_name):
+    """A Ray task: draws one shard in a scratch directory of the worker and returns the
+    counts file's bytes (so that workers need no shared file system)."""
+    with tempfile.TemporaryDirectory(prefix="fl-audit-shard-") as scratch:
+        path = os.path.join(scratch, counts_name)
+        args = [path if a == "{counts_out}" else a for a in args]
+        code, out, err = _run_fl_audit(binary, args)
+        if code != 0:
+            return code, out, err, b""
+        with open(path, "rb") as f:
+            return code, out, err, f.read()
+
+
+def merge_shards(counts, out, *, binary=None):
+    """``fl-audit merge COUNTS... --out OUT``: the report of a run from its shards' counts
+    files (each shard exactly once).
+
+    Raises:
+      ValueError: when fl-audit refuses the files (a shard missing or twice, another run's
+        shard, a corrupted file), with fl-audit's one-line message.
+    """
+    binary = _fl_audit_binary(binary)
+    counts = [str(c) for c in counts]
+    code, stdout, stderr = _run_fl_audit(binary, ["merge"] + counts + ["--out", str(out)])
+    if code not in (0, 1):
+        raise ValueError(stderr.strip() or "fl-audit merge failed with status %d" % code)
+    report = json.loads(pathlib.Path(out, "report.json").read_text())
+    return ShardedAuditResult(code == 0, stdout.strip(), report, str(out), counts)
+
+
+def run_on_ray(shards, *, out, counts_dir=None, binary=None, num_cpus=1, suite=None,
+               mechanism=None, epsilon=None, mechanism_command=None, samples=None, seed=None,
+               alpha=None, batch=None, timeout=None, **law):
+    """Runs an fl-audit audit as ``shards`` Ray tasks and merges them into one report.
+
+    Task i runs ``fl-audit run|external ... --shard i/shards --counts-out FILE`` (see
+    :func:`shard_arguments` for the audit's arguments) on a Ray worker and returns FILE's
+    bytes; the driver writes them to ``counts_dir`` and runs ``fl-audit merge`` into
+    ``out``. The merge equals, count for count and byte for byte in report.json, the same
+    shards drawn one after the other in one process (``fl-audit run --shards N``, or the
+    shards of an external audit run in a loop and merged), whichever worker ran which shard:
+    each shard's seed is derived from the run seed and its index alone.
+
+    Ray is used if installed (``pip install ray``, or the ``flower`` extra, which brings
+    it); the cluster is the one ``ray.init`` already connected to, else a local one. Every
+    worker needs the fl-audit binary at the same path (``binary``, ``$FL_AUDIT_BIN`` or
+    ``fl-audit`` on the PATH) and, for an external audit, ``mechanism_command``.
+
+    Args:
+      shards: the number of shards (Ray tasks).
+      out: the report directory.
+      counts_dir: where to keep the counts files (default: a fresh temporary directory).
+      num_cpus: CPUs Ray reserves per task (fl-audit's samplers use every core they get).
+      suite, mechanism, epsilon, mechanism_command, samples, seed, alpha, batch, timeout,
+        law: the audit (:func:`shard_arguments`).
+
+    Returns:
+      :class:`ShardedAuditResult`; a failed audit is a result (``passed`` False).
+
+    Raises:
+      ImportError: when Ray is not installed.
+      ValueError: for invalid arguments or when a shard or the merge fails (fl-audit's
+        message, naming the shard).
+    """
+    import ray  # optional dependency: only this function needs it
+
+    binary = _fl_audit_binary(binary)
+    shards = _checks.integer("shards", shards, 1, _checks.U64_MAX)
+    audit_args = dict(suite=suite, mechanism=mechanism, epsilon=epsilon,
+                      mechanism_command=mechanism_command, samples=samples, seed=seed,
+                      alpha=alpha, batch=batch, timeout=timeout, **law)
+    arguments = [shard_arguments(i, shards, "{counts_out}", **audit_args)
+                 for i in range(shards)]
+    counts_dir = pathlib.Path(counts_dir or tempfile.mkdtemp(prefix="fl-audit-counts-"))
+    counts_dir.mkdir(parents=True, exist_ok=True)
+    if not ray.is_initialized():
+        ray.init()
+    task = ray.remote(num_cpus=num_cpus)(_draw_shard)
+    futures = [task.remote(binary, args, "shard-%d.json" % i)
+               for i, args in enumerate(arguments)]
+    paths = []
+    for i, (code, _stdout, stderr, data) in enumerate(ray.get(futures)):
+        if code != 0:
+            raise ValueError("shard %d/%d: %s" % (i, shards, stderr.strip()
+                                                   or "fl-audit exited with status %d" % code))
+        path = counts_dir / ("shard-%d.json" % i)
+        path.write_bytes(data)
+        paths.append(str(path))
+    return merge_shards(paths, out, binary=binary)

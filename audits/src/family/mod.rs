@@ -47,7 +47,7 @@ use crate::{
     report::Branch,
     source::{Accumulate, Defects, Feed, FeedFactory, Internal, Source, mix},
     suite::Params,
-    tally::{Data, EventCells, MAX_EVENT_CELLS, group},
+    tally::{Data, Draws, EventCells, MAX_EVENT_CELLS, group},
 };
 
 use fl_ldp::{Epsilon, FiniteOutputs};
@@ -640,12 +640,31 @@ impl PointAudit {
         self.law.inputs()
     }
 
-    /// Draws `n` samples per input and runs the tests.
-    pub(crate) fn run(&mut self, n: u64, seed: u64, progress: &Progress) -> Result<PointResult> {
-        let mut data = Vec::with_capacity(self.inputs());
-        let mut streams = Vec::with_capacity(self.inputs());
-        for i in 0..self.inputs() {
-            let mut d = self.source.draw(i, n, mix(seed, i as u64), progress)?;
+    /// Draws `n` samples per input (input i from the seed `mix(seed, i)`), each input's
+    /// counts flushed: the sufficient statistics [`PointAudit::analyze`] reads.
+    pub(crate) fn draw(&mut self, n: u64, seed: u64, progress: &Progress) -> Result<Vec<Draws>> {
+        (0..self.inputs())
+            .map(|i| {
+                let mut d = self.source.draw(i, n, mix(seed, i as u64), progress)?;
+                d.streams.flush();
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// Runs the tests on the draws of every input (one [`Draws`] per input, in input
+    /// order: one draw, or the merge of several pieces).
+    pub(crate) fn analyze(&self, draws: Vec<Draws>) -> Result<PointResult> {
+        if draws.len() != self.inputs() {
+            return Err(AuditError::Mechanism(format!(
+                "the counts hold {} inputs, the law has {}",
+                draws.len(),
+                self.inputs()
+            )));
+        }
+        let mut data = Vec::with_capacity(draws.len());
+        let mut streams = Vec::with_capacity(draws.len());
+        for mut d in draws {
             d.streams.flush();
             data.push(d.data);
             streams.push(d.streams);

@@ -106,7 +106,14 @@ pub(crate) fn document(report: &Report, svg_names: &[String]) -> Vec<Block> {
             fmt_count(report.epsilon.len() as u64),
             fmt_p(report.alpha_tests)
         ),
-        format!("seed = {}", report.seed),
+        if report.shards > 1 {
+            format!(
+                "seed = {}, drawn as {} shards (each shard's seeds derived from it; merged counts)",
+                report.seed, report.shards
+            )
+        } else {
+            format!("seed = {}", report.seed)
+        },
         format!("samples drawn = {}", fmt_count(report.samples())),
         format!("versions: {}", versions.join(", ")),
     ]));

@@ -261,6 +261,10 @@ pub struct Report {
     pub plan_power: f64,
     /// The run seed.
     pub seed: u64,
+    /// The number of shards the run was drawn as (1: unsharded; see
+    /// [`crate::engine::Shard`]): a run of N shards draws other streams than the unsharded
+    /// run with the same seed.
+    pub shards: u64,
     /// Versions of the tool, the audited crates and the compiler.
     pub versions: BTreeMap<String, String>,
     /// The suites in run order.
@@ -459,6 +463,7 @@ impl Report {
             "alpha": num(self.alpha),
             "alpha_tests": num(self.alpha_tests),
             "seed": self.seed,
+            "shards": self.shards,
             "samples": self.samples(),
             "passed": self.passed(),
             "detectable_relative_error": self.detectable().map_or(Value::Null, num),

@@ -1,0 +1,655 @@
+//! Sharded runs: a shard's counts file and the merge of a run's shards into its report.
+//!
+//! `fl-audit run|external --shard i/N --counts-out FILE` draws shard i of N of the run
+//! ([`Shard`]: its share of every grid point's samples per input, from a seed derived from
+//! the point's seed and the shard) and writes its sufficient statistics to FILE: per grid
+//! point and input, every count table the analysis reads (the law's counts, bit statistics
+//! or real outputs, serial pairs at every lag, per-batch counts, the learned event's cells,
+//! the outputs observed), with the run's parameters. `fl-audit merge FILES…` checks that
+//! the files are the N shards of one run (the same parameters, tool version and format,
+//! each shard exactly once), adds the tables in shard order and analyses them: the report
+//! of `fl-audit run --shards N`, byte for byte (`report.json`).
+//!
+//! Every table is a sum over outputs, so the merge is exact; a serial pair or a batch
+//! never straddles two shards (they are independent draws, and the run is defined as
+//! their concatenation). Real outputs (the Laplace family's Kolmogorov–Smirnov tests)
+//! are kept as the outputs themselves, their bit patterns in the file: exact, but a
+//! counts file grows with the samples (8 bytes and a few digits per coordinate and
+//! output).
+//!
+//! The file (JSON, [`FORMAT`] version [`FORMAT_VERSION`]):
+//!
+//! ```text
+//! { "format": "fl-audit-shard-counts", "format_version": 1, "fl_audit_version": "…",
+//!   "run": { "command": "run"|"external", "suites": [suite file, …], "seed": S,
+//!            "alpha": A, "samples": N|null, "batch": B|null },
+//!   "shard": { "index": i, "count": N },
+//!   "points": [ { "suite": name, "params": {…}, "seed": point seed, "samples": whole
+//!                 run's samples per input, "seconds": s, "inputs": [counts, …] }, … ] }
+//! ```
+
+use std::{
+    collections::BTreeMap,
+    fmt,
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{
+    engine::{self, PointDraws, RunOptions, Shard, SuitePoint},
+    error::{AuditError, Result},
+    family,
+    progress::Progress,
+    report::Report,
+    source::Source,
+    suite::Suite,
+    tally::Draws,
+};
+
+/// The `format` field of a counts file.
+pub const FORMAT: &str = "fl-audit-shard-counts";
+
+/// The version of the counts file format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Why shards' counts files cannot be merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// No file was given.
+    NoFiles,
+    /// A file is not a counts file (not JSON, another format, a field missing or of the
+    /// wrong type, counts inconsistent with the shard's share of the samples).
+    Corrupt {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file has another format version than this build's [`FORMAT_VERSION`].
+    FormatVersion {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u32,
+    },
+    /// A file was written by another fl-audit version than this one.
+    ToolVersion {
+        /// The file.
+        path: String,
+        /// Its fl-audit version.
+        found: String,
+    },
+    /// A file belongs to another run than the first file (another seed, α, sample size,
+    /// suites, command or number of shards).
+    Mismatch {
+        /// The file.
+        path: String,
+        /// The first file, whose run the others must match.
+        first: String,
+        /// What differs.
+        what: String,
+    },
+    /// A shard appears in two files.
+    Duplicate {
+        /// The shard's index.
+        index: u64,
+        /// The two files.
+        paths: [String; 2],
+    },
+    /// Shards of the run are missing.
+    Missing {
+        /// The missing indices.
+        missing: Vec<u64>,
+        /// The run's number of shards.
+        count: u64,
+    },
+}
+
+impl fmt::Display for ShardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoFiles => write!(f, "merge needs the counts files of every shard of a run"),
+            Self::Corrupt { path, message } => {
+                write!(f, "{path}: not a valid fl-audit counts file: {message}")
+            }
+            Self::FormatVersion { path, found } => write!(
+                f,
+                "{path}: counts file format version {found}; this fl-audit reads version {FORMAT_VERSION}"
+            ),
+            Self::ToolVersion { path, found } => write!(
+                f,
+                "{path}: written by fl-audit {found}; this is fl-audit {} (merge shards with the version that drew them)",
+                env!("CARGO_PKG_VERSION")
+            ),
+            Self::Mismatch { path, first, what } => write!(
+                f,
+                "{path}: another run than {first}: {what} differs (merge only the shards of one run)"
+            ),
+            Self::Duplicate { index, paths } => write!(
+                f,
+                "shard {index} is given twice: {} and {}",
+                paths[0], paths[1]
+            ),
+            Self::Missing { missing, count } => {
+                let list: Vec<String> = missing.iter().take(10).map(u64::to_string).collect();
+                write!(
+                    f,
+                    "{} of the run's {count} shards missing: {}{}",
+                    missing.len(),
+                    list.join(", "),
+                    if missing.len() > 10 { ", …" } else { "" }
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ShardError {}
+
+/// The command a run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RunCommand {
+    /// `fl-audit run`: built-in or suite-file suites, the project's samplers.
+    Run,
+    /// `fl-audit external`: one mechanism over the protocol.
+    External,
+}
+
+/// Everything that determines a run's points, sample sizes and seeds: equal in every
+/// shard of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunSpec {
+    /// The command.
+    pub command: RunCommand,
+    /// The suites, as suite files.
+    pub suites: Vec<Value>,
+    /// The run seed.
+    pub seed: u64,
+    /// The family-wise α.
+    pub alpha: f64,
+    /// Samples per input set for every suite, if set.
+    pub samples: Option<u64>,
+    /// Outputs per request (external).
+    pub batch: Option<u64>,
+}
+
+impl RunSpec {
+    /// The spec of a run of `suites`.
+    pub(crate) fn new(
+        command: RunCommand,
+        suites: &[Suite],
+        options: &RunOptions,
+        batch: Option<u64>,
+    ) -> Self {
+        Self {
+            command,
+            suites: suites.iter().map(Suite::to_json).collect(),
+            seed: options.seed,
+            alpha: options.alpha,
+            samples: options.samples,
+            batch,
+        }
+    }
+
+    /// The first field that differs from `other`'s.
+    fn difference(&self, other: &Self) -> Option<&'static str> {
+        if self.command != other.command {
+            Some("the command (run or external)")
+        } else if self.suites != other.suites {
+            Some("the suites (mechanism, parameters, grid, tests)")
+        } else if self.seed != other.seed {
+            Some("the seed")
+        } else if self.alpha.to_bits() != other.alpha.to_bits() {
+            Some("alpha")
+        } else if self.samples != other.samples {
+            Some("the samples per input")
+        } else if self.batch != other.batch {
+            Some("the batch size")
+        } else {
+            None
+        }
+    }
+
+    fn suites_parsed(&self) -> Result<Vec<Suite>> {
+        self.suites
+            .iter()
+            .map(|s| {
+                let name = s.get("name").and_then(Value::as_str).unwrap_or("(unnamed)");
+                Suite::parse(name, &s.to_string())
+            })
+            .collect()
+    }
+
+    fn options(&self) -> RunOptions {
+        RunOptions {
+            samples: self.samples,
+            seed: self.seed,
+            alpha: self.alpha,
+            progress: false,
+            shards: 1,
+        }
+    }
+
+    /// The run's points, for analysis only (an external point has no mechanism).
+    fn points(&self, suites: &[Suite]) -> Result<Vec<SuitePoint>> {
+        match self.command {
+            RunCommand::Run => engine::suite_points(suites, self.seed),
+            RunCommand::External => {
+                let [suite] = suites else {
+                    return Err(AuditError::usage(format!(
+                        "an external run has one suite, the counts hold {}",
+                        suites.len()
+                    )));
+                };
+                let audit = family::external(
+                    &suite.mechanism,
+                    &suite.params,
+                    &suite.tests,
+                    &mut |_, _, _| Ok(Box::new(Merged) as Box<dyn Source>),
+                )?;
+                Ok(vec![SuitePoint {
+                    suite: 0,
+                    params: suite.params.clone(),
+                    audit,
+                    seed: self.seed,
+                }])
+            }
+        }
+    }
+}
+
+/// The source of a merged run: its counts were drawn by the shards.
+struct Merged;
+
+impl Source for Merged {
+    fn draw(&mut self, _: usize, _: u64, _: u64, _: &Progress) -> Result<Draws> {
+        Err(AuditError::Mechanism(
+            "a merged run draws nothing (its shards did)".into(),
+        ))
+    }
+}
+
+/// Draws shard `shard` of the run of `suites` with `options` (`fl-audit run --shard`):
+/// its counts, ready to write.
+///
+/// # Errors
+/// As [`engine::run`].
+pub fn run_shard(suites: &[Suite], options: &RunOptions, shard: Shard) -> Result<Counts> {
+    let points = engine::execute_shard(
+        suites,
+        engine::suite_points(suites, options.seed)?,
+        options,
+        shard,
+    )?;
+    Ok(Counts::new(
+        RunSpec::new(RunCommand::Run, suites, options, None),
+        shard,
+        points,
+    ))
+}
+
+/// The index and count of a file's shard, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShardField {
+    index: u64,
+    count: u64,
+}
+
+/// A counts file's first fields, read before the rest.
+#[derive(Deserialize)]
+struct Header {
+    format: String,
+    format_version: u32,
+    fl_audit_version: String,
+}
+
+/// One shard's counts file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counts {
+    format: String,
+    format_version: u32,
+    fl_audit_version: String,
+    run: RunSpec,
+    shard: ShardField,
+    points: Vec<PointDraws>,
+}
+
+impl Counts {
+    /// The counts of shard `shard` of the run `run`.
+    pub(crate) fn new(run: RunSpec, shard: Shard, points: Vec<PointDraws>) -> Self {
+        Self {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            fl_audit_version: env!("CARGO_PKG_VERSION").into(),
+            run,
+            shard: ShardField {
+                index: shard.index(),
+                count: shard.count(),
+            },
+            points,
+        }
+    }
+
+    /// The shard these counts are of.
+    #[must_use]
+    pub fn shard(&self) -> (u64, u64) {
+        (self.shard.index, self.shard.count)
+    }
+
+    /// The count tables alone, as JSON (no timings): equal for equal draws.
+    #[must_use]
+    pub fn tables(&self) -> Value {
+        let points: Vec<Value> = self
+            .points
+            .iter()
+            .map(|p| serde_json::to_value(&p.inputs).unwrap_or(Value::Null))
+            .collect();
+        Value::Array(points)
+    }
+
+    /// Writes the file (atomically: a temporary file next to `path`, then renamed).
+    ///
+    /// # Errors
+    /// [`AuditError::Io`] when the file cannot be written.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let name = path
+            .file_name()
+            .map_or_else(|| "counts".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let io = |e: std::io::Error| AuditError::io(path, &e);
+        let result = (|| {
+            let file = std::fs::File::create(&tmp).map_err(io)?;
+            let mut w = std::io::BufWriter::new(file);
+            serde_json::to_writer(&mut w, self).map_err(|e| AuditError::Io {
+                path: path.display().to_string(),
+                message: format!("cannot serialise the counts: {e}"),
+            })?;
+            w.write_all(b"\n").map_err(io)?;
+            w.into_inner()
+                .map_err(|e| io(e.into_error()))?
+                .sync_all()
+                .map_err(io)?;
+            std::fs::rename(&tmp, path).map_err(io)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    /// Reads and checks a counts file (format, format version, fl-audit version, a valid
+    /// shard, each input's outputs equal to the shard's share of the samples).
+    ///
+    /// # Errors
+    /// [`AuditError::Io`] when it cannot be read; [`ShardError::Corrupt`],
+    /// [`ShardError::FormatVersion`] or [`ShardError::ToolVersion`].
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read(path).map_err(|e| AuditError::io(path, &e))?;
+        Ok(Self::parse(&path.display().to_string(), &text)?)
+    }
+
+    /// [`Counts::read`] of a file's bytes; `path` names it in errors.
+    ///
+    /// # Errors
+    /// As [`Counts::read`].
+    pub fn parse(path: &str, text: &[u8]) -> core::result::Result<Self, ShardError> {
+        let corrupt = |message: String| ShardError::Corrupt {
+            path: path.into(),
+            message,
+        };
+        let header: Header = serde_json::from_slice(text).map_err(|e| corrupt(format!("{e}")))?;
+        if header.format != FORMAT {
+            return Err(corrupt(format!(
+                "format is `{}`, expected `{FORMAT}`",
+                header.format
+            )));
+        }
+        if header.format_version != FORMAT_VERSION {
+            return Err(ShardError::FormatVersion {
+                path: path.into(),
+                found: header.format_version,
+            });
+        }
+        if header.fl_audit_version != env!("CARGO_PKG_VERSION") {
+            return Err(ShardError::ToolVersion {
+                path: path.into(),
+                found: header.fl_audit_version,
+            });
+        }
+        let counts: Self = serde_json::from_slice(text).map_err(|e| corrupt(format!("{e}")))?;
+        let shard = Shard::new(counts.shard.index, counts.shard.count)
+            .map_err(|e| corrupt(e.to_string()))?;
+        for p in &counts.points {
+            let share = shard.samples(p.samples);
+            if let Some((i, d)) = p
+                .inputs
+                .iter()
+                .enumerate()
+                .find(|(_, d)| d.outputs() != share)
+            {
+                return Err(corrupt(format!(
+                    "suite `{}`, input {i}: {} outputs, shard {shard}'s share of {} samples is {share}",
+                    p.suite,
+                    d.outputs(),
+                    p.samples
+                )));
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// What identifies a grid point's counts in a shard: equal in every shard of a run.
+#[derive(Debug, Clone, PartialEq)]
+struct PointKey {
+    suite: String,
+    params: BTreeMap<String, Value>,
+    seed: u64,
+    samples: u64,
+    inputs: usize,
+}
+
+/// What [`check`] compares of a counts file (not its counts).
+#[derive(Debug, Clone)]
+struct Summary {
+    path: String,
+    run: RunSpec,
+    shard: ShardField,
+    points: Vec<PointKey>,
+}
+
+impl Summary {
+    fn of(path: &str, counts: &Counts) -> Self {
+        Self {
+            path: path.into(),
+            run: counts.run.clone(),
+            shard: counts.shard,
+            points: counts
+                .points
+                .iter()
+                .map(|p| PointKey {
+                    suite: p.suite.clone(),
+                    params: p.params.clone(),
+                    seed: p.seed,
+                    samples: p.samples,
+                    inputs: p.inputs.len(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Checks that the files summarised are the N shards of one run, each exactly once; the
+/// positions of the files in shard order.
+fn check_summaries(files: &[Summary]) -> core::result::Result<Vec<usize>, ShardError> {
+    let Some(first) = files.first() else {
+        return Err(ShardError::NoFiles);
+    };
+    let count = first.shard.count;
+    let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
+    for (at, file) in files.iter().enumerate() {
+        let mismatch = |what: &str| ShardError::Mismatch {
+            path: file.path.clone(),
+            first: first.path.clone(),
+            what: what.into(),
+        };
+        if let Some(what) = file.run.difference(&first.run) {
+            return Err(mismatch(what));
+        }
+        if file.shard.count != count {
+            return Err(mismatch("the number of shards"));
+        }
+        if file.points != first.points {
+            return Err(mismatch(
+                "the grid points (suite, parameters, seed, samples or inputs)",
+            ));
+        }
+        let index = file.shard.index;
+        if let Some(other) = seen.insert(index, at) {
+            return Err(ShardError::Duplicate {
+                index,
+                paths: [files[other].path.clone(), file.path.clone()],
+            });
+        }
+    }
+    let missing: Vec<u64> = (0..count).filter(|i| !seen.contains_key(i)).collect();
+    if !missing.is_empty() {
+        return Err(ShardError::Missing { missing, count });
+    }
+    Ok(seen.into_values().collect())
+}
+
+/// Checks that `files` (path, counts) are the N shards of one run, each exactly once, and
+/// returns them in shard order.
+///
+/// # Errors
+/// The [`ShardError`] that says what is wrong.
+pub fn check(files: Vec<(String, Counts)>) -> core::result::Result<Vec<Counts>, ShardError> {
+    let summaries: Vec<Summary> = files.iter().map(|(p, c)| Summary::of(p, c)).collect();
+    let order = check_summaries(&summaries)?;
+    let mut files: Vec<Option<Counts>> = files.into_iter().map(|(_, c)| Some(c)).collect();
+    Ok(order
+        .into_iter()
+        .filter_map(|at| files.get_mut(at).and_then(Option::take))
+        .collect())
+}
+
+/// The merged counts of a run's shards, ready to analyse.
+pub struct Merge {
+    run: RunSpec,
+    shards: u64,
+    points: Vec<PointDraws>,
+}
+
+impl Merge {
+    /// Reads the files, checks that they are the shards of one run ([`check`]) and adds
+    /// their counts in shard order. Memory: the files are read twice (to check them, then
+    /// to add them in shard order), so that at most one file's counts are held beside the
+    /// sum.
+    ///
+    /// # Errors
+    /// As [`Counts::read`] and [`check`]; a file that changed between the two reads is
+    /// [`ShardError::Corrupt`].
+    pub fn read(paths: &[PathBuf]) -> Result<Self> {
+        let summaries = paths
+            .iter()
+            .map(|p| {
+                let path = p.display().to_string();
+                Ok(Summary::of(&path, &Counts::read(p)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let order = check_summaries(&summaries)?;
+        let mut merge: Option<Self> = None;
+        for at in order {
+            let (path, expected) = (&paths[at], &summaries[at]);
+            let counts = Counts::read(path)?;
+            let again = Summary::of(&expected.path, &counts);
+            if again.run != expected.run
+                || again.shard != expected.shard
+                || again.points != expected.points
+            {
+                return Err(ShardError::Corrupt {
+                    path: expected.path.clone(),
+                    message: "the file changed while it was merged".into(),
+                }
+                .into());
+            }
+            match merge.as_mut() {
+                Some(m) => m.add(counts),
+                None => merge = Some(Self::start(counts)),
+            }
+        }
+        merge.ok_or_else(|| ShardError::NoFiles.into())
+    }
+
+    /// [`Merge::read`] of counts already read.
+    ///
+    /// # Errors
+    /// As [`check`].
+    pub fn of(files: Vec<(String, Counts)>) -> core::result::Result<Self, ShardError> {
+        let mut shards = check(files)?.into_iter();
+        let mut merge = Self::start(shards.next().ok_or(ShardError::NoFiles)?);
+        for counts in shards {
+            merge.add(counts);
+        }
+        Ok(merge)
+    }
+
+    /// The merge of the first shard alone.
+    fn start(first: Counts) -> Self {
+        Self {
+            run: first.run,
+            shards: 1,
+            points: first.points,
+        }
+    }
+
+    /// Adds the next shard's counts, per grid point and input.
+    fn add(&mut self, next: Counts) {
+        self.shards += 1;
+        for (t, p) in self.points.iter_mut().zip(next.points) {
+            t.seconds += p.seconds;
+            engine::merge_inputs(&mut t.inputs, p.inputs);
+        }
+    }
+
+    /// The number of shards merged.
+    #[must_use]
+    pub fn shards(&self) -> u64 {
+        self.shards
+    }
+
+    /// The merged count tables, as JSON (no timings): for N shards, equal to those of
+    /// the same run drawn with `--shards N` in one process.
+    #[must_use]
+    pub fn tables(&self) -> Value {
+        Value::Array(
+            self.points
+                .iter()
+                .map(|p| serde_json::to_value(&p.inputs).unwrap_or(Value::Null))
+                .collect(),
+        )
+    }
+
+    /// Analyses the merged counts: the run's report.
+    ///
+    /// # Errors
+    /// Counts that do not match the run's plan, and the analysis' errors.
+    pub fn report(self) -> Result<Report> {
+        let suites = self.run.suites_parsed()?;
+        let points = self.run.points(&suites)?;
+        let options = RunOptions {
+            shards: self.shards,
+            ..self.run.options()
+        };
+        engine::execute_merged(&suites, points, &options, self.points)
+    }
+}
