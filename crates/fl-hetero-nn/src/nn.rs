@@ -279,6 +279,50 @@ impl Mlp {
         Ok(Self { layers, optimizer })
     }
 
+    /// An MLP from explicit layers, input first (each [`Linear`] followed by its
+    /// activation), trained by `optimizer` (fresh optimizer state, no cached pass).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] for no layer, or a layer whose input width is not the
+    /// previous layer's output width; [`ApiMisuse::NonFinite`] for a NaN or infinite
+    /// parameter; [`ApiMisuse::ShapeMismatch`] for a bias whose length is not the layer's
+    /// output width.
+    pub fn from_layers(
+        layers: Vec<(Linear, Activation)>,
+        optimizer: Optimizer,
+    ) -> Result<Self, Error> {
+        if layers.is_empty() {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: "an MLP needs at least one layer".into(),
+            }
+            .into());
+        }
+        for pair in layers.windows(2) {
+            if pair[0].0.weight.cols() != pair[1].0.weight.rows() {
+                return Err(ApiMisuse::InvalidConfig {
+                    reason: format!(
+                        "a layer of input width {} follows a layer of output width {}; consecutive widths must match",
+                        pair[1].0.weight.rows(),
+                        pair[0].0.weight.cols()
+                    ),
+                }
+                .into());
+            }
+        }
+        let layers = layers
+            .into_iter()
+            .map(|(lin, act)| {
+                Linear::from_parameters(lin.weight, lin.bias).map(|lin| (lin, act, None))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { layers, optimizer })
+    }
+
+    /// The layers, input first: each linear part and its activation.
+    pub fn layers(&self) -> impl Iterator<Item = (&Linear, Activation)> {
+        self.layers.iter().map(|(lin, act, _)| (lin, *act))
+    }
+
     /// Forward pass (caches what backward needs).
     pub fn forward(&mut self, x: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
         x.check_finite("MLP input")?;
@@ -406,6 +450,24 @@ mod tests {
             assert!(last < first * 0.5, "{opt:?}: {first} → {last}");
         }
         assert!(Mlp::new(&mut rng, &[3], &[Activation::Relu], Optimizer::adam(0.1)).is_err());
+        // from_layers rebuilds the same function from the layers; it refuses no layer and
+        // widths that do not chain.
+        let mut rebuilt = Mlp::from_layers(
+            mlp.layers().map(|(l, a)| (l.clone(), a)).collect(),
+            Optimizer::Sgd { lr: 0.1 },
+        )
+        .unwrap();
+        assert_eq!(
+            rebuilt.forward(&x).unwrap().as_slice(),
+            mlp.clone().forward(&x).unwrap().as_slice()
+        );
+        assert!(Mlp::from_layers(Vec::new(), Optimizer::adam(0.1)).is_err());
+        let layers: Vec<_> = mlp.layers().map(|(l, a)| (l.clone(), a)).collect();
+        let swapped = vec![layers[1].clone(), layers[0].clone()];
+        assert!(Mlp::from_layers(swapped, Optimizer::adam(0.1)).is_err());
+        let mut nan = layers[0].0.clone();
+        nan.weight = nan.weight.map(|_| f64::NAN);
+        assert!(Mlp::from_layers(vec![(nan, Activation::Relu)], Optimizer::adam(0.1)).is_err());
         assert!(bce_loss(&Matrix::zeros(2, 1), &[1.0]).is_err());
     }
 }

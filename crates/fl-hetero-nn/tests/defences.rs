@@ -165,3 +165,54 @@ fn rr_with_prior_randomises_training_labels_with_the_law_probabilities() {
         }
     }
 }
+
+/// Why the privacy table's RR-with-prior rows at small ε have chance utility and a host
+/// accuracy equal to the base rate: with two classes RR-with-prior keeps only the prior's
+/// mode, and releases it for every row whatever the label, when
+/// π_max > e^ε/(1 + e^ε), i.e. ε < ln(π_max/(1 − π_max)): 0.532 for breast's public prior
+/// [0.37, 0.63], 1.266 for default-credit's [0.78, 0.22]. So the table's breast ε = 0.5 and
+/// default-credit ε ∈ {0.5, 1} train on a constant label (0-DP, nothing to learn, nothing
+/// to leak but the prior). Control: one step above the threshold both classes are kept and
+/// the labels survive with probability e^ε/(1 + e^ε).
+#[test]
+fn rr_with_prior_releases_the_prior_mode_below_the_threshold_epsilon() {
+    let labels: Vec<f64> = (0..2000).map(|i| f64::from(u8::from(i % 2 == 0))).collect();
+    // (classes RR-with-prior keeps, the randomised labels) at (ε, prior).
+    let randomise = |eps: f64, prior: [f64; 2]| {
+        let epsilon = Epsilon::new(eps).unwrap();
+        let kept = RrWithPrior::new(epsilon, &prior)
+            .unwrap()
+            .top_labels()
+            .len();
+        let mut cfg = SplitConfig::hetero_nn_binary_0();
+        cfg.label_dp = Some(LabelDefence::RrWithPrior { epsilon, prior });
+        let out = cfg
+            .privatize_labels(&labels, &mut ChaCha20Rng::seed_from_u64(5))
+            .unwrap()
+            .into_labels();
+        (kept, out)
+    };
+    for (prior, mode, constant_at, kept_at) in [
+        ([0.37f64, 0.63], 1.0, &[0.5][..], &[1.0, 2.0, 4.0, 8.0][..]),
+        ([0.78, 0.22], 0.0, &[0.5, 1.0][..], &[2.0, 4.0, 8.0][..]),
+    ] {
+        let threshold = (prior[0].max(prior[1]) / prior[0].min(prior[1])).ln();
+        for &eps in constant_at {
+            assert!(eps < threshold);
+            let (kept, out) = randomise(eps, prior);
+            assert_eq!(kept, 1);
+            assert!(out.iter().all(|&y| y == mode), "prior {prior:?}, ε = {eps}");
+        }
+        for &eps in kept_at {
+            assert!(eps > threshold);
+            let (kept, out) = randomise(eps, prior);
+            assert_eq!(kept, 2);
+            let same = out.iter().zip(&labels).filter(|(a, b)| a == b).count() as u64;
+            let p = eps.exp() / (1.0 + eps.exp());
+            assert!(
+                p_value(same, labels.len() as u64, p) > ALPHA,
+                "prior {prior:?}, ε = {eps}: {same} kept"
+            );
+        }
+    }
+}

@@ -155,3 +155,75 @@ fn host_gradients_leak_labels_h1() {
     // about 0.04; 0.3–0.7 is a 5-sigma band.
     assert!((0.3..=0.7).contains(&control), "control AUC {control}");
 }
+
+/// Why the host's label guess is determined only up to one global sign (the orientation
+/// note of `attacks::labels`, and the README's privacy table): on breast (`hetero_nn-binary-0`,
+/// plaintext fixed-point twin, FATE's 100 epochs = 200 steps), training on the flipped
+/// labels 1 − y with the top's layer negated (p ↦ 1 − p) sends the host the same δ_A, bit
+/// for bit, at every step as training on y with the original top, so no attack on the
+/// host's view can tell y from 1 − y; only outside knowledge (the public prior, a known
+/// label) orients its guess. (The top's initialiser is symmetric, so both tops are equally
+/// likely.)
+/// Control: the flipped labels with the original top give a clearly different view.
+#[test]
+fn the_host_view_is_the_same_for_flipped_labels_and_a_mirrored_top() {
+    use fl_hetero_nn::PlainInteractiveLayer;
+    use fl_hetero_nn::config::AcceptedLeaks;
+    use fl_hetero_nn::data::parse_csv;
+    use fl_hetero_nn::nn::{Linear, Mlp, Optimizer};
+
+    let data = VerticalData::align(
+        parse_csv(include_str!("../data/breast_hetero_guest.csv"), true).unwrap(),
+        parse_csv(include_str!("../data/breast_hetero_host.csv"), false).unwrap(),
+    )
+    .unwrap();
+    let mut cfg = SplitConfig::hetero_nn_binary_0();
+    cfg.accepted_leaks = AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE;
+    let init = SplitInit::new(&cfg, 101).unwrap();
+    let mut mirrored = init.clone();
+    mirrored.top = Mlp::from_layers(
+        init.top
+            .layers()
+            .map(|(l, a)| {
+                let weight = l.weight.map(|x| -x);
+                let bias = l.bias.iter().map(|x| -x).collect();
+                (Linear::from_parameters(weight, bias).unwrap(), a)
+            })
+            .collect(),
+        Optimizer::adam(cfg.learning_rate),
+    )
+    .unwrap();
+    let mut flipped = data.clone();
+    flipped.labels = data.labels.iter().map(|y| 1.0 - y).collect();
+
+    let view = |init: &SplitInit, data: &VerticalData| -> Vec<Vec<f64>> {
+        let pc = cfg.protocol_config(Profile::Hardened);
+        let mut part = Recorder {
+            inner: PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)
+                .unwrap(),
+            gradients: Vec::new(),
+        };
+        let mut host = HostModel::new(init);
+        let mut guest = GuestModel::new(init, &cfg);
+        for _ in 0..cfg.epochs {
+            train_epoch(&cfg, data, &mut host, &mut guest, &mut part).unwrap();
+        }
+        part.gradients
+    };
+    let original = view(&init, &data);
+    let mirror = view(&mirrored, &flipped);
+    let control = view(&init, &flipped);
+    assert_eq!(original.len(), cfg.epochs * data.len());
+    assert!(original == mirror, "the mirrored run's view differs");
+    // Control: the largest difference relative to the largest δ_A entry.
+    let scale = original
+        .iter()
+        .flatten()
+        .fold(0.0f64, |m, x| m.max(x.abs()));
+    let worst = original
+        .iter()
+        .flatten()
+        .zip(control.iter().flatten())
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    assert!(worst > 0.1 * scale, "{worst} vs {scale}");
+}

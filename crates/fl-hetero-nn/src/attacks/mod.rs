@@ -4,7 +4,8 @@
 //! learn X" sentence in this crate's docs is measured against the strongest of them.
 //!
 //! - [`labels`]: the single-step label-inference scores on δ_A (norm and cosine attacks,
-//!   H1) and the label guess from a recovered error.
+//!   H1) and the label guess from a recovered error (determined up to one global sign,
+//!   oriented by the public prior or by known labels).
 //! - [`host_multi_step`]: the host recovers the guest's exact error D_t (and the effective
 //!   weight W_t) from two or more training steps. See below.
 //! - [`guest_multi_step`]: the transposed attack: the guest recovers the host's exact
@@ -51,7 +52,10 @@
 pub mod labels;
 pub(crate) mod lattice;
 
-pub use labels::{cosine_scores, norm_scores};
+pub use labels::{
+    cosine_scores, error_projection_scores, label_guesses, norm_scores, orient_by_known_labels,
+    orient_by_prior,
+};
 
 use num_bigint::BigInt;
 use num_traits::{One, Signed, ToPrimitive, Zero};
