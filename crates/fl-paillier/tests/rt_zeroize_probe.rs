@@ -218,6 +218,55 @@ fn ifma_multi_buffer_accumulators_leave_c_pow_p_minus_1_mod_p2_in_freed_memory()
 }
 
 #[test]
+fn ifma_multi_buffer_accumulators_leave_the_randomizers_of_encrypt_many() {
+    let _g = lock();
+    if !Engine::available().contains(&Engine::Ifma) {
+        eprintln!("no AVX-512 IFMA on this CPU: skipped");
+        return;
+    }
+    let dk = common::keys1024()
+        .iter()
+        .find(|k| k.encryption_key().engine() == Engine::Ifma)
+        .unwrap();
+    let ek = dk.encryption_key();
+    let n = ek.n().clone();
+    let n2 = &n * &n;
+    let ms: Vec<_> = (0..8)
+        .map(|i| ek.encode_i64(i * 31 - 100).unwrap())
+        .collect();
+    let mut rng = ChaCha20Rng::seed_from_u64(12);
+    let (cts, blocks) = recorder::record(|| ek.encrypt_many(&ms, &mut rng).unwrap());
+    // rⁿ of each ciphertext = c·g^(−m) mod n², recovered with the plaintexts.
+    let limbs = n2.bits().div_ceil(64);
+    let vectors = (64 * limbs + 2).div_ceil(8 * 52);
+    let r = BigUint::one() << (52 * 8 * vectors);
+    let targets: Vec<BigUint> = cts
+        .iter()
+        .map(|c| {
+            let m = dk.decrypt(c).unwrap().to_biguint();
+            let g_minus_m = (&n2 + 1u8 - (&m * &n) % &n2) % &n2;
+            let rn = (c.to_biguint() * g_minus_m) % &n2;
+            (rn * &r) % &n2
+        })
+        .collect();
+    let mut hits = 0;
+    for b in blocks
+        .iter()
+        .filter(|b| b.len() % 64 == 0 && b.len() >= 64 * 8)
+    {
+        for v in lanes(b) {
+            if targets.contains(&(&v % &n2)) {
+                hits += 1;
+            }
+        }
+    }
+    eprintln!(
+        "encrypt_many on IFMA: {hits} lanes of freed blocks hold a randomizer r^n (Montgomery form)"
+    );
+    assert!(hits > 0);
+}
+
+#[test]
 fn legacy_key_import_and_encrypt_with_nonce_leave_secrets() {
     let _g = lock();
     let mut rng = ChaCha20Rng::seed_from_u64(10);
