@@ -28,7 +28,10 @@ use std::collections::HashMap;
 /// The smallest prime ≥ x (trial division: x is small).
 fn next_prime(mut x: u64) -> u64 {
     loop {
-        if (2..).take_while(|d| d * d <= x).all(|d| !x.is_multiple_of(d)) {
+        if (2..)
+            .take_while(|d| d * d <= x)
+            .all(|d| !x.is_multiple_of(d))
+        {
             return x;
         }
         x += 1;
