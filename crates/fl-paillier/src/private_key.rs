@@ -544,27 +544,11 @@ impl DecryptionKey {
     /// a computation fault.
     pub fn prove_correct(&self, context: &[u8]) -> Result<KeyCorrectnessProof> {
         let n = self.public.n();
-        let rhos = crate::key_proof::challenges(n, context)?;
-        let n_limbs = self.public.inner.n_limbs;
-        let d_p = nth_root_exponent(&self.p, &self.q);
-        let d_q = nth_root_exponent(&self.q, &self.p);
-        let mut roots = Vec::with_capacity(rhos.len());
-        for rho in &rhos {
-            let rho = limbs_from_big(rho, n_limbs).ok_or(Error::InvalidParameter {
-                reason: "challenge does not fit the modulus",
-            })?;
-            let sp = self.p.mont.leave(&self.p.mont.pow_ct(
-                &self.p.mont.reduce(&rho),
-                &d_p,
-                self.p.exp_bits,
-            ));
-            let sq = self.q.mont.leave(&self.q.mont.pow_ct(
-                &self.q.mont.reduce(&rho),
-                &d_q,
-                self.q.exp_bits,
-            ));
-            roots.push(big_from_limbs(&self.crt_combine(&sp, &sq)));
-        }
+        let roots: Vec<BigUint> = self
+            .key_proof_root_limbs(context)?
+            .iter()
+            .map(|r| big_from_limbs(r))
+            .collect();
         let width = crate::arith::byte_len(n.bits());
         crate::key_proof::verify_roots(n, context, width, &roots).map_err(|_| {
             Error::InvalidPrimes {
@@ -573,6 +557,35 @@ impl DecryptionKey {
             }
         })?;
         Ok(KeyCorrectnessProof::from_roots(width, roots))
+    }
+
+    /// The n-th roots σᵢ = ρᵢ^d mod n of the key-correctness challenges for `context`, as
+    /// `n_limbs` limbs, constant time in the key (the valgrind harness runs it on a
+    /// poisoned key through `hazmat`); the roots are public once released, but not
+    /// checked here (see [`DecryptionKey::prove_correct`]).
+    pub(crate) fn key_proof_root_limbs(&self, context: &[u8]) -> Result<Vec<Limbs>> {
+        let rhos = crate::key_proof::challenges(self.public.n(), context)?;
+        let n_limbs = self.public.inner.n_limbs;
+        let d_p = nth_root_exponent(&self.p, &self.q);
+        let d_q = nth_root_exponent(&self.q, &self.p);
+        rhos.iter()
+            .map(|rho| {
+                let rho = limbs_from_big(rho, n_limbs).ok_or(Error::InvalidParameter {
+                    reason: "challenge does not fit the modulus",
+                })?;
+                let sp = self.p.mont.leave(&self.p.mont.pow_ct(
+                    &self.p.mont.reduce(&rho),
+                    &d_p,
+                    self.p.exp_bits,
+                ));
+                let sq = self.q.mont.leave(&self.q.mont.pow_ct(
+                    &self.q.mont.reduce(&rho),
+                    &d_q,
+                    self.q.exp_bits,
+                ));
+                Ok(self.crt_combine(&sp, &sq))
+            })
+            .collect()
     }
 
     /// Decrypts many ciphertexts (in parallel with the `rayon` feature).

@@ -215,7 +215,11 @@ mod scanner {
             });
             let mut found = [0usize; 4];
             let mut n = patterns.find(words, &mut found);
-            if n == 0 && INTERLEAVED.load(Ordering::SeqCst) && size.is_multiple_of(64) && size >= 512 {
+            if n == 0
+                && INTERLEAVED.load(Ordering::SeqCst)
+                && size.is_multiple_of(64)
+                && size >= 512
+            {
                 // SAFETY: as above: `ptr` is a live block of `size` bytes; only read.
                 let block = unsafe { core::slice::from_raw_parts(ptr.cast::<u64>(), size / 8) };
                 n = find_interleaved(patterns, block, &mut found);
