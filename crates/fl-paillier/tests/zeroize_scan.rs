@@ -2,7 +2,7 @@
 //! one that, while armed, reads every block freed by any thread *before* handing it back
 //! to the system allocator and looks for a secret in it. It runs every secret path of
 //! fl-paillier — key construction from primes, decrypt, decrypt_many, encrypt,
-//! encrypt_with_nonce, encrypt_many, rerandomize, rerandomize_many, encrypt_crt, encrypt_crt_many, the
+//! encrypt_with_nonce, the key-correctness proof, encrypt_many, rerandomize, rerandomize_many, encrypt_crt, encrypt_crt_many, the
 //! randomizer pool, DJN (public and by the key owner), mul_secret, mul_secret_i64,
 //! dot_secret_i64, dot_many_secret and the drops of the key, the pool and the owner's DJN
 //! tables — on every arithmetic engine the CPU has (portable always, AVX-512 IFMA where
@@ -1611,6 +1611,50 @@ fn documented_exceptions_are_still_exceptions() {
         "{}: no longer leaks; update EXCEPTIONS and the docs",
         EXCEPTIONS[4].0
     );
+}
+
+/// `prove_correct`: the root exponents d_p = q⁻¹ mod (p − 1) and d_q = p⁻¹ mod (q − 1), the
+/// terms they are derived from (((s − 1) mod t)⁻¹ mod t, k = t − that, 1 + k·(s − 1)) and
+/// the roots' residues mod p and q are all wiped; only the (public) roots are returned.
+#[test]
+fn key_correctness_proof_leaves_no_secret() {
+    let _guard = lock();
+    for dk in common::keys512().iter().chain(common::keys1024()) {
+        let ek = dk.encryption_key();
+        let forms = Forms::of(dk);
+        let (p, q) = primes(dk);
+        let mut pat = key_patterns(dk, &forms);
+        for (s, t, name, other) in [(&p, &q, "p", "q"), (&q, &p, "q", "p")] {
+            let s1 = s - 1u8;
+            let inv = modinv(&(&s1 % t), t);
+            let k = t - &inv;
+            let x = &k * &s1 + 1u8;
+            let d = &x / t;
+            assert_eq!(d, modinv(&(t % &s1), &s1));
+            forms.add_in(
+                &mut pat,
+                &format!("((s-1) mod t)^-1 for s = {name}"),
+                &inv,
+                &[other],
+            );
+            forms.add_in(&mut pat, &format!("k for s = {name}"), &k, &[other]);
+            forms.add_in(&mut pat, &format!("1 + k(s-1) for s = {name}"), &x, &[]);
+            forms.add_in(&mut pat, &format!("d_{name}"), &d, &[name]);
+        }
+        let context = b"zeroize";
+        let proof = dk.prove_correct(context).unwrap();
+        let bytes = proof.to_bytes();
+        let width = (bytes.len() - 4) / fl_paillier::KEY_PROOF_ROUNDS;
+        for (i, chunk) in bytes[4..].chunks_exact(width).enumerate() {
+            let sigma = BigUint::from_bytes_be(chunk);
+            forms.add_in(&mut pat, &format!("root {i} mod p"), &(&sigma % &p), &["p"]);
+            forms.add_in(&mut pat, &format!("root {i} mod q"), &(&sigma % &q), &["q"]);
+        }
+        let (again, hits, pat) = scan(pat, || dk.prove_correct(context).unwrap());
+        assert_clean("prove_correct", ek.engine(), &hits, &pat);
+        assert_eq!(again, proof);
+        drop(pat);
+    }
 }
 
 /// `encrypt_with_nonce`: the caller's nonce r is checked (0 < r < n on zeroizing limbs,
