@@ -28,16 +28,23 @@
 //! 8. key construction (`hazmat::decryption_key_from_prime_limbs_unchecked`, the path of
 //!    `keygen` and `from_primes`: Montgomery contexts mod p, q,
 //!    p², q², s⁻¹ mod 2^k, the Fermat/Euler inverses) from poisoned primes: 0 errors;
-//! 9. positive control, last because it floods memcheck: the variable-time textbook
-//!    decryption with the poisoned key MUST be flagged (proves the key's secrets really
-//!    are poisoned).
+//! 9. the remaining secret paths: `decrypt_parallel`, `encrypt_crt_many`, the key owner's
+//!    DJN table construction and `encrypt_many` (poisoned key and α), the n-th roots of
+//!    the key-correctness proof (`prove_correct`, poisoned key), the randomizer pool
+//!    (`fill`, `encrypt`, `rerandomize`) and `rerandomize_many` with poisoned randomness,
+//!    DJN `encrypt_many` / `rerandomize_many` (poisoned α), `DjnPublic::generate`'s h_s
+//!    (poisoned x; through `hazmat`, before the public h_s becomes a `BigUint`) and
+//!    `matvec_secret_i64` (poisoned weights): 0 errors, and the results are right;
+//! 10. positive control, last because it floods memcheck: the variable-time textbook
+//!     decryption with the poisoned key MUST be flagged (proves the key's secrets really
+//!     are poisoned).
 //!
 //! Run it with `--error-limit=no` so that memcheck keeps counting, and pass
 //! `--require-valgrind` to fail when it is not under valgrind (as `.ci/run` does).
 //!
 //! Every secret the key holds is poisoned, the moduli and constants of its Montgomery
 //! contexts included. Bit lengths are public by design (the key has the declared size).
-//! Phases 2–8 run once per kernel that valgrind can execute and the CPU has
+//! Phases 2–9 run once per kernel that valgrind can execute and the CPU has
 //! (`DecryptionKey::with_engine`): the portable kernel always, the x86-64 BMI2/ADX kernel
 //! and the AVX2 kernels where present (valgrind executes `mulx`/`adcx`/`adox` but its
 //! emulated CPU hides ADX from feature detection, so under valgrind the harness declares it
@@ -51,10 +58,12 @@ use core::convert::Infallible;
 use crabgrind::memcheck::{MemState, mark_mem};
 use fl_paillier::hazmat::{
     ciphertext_words, decrypt_textbook_vartime, decryption_key_from_prime_limbs_unchecked,
-    djn_encrypt_with_alpha, djn_owner_encrypt_with_alpha, plaintext_words, secret_words,
+    djn_encrypt_with_alpha, djn_generate_hs_words, djn_owner_encrypt_with_alpha,
+    key_proof_root_words, plaintext_words, secret_words,
 };
 use fl_paillier::{
     BigInt, BigUint, Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, Engine, Plaintext,
+    RandomizerPool,
 };
 use rand::{SeedableRng, rngs::ChaCha20Rng};
 
@@ -193,7 +202,7 @@ fn expected_dots(rows: &[Vec<i64>], xs: &[i64]) -> Vec<BigInt> {
         .collect()
 }
 
-/// Phases 2–8 on a key built on `engine`; returns the key (for the positive control).
+/// Phases 2–9 on a key built on `engine`; returns the key (for the positive control).
 fn phases(
     engine: Engine,
     base: &BigUint,
@@ -447,6 +456,141 @@ fn phases(
     declassify(small);
     declassify(large);
     assert_eq!(built.decrypt_i64(&cts[4]).unwrap(), 42);
+
+    // 9. The remaining secret paths: the parallel and batch key-owner paths, the batch
+    //    public paths with poisoned randomness, DJN's public base and the key proof.
+    poison_key(&dk);
+    let mut par = None;
+    let n = errors_in(|| {
+        par = Some(dk.decrypt_parallel(&cts[2]).unwrap());
+    });
+    report("DecryptionKey::decrypt_parallel, poisoned key", n, false);
+    let par = par.unwrap();
+    declassify(par.words());
+    assert_eq!(par.words(), &expected[2][..]);
+    let ms: Vec<Plaintext> = (0..3).map(|i| ek.encode_i64(i - 1).unwrap()).collect();
+    let mut crt_many = Vec::new();
+    let n = errors_in(|| {
+        crt_many = dk.encrypt_crt_many(&ms, &mut rng).unwrap();
+    });
+    report("DecryptionKey::encrypt_crt_many, poisoned key", n, false);
+    let mut owner_many = Vec::new();
+    let n = errors_in(|| {
+        let owner = dk.djn_encryptor(&public, 224, 6).unwrap();
+        owner_many = owner
+            .encrypt_many(&ms, &mut PoisonRng(ChaCha20Rng::seed_from_u64(9)))
+            .unwrap();
+    });
+    report(
+        "djn_encryptor tables + owner encrypt_many, poisoned key, alpha",
+        n,
+        false,
+    );
+    let mut roots = Vec::new();
+    let n = errors_in(|| {
+        roots = key_proof_root_words(&dk, b"ct harness").unwrap();
+    });
+    report(
+        "DecryptionKey::prove_correct (n-th roots), poisoned key",
+        n,
+        false,
+    );
+    for r in &roots {
+        declassify(r);
+    }
+    unpoison_key(&dk);
+    for c in crt_many.iter().chain(&owner_many) {
+        declassify(c.words());
+    }
+    let got: Vec<i64> = crt_many
+        .iter()
+        .map(|c| dk.decrypt_i64(c).unwrap())
+        .collect();
+    assert_eq!(got, [-1, 0, 1]);
+    let got: Vec<i64> = owner_many
+        .iter()
+        .map(|c| dk.decrypt_i64(c).unwrap())
+        .collect();
+    assert_eq!(got, [-1, 0, 1]);
+    let proof = dk.prove_correct(b"ct harness").unwrap();
+    proof.verify(&ek, b"ct harness").unwrap();
+    let roots_big: Vec<u8> = roots
+        .iter()
+        .flat_map(|r| {
+            let b = BigUint::from_slice(
+                &r.iter()
+                    .flat_map(|&w| [w as u32, (w >> 32) as u32])
+                    .collect::<Vec<u32>>(),
+            )
+            .to_bytes_be();
+            let mut out = vec![0u8; 256 - b.len()];
+            out.extend_from_slice(&b);
+            out
+        })
+        .collect();
+    assert_eq!(
+        &proof.to_bytes()[4..],
+        &roots_big[..],
+        "the roots are the proof's"
+    );
+
+    let mut prng = PoisonRng(ChaCha20Rng::seed_from_u64(10));
+    let mut outs = Vec::new();
+    let n = errors_in(|| {
+        let mut pool = RandomizerPool::new(&ek);
+        pool.fill(3, &mut prng);
+        let c = pool.encrypt(&ms[1], &mut prng).unwrap();
+        outs.push(pool.rerandomize(&c, &mut prng).unwrap());
+        outs.push(c);
+        outs.extend(ek.rerandomize_many(&cts[2..5], &mut prng).unwrap());
+    });
+    report(
+        "RandomizerPool fill/encrypt/rerandomize, rerandomize_many, poisoned r",
+        n,
+        false,
+    );
+    let n = errors_in(|| {
+        outs.extend(djn.encrypt_many(&ms, &mut prng).unwrap());
+        outs.extend(djn.rerandomize_many(&cts[2..5], &mut prng).unwrap());
+    });
+    report(
+        "DjnEncryptor encrypt_many / rerandomize_many, poisoned alpha",
+        n,
+        false,
+    );
+    let mut hs = None;
+    let n = errors_in(|| {
+        hs = Some(djn_generate_hs_words(&ek, &mut prng));
+    });
+    report("DjnPublic::generate (h_s), poisoned x", n, false);
+    declassify(&hs.unwrap());
+    for c in &outs {
+        declassify(c.words());
+    }
+    let got: Vec<i64> = outs.iter().map(|c| dk.decrypt_i64(c).unwrap()).collect();
+    assert_eq!(
+        got,
+        [0, 0, 0, -1, 42, -1, 0, 1, 0, -1, 42],
+        "the poisoned batch paths gave wrong values"
+    );
+    let weights: Vec<Vec<i64>> = vec![vec![3, -4, 5], vec![-1 << 40, 7, 0]];
+    for row in &weights {
+        poison_bytes(row);
+    }
+    let mut mv = Vec::new();
+    let n = errors_in(|| {
+        mv = ek.matvec_secret_i64(&weights, &cts[2..5]).unwrap();
+    });
+    report(
+        "EncryptionKey::matvec_secret_i64, poisoned weights",
+        n,
+        false,
+    );
+    for c in &mv {
+        declassify(c.words());
+    }
+    let got: Vec<i64> = mv.iter().map(|c| dk.decrypt_i64(c).unwrap()).collect();
+    assert_eq!(got, [4 + 5 * 42, -7]);
 
     (dk, cts)
 }

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::private_key::DecryptionKey;
 use crate::public_key::EncryptionKey;
 use num_bigint::BigUint;
+use zeroize::Zeroizing;
 
 /// The limbs of a plaintext's residue, in place (little-endian 64-bit words).
 #[must_use]
@@ -162,4 +163,27 @@ impl KernelProbe {
 pub fn assume_cpu_has_adx_under_valgrind() {
     #[cfg(target_arch = "x86_64")]
     crate::arith::adx::assume_adx();
+}
+
+/// The n-th roots of [`DecryptionKey::prove_correct`] as n's limbs, before their conversion
+/// to `BigUint` and the self-check (both read the then public roots): for the valgrind
+/// harness, which runs it on a poisoned key.
+///
+/// # Errors
+/// As [`DecryptionKey::prove_correct`]'s challenge derivation.
+pub fn key_proof_root_words(
+    key: &DecryptionKey,
+    context: &[u8],
+) -> Result<Vec<Zeroizing<Vec<u64>>>> {
+    key.key_proof_root_limbs(context)
+}
+
+/// h_s of [`crate::DjnPublic::generate`] as n² limbs, before its conversion to `BigUint`
+/// (which reads the then public value): for the valgrind harness, which runs it with a
+/// poisoned generator.
+pub fn djn_generate_hs_words<R: rand::CryptoRng + ?Sized>(
+    key: &EncryptionKey,
+    rng: &mut R,
+) -> Zeroizing<Vec<u64>> {
+    crate::DjnPublic::generate_hs_limbs(key, rng)
 }

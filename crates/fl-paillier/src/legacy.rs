@@ -55,6 +55,10 @@ impl LegacyDecryptionKey {
     /// Miller–Rabin) of equal bit length, n = p·q has 1024 to 2047 bits, and
     /// gcd(n, (p−1)(q−1)) = 1 (without it, Paillier decryption is not defined).
     ///
+    /// As in [`DecryptionKey::from_primes`], the primes pass through num-bigint for these
+    /// checks (variable time, and temporaries that cannot be wiped: a documented exception
+    /// of the zeroization test); the key built from them is wiped on drop.
+    ///
     /// # Errors
     /// [`Error::InvalidModulus`] for a modulus of 2048 bits or more (use
     /// [`DecryptionKey::from_primes`]) or under 1024 bits; [`Error::InvalidPrimes`] naming

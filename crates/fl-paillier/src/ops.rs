@@ -6,15 +6,13 @@
 
 use crate::arith::multi_pow::{multi_pow_u64, secret_multi_pow};
 use crate::arith::{
-    Limbs, MontVal, Monty, add_assign, ct_is_zero_mask, fit, limbs_from_big, mul_wide,
+    Limbs, MontVal, Monty, add_assign, ct_is_zero_mask, ct_lt_mask, fit, limbs_from_big, mul_wide,
 };
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
 use crate::par::{map_chunks, map_slice};
 use crate::public_key::EncryptionKey;
 use num_bigint::{BigInt, BigUint, Sign};
-use num_integer::Integer;
-use num_traits::{One, Zero};
 use rand::CryptoRng;
 use zeroize::{Zeroize, Zeroizing};
 
@@ -120,12 +118,19 @@ impl EncryptionKey {
         let bad = Error::InvalidParameter {
             reason: "the nonce r must satisfy 0 < r < n and gcd(r, n) = 1",
         };
-        if r >= &inner.n_big || r.is_zero() || !r.gcd(&inner.n_big).is_one() {
+        // The checks never copy r into num-bigint temporaries (which cannot be wiped) and
+        // do not branch on it beyond the validity the error reveals anyway: 0 < r < n on
+        // the zeroizing limbs with masks, and gcd(r, n) = 1 on the *public* ciphertext,
+        // since c ≡ gᵐ·rⁿ ≡ rⁿ (mod n) is a unit exactly when r is.
+        let r_words: Limbs = Zeroizing::new(limbs_from_big(r, inner.n_limbs).ok_or(bad.clone())?);
+        let in_range = ct_lt_mask(&r_words, &inner.n) & !ct_is_zero_mask(&r_words);
+        if in_range == 0 {
             return Err(bad);
         }
-        let r_words: Limbs = Zeroizing::new(limbs_from_big(r, inner.n_limbs).ok_or(bad)?);
         let gm = self.g_pow(m)?;
-        Ok(self.ciphertext_from_product(&gm, &self.r_pow_n(&r_words)))
+        let c = self.ciphertext_from_product(&gm, &self.r_pow_n(&r_words));
+        self.validate_ciphertext_value(c.value.to_vec())
+            .map_err(|_| bad)
     }
 
     /// The deterministic trivial encryption of m (r = 1): 1 + m·n. Useful as a neutral

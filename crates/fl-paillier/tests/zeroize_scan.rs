@@ -2,7 +2,7 @@
 //! one that, while armed, reads every block freed by any thread *before* handing it back
 //! to the system allocator and looks for a secret in it. It runs every secret path of
 //! fl-paillier — key construction from primes, decrypt, decrypt_many, encrypt,
-//! encrypt_many, rerandomize, rerandomize_many, encrypt_crt, encrypt_crt_many, the
+//! encrypt_with_nonce, the key-correctness proof, encrypt_many, rerandomize, rerandomize_many, encrypt_crt, encrypt_crt_many, the
 //! randomizer pool, DJN (public and by the key owner), mul_secret, mul_secret_i64,
 //! dot_secret_i64, dot_many_secret and the drops of the key, the pool and the owner's DJN
 //! tables — on every arithmetic engine the CPU has (portable always, AVX-512 IFMA where
@@ -20,7 +20,13 @@
 //! 4096-bit encryption. A freed block "hits" a pattern when two consecutive 64-bit words
 //! of the block equal two consecutive words of the pattern (one word for one-word
 //! secrets such as an `i64` scalar); the patterns are full-entropy, so a chance match has
-//! probability about 2^−128 per position. The nonces are recovered with the private key
+//! probability about 2^−128 per position. Blocks in the multi-buffer kernels' layout
+//! (IFMA and AVX2: eight values interleaved digit by digit, radix 2^52 or 2^28..2^26,
+//! accumulator digits not normalised) are also de-interleaved lane by lane,
+//! carry-normalised and repacked before the same lookup, against patterns that include the
+//! AVX2 batch kernel's own Montgomery domain: before `amm_x8_kernel` wiped its accumulator,
+//! this found c^(p−1) mod p² (whose x − 1 factors n) after `decrypt_many` and rⁿ after
+//! `encrypt_many` on IFMA, which the plain scan could not see. The nonces are recovered with the private key
 //! (r = (c·g^−m)^(n⁻¹ mod φ) mod n) and the random words by replaying the seeded
 //! generator (and checked against each other), so the test does not trust the code it
 //! checks. `realloc` is the trait's default (allocate, copy, free), so the buffer a
@@ -29,12 +35,15 @@
 //! freed, never the residue of an earlier owner of the same memory.
 //!
 //! Negative controls: an unwiped copy of a secret and a `Vec` grown by pushes (whose
-//! abandoned buffers are never wiped) must be found; a wiped copy must not.
+//! abandoned buffers are never wiped) must be found; a wiped copy must not; a value in an
+//! unwiped, unnormalised interleaved block of each radix must be found by the layout scan
+//! (and is invisible to the plain scan, which shows why the layout scan exists).
 //!
 //! Documented exceptions ([`EXCEPTIONS`]; also in the README and SECURITY.md): where a
 //! secret passes through num-bigint, which has no zeroize support — key generation
-//! (glass_pumpkin's prime search), `DecryptionKey::from_primes`'s checks, the phe JWK
-//! import, and the decoding of a decrypted value into a `BigInt` — the scanner *does* find
+//! (glass_pumpkin's prime search), `DecryptionKey::from_primes`'s checks and the same
+//! checks in `LegacyDecryptionKey::from_primes_insecure_legacy`, the phe JWK import, and
+//! the decoding of a decrypted value into a `BigInt` — the scanner *does* find
 //! copies, and the test requires it to (so the list cannot outlive its reason). The parts
 //! of those paths that are fl-paillier's own (the key built from the primes) run above
 //! with zero hits.
@@ -205,7 +214,16 @@ mod scanner {
                 unsafe { core::ptr::read_unaligned(ptr.add(8 * i).cast::<u64>()) }
             });
             let mut found = [0usize; 4];
-            let n = patterns.find(words, &mut found);
+            let mut n = patterns.find(words, &mut found);
+            if n == 0
+                && INTERLEAVED.load(Ordering::SeqCst)
+                && size.is_multiple_of(64)
+                && size >= 512
+            {
+                // SAFETY: as above: `ptr` is a live block of `size` bytes; only read.
+                let block = unsafe { core::slice::from_raw_parts(ptr.cast::<u64>(), size / 8) };
+                n = find_interleaved(patterns, block, &mut found);
+            }
             if n > 0
                 && let Ok(mut hits) = HITS.lock()
             {
@@ -215,6 +233,92 @@ mod scanner {
             }
         }
         let _ = IN_HOOK.try_with(|h| h.set(false));
+    }
+
+    /// Digit radices of the multi-buffer kernels: IFMA's 52 bits, AVX2's 28, 27 or 26.
+    pub(crate) const LANE_RADICES: [u32; 4] = [52, 28, 27, 26];
+
+    /// The multi-buffer layout: a block of 8·K words holding eight values interleaved
+    /// digit by digit (word 8·j + l = digit j of lane l), the digits of radix 2^r possibly
+    /// not normalised (an accumulator's digits carry up to 64 bits). Each lane is
+    /// de-interleaved, carry-normalised to r-bit digits and repacked as 64-bit limbs (and,
+    /// for r = 52, kept as the normalised 52-bit digits), and both forms are looked up like
+    /// a freed block. Returns the number of pattern ids written to `out`.
+    pub(crate) fn find_interleaved(
+        patterns: &Patterns,
+        block: &[u64],
+        out: &mut [usize; 4],
+    ) -> usize {
+        let digits = block.len() / 8;
+        let mut found = 0;
+        let mut limbs = Vec::with_capacity(digits + 4);
+        let mut d52 = Vec::with_capacity(digits + 4);
+        for r in LANE_RADICES {
+            for lane in 0..8 {
+                lane_value(block, lane, r, &mut limbs, &mut d52);
+                for form in [&limbs, &d52] {
+                    let mut ids = [0usize; 4];
+                    let k = patterns.find(form.iter().copied(), &mut ids);
+                    for &id in &ids[..k] {
+                        if found < out.len() && !out[..found].contains(&id) {
+                            out[found] = id;
+                            found += 1;
+                        }
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// Lane `lane` of an interleaved block as the value Σ wⱼ·2^(r·j), carry-normalised:
+    /// its 64-bit limbs into `limbs` and (for r = 52) its 52-bit digits into `d52`.
+    pub(crate) fn lane_value(
+        block: &[u64],
+        lane: usize,
+        r: u32,
+        limbs: &mut Vec<u64>,
+        d52: &mut Vec<u64>,
+    ) {
+        limbs.clear();
+        d52.clear();
+        let mask = (1u128 << r) - 1;
+        let mut carry: u128 = 0;
+        let mut acc: u128 = 0;
+        let mut acc_bits = 0u32;
+        let mut push = |d: u128, limbs: &mut Vec<u64>, d52: &mut Vec<u64>| {
+            if r == 52 {
+                d52.push(d as u64);
+            }
+            acc |= d << acc_bits;
+            acc_bits += r;
+            while acc_bits >= 64 {
+                limbs.push(acc as u64);
+                acc >>= 64;
+                acc_bits -= 64;
+            }
+        };
+        for j in 0..block.len() / 8 {
+            let x = u128::from(block[8 * j + lane]) + carry;
+            push(x & mask, limbs, d52);
+            carry = x >> r;
+        }
+        while carry != 0 {
+            push(carry & mask, limbs, d52);
+            carry >>= r;
+        }
+        if acc_bits > 0 {
+            limbs.push(acc as u64);
+        }
+    }
+
+    /// Whether armed scans also look for values in the multi-buffer layout (on by default;
+    /// the negative control turns it off to show the plain scan cannot see that layout).
+    static INTERLEAVED: AtomicBool = AtomicBool::new(true);
+
+    /// Turns the multi-buffer layout scan on or off.
+    pub(crate) fn set_interleaved(on: bool) {
+        INTERLEAVED.store(on, Ordering::SeqCst);
     }
 
     /// The system allocator with a scan of every block it frees while armed.
@@ -290,6 +394,10 @@ const EXCEPTIONS: &[(&str, &str)] = &[
         "the caller's num-bigint primes and the num-bigint checks (primality, n = p·q, φ)",
     ),
     (
+        "LegacyDecryptionKey::from_primes_insecure_legacy",
+        "the same num-bigint checks as DecryptionKey::from_primes (primality, n = p·q, φ) on the caller's primes",
+    ),
+    (
         "phe::private_key_from_jwk",
         "the JSON text, base64 bytes and num-bigint values of p and q (or λ, μ)",
     ),
@@ -359,6 +467,17 @@ fn montgomery_r(engine: Engine, limbs: usize) -> (BigUint, bool) {
     (BigUint::one() << (64 * limbs), false)
 }
 
+/// R' = 2^(r·K) of the AVX2 multi-buffer kernel for a `limbs`-limb modulus, mirroring its
+/// choice of radix (the largest r ≤ 28 whose lanes cannot overflow) and digit count
+/// K = ⌈(64·limbs + 2)/r⌉.
+fn avx2_batch_r(limbs: usize) -> Option<BigUint> {
+    (26..=28u32).rev().find_map(|r| {
+        let k = (64 * limbs + 2).div_ceil(r as usize);
+        let products = (2 * k as u128 + 2) * ((1u128 << r) - 1).pow(2);
+        (products + (1u128 << (65 - r)) < (1u128 << 64)).then(|| BigUint::one() << (r as usize * k))
+    })
+}
+
 /// The moduli and engines of one key, for generating every form of a secret.
 struct Forms {
     moduli: Vec<Modulus>,
@@ -422,6 +541,22 @@ impl Forms {
                     patterns.add(
                         &format!("{label} (Montgomery mod {}, {e})", m.name),
                         &limbs(&x),
+                    );
+                }
+                // The AVX2 multi-buffer kernel's own domain (R' = 2^(r·K)), in which its
+                // batch exponentiations run; values below 2m, in radix-2^r digits (the
+                // interleaved scan repacks them as limbs).
+                if e == Engine::Avx2
+                    && let Some(r_batch) = avx2_batch_r(m.limbs)
+                {
+                    let x = (v * &r_batch) % &m.m;
+                    patterns.add(
+                        &format!("{label} (AVX2 batch Montgomery mod {})", m.name),
+                        &limbs(&x),
+                    );
+                    patterns.add(
+                        &format!("{label} (AVX2 batch almost-reduced mod {})", m.name),
+                        &limbs(&(&x + &m.m)),
                     );
                 }
             }
@@ -633,6 +768,85 @@ fn negative_controls_unwiped_copies_are_found() {
         "big-endian bytes at an odd offset were not found"
     );
     assert!(scanner::scanned_blocks() > 0);
+}
+
+/// A block in the multi-buffer kernels' layout: `value` in lane `lane` of `k` digits of
+/// radix 2^r, the digits deliberately *not* normalised (as an accumulator holds them: each
+/// digit but the top one lends 1 to the digit below), the other lanes random.
+fn interleaved_block(
+    value: &BigUint,
+    lane: usize,
+    r: u32,
+    k: usize,
+    rng: &mut ChaCha20Rng,
+) -> Vec<u64> {
+    let mask = (BigUint::one() << r) - 1u8;
+    let mut d: Vec<u64> = (0..k)
+        .map(|j| {
+            ((value >> (r as usize * j)) & &mask)
+                .iter_u64_digits()
+                .next()
+                .unwrap_or(0)
+        })
+        .collect();
+    for j in 0..k - 1 {
+        if d[j + 1] > 0 {
+            d[j + 1] -= 1;
+            d[j] += 1 << r;
+        }
+    }
+    let mut block: Vec<u64> = (0..8 * k).map(|_| rng.next_u64() >> (64 - r)).collect();
+    for (j, &dj) in d.iter().enumerate() {
+        block[8 * j + lane] = dj;
+    }
+    block
+}
+
+/// Re-enables the interleaved scan when dropped (also if an assertion fails).
+struct InterleavedOn;
+impl Drop for InterleavedOn {
+    fn drop(&mut self) {
+        scanner::set_interleaved(true);
+    }
+}
+
+#[test]
+fn negative_controls_multi_buffer_layouts_are_found() {
+    // The IFMA and AVX2 multi-buffer kernels keep eight values interleaved digit by digit,
+    // in radix 2^52 or 2^28..2^26, and their accumulators' digits are not normalised: the
+    // plain scan (two consecutive words of a pattern) cannot see a value in that layout
+    // (shown with the layout scan off), the layout scan must (an unwiped IFMA accumulator
+    // left c^(p−1) mod p², which factors n, and encrypt_many's rⁿ in freed memory before
+    // `amm_x8_kernel` wiped it), and a wiped block must stay clean.
+    let _guard = lock();
+    let _on = InterleavedOn;
+    let mut rng = common::rng(650);
+    let mut bytes = vec![0u8; 128];
+    rng.fill_bytes(&mut bytes);
+    let secret = BigUint::from_bytes_le(&bytes);
+    let mut pat = Patterns::new();
+    pat.add("secret", &limbs(&secret));
+    pat.add("secret (52-bit digits)", &radix52(&secret));
+    for (r, k) in [(52u32, 24usize), (28, 40), (27, 40), (26, 48)] {
+        let block = interleaved_block(&secret, 5, r, k, &mut rng);
+        scanner::set_interleaved(false);
+        let b = block.clone();
+        let ((), hits, p) = scan(pat, || drop(std::hint::black_box(b)));
+        assert!(
+            hits.is_empty(),
+            "radix {r}: the plain scan should be blind here"
+        );
+        scanner::set_interleaved(true);
+        let b = block.clone();
+        let ((), hits, p) = scan(p, || drop(std::hint::black_box(b)));
+        assert!(
+            !hits.is_empty(),
+            "radix {r}: an unwiped multi-buffer block was not found"
+        );
+        let ((), hits, p) = scan(p, || drop(std::hint::black_box(Zeroizing::new(block))));
+        assert!(hits.is_empty(), "radix {r}: a wiped block was reported");
+        pat = p;
+    }
 }
 
 #[test]
@@ -1358,6 +1572,22 @@ fn documented_exceptions_are_still_exceptions() {
         "{}: no longer leaks; update EXCEPTIONS and the docs",
         EXCEPTIONS[1].0
     );
+    // A legacy (1024–2047-bit) key from the primes of the 1024-bit test key.
+    let legacy = common::key1024();
+    let (lp, lq) = primes(legacy);
+    let lforms = Forms::of(legacy);
+    let mut lpat = Patterns::new();
+    lforms.add_in(&mut lpat, "p", &lp, &[]);
+    lforms.add_in(&mut lpat, "q", &lq, &[]);
+    let (key, hits, _) = scan(lpat, || {
+        fl_paillier::LegacyDecryptionKey::from_primes_insecure_legacy(&lp, &lq).unwrap()
+    });
+    drop(key);
+    assert!(
+        !hits.is_empty(),
+        "{}: no longer leaks; update EXCEPTIONS and the docs",
+        EXCEPTIONS[2].0
+    );
     let jwk = fl_paillier::phe::private_key_to_jwk(&dk, "k", "p");
     let (dk, hits, _) = scan(pat, || {
         fl_paillier::phe::private_key_from_jwk(&jwk).unwrap()
@@ -1366,7 +1596,7 @@ fn documented_exceptions_are_still_exceptions() {
     assert!(
         !hits.is_empty(),
         "{}: no longer leaks; update EXCEPTIONS and the docs",
-        EXCEPTIONS[2].0
+        EXCEPTIONS[3].0
     );
     let ek = dk.encryption_key();
     let x = 0.123_456_789_f64;
@@ -1379,8 +1609,78 @@ fn documented_exceptions_are_still_exceptions() {
     assert!(
         !hits.is_empty(),
         "{}: no longer leaks; update EXCEPTIONS and the docs",
-        EXCEPTIONS[3].0
+        EXCEPTIONS[4].0
     );
+}
+
+/// `prove_correct`: the root exponents d_p = q⁻¹ mod (p − 1) and d_q = p⁻¹ mod (q − 1), the
+/// terms they are derived from (((s − 1) mod t)⁻¹ mod t, k = t − that, 1 + k·(s − 1)) and
+/// the roots' residues mod p and q are all wiped; only the (public) roots are returned.
+#[test]
+fn key_correctness_proof_leaves_no_secret() {
+    let _guard = lock();
+    for dk in common::keys512().iter().chain(common::keys1024()) {
+        let ek = dk.encryption_key();
+        let forms = Forms::of(dk);
+        let (p, q) = primes(dk);
+        let mut pat = key_patterns(dk, &forms);
+        for (s, t, name, other) in [(&p, &q, "p", "q"), (&q, &p, "q", "p")] {
+            let s1 = s - 1u8;
+            let inv = modinv(&(&s1 % t), t);
+            let k = t - &inv;
+            let x = &k * &s1 + 1u8;
+            let d = &x / t;
+            assert_eq!(d, modinv(&(t % &s1), &s1));
+            forms.add_in(
+                &mut pat,
+                &format!("((s-1) mod t)^-1 for s = {name}"),
+                &inv,
+                &[other],
+            );
+            forms.add_in(&mut pat, &format!("k for s = {name}"), &k, &[other]);
+            forms.add_in(&mut pat, &format!("1 + k(s-1) for s = {name}"), &x, &[]);
+            forms.add_in(&mut pat, &format!("d_{name}"), &d, &[name]);
+        }
+        let context = b"zeroize";
+        let proof = dk.prove_correct(context).unwrap();
+        let bytes = proof.to_bytes();
+        let width = (bytes.len() - 4) / fl_paillier::KEY_PROOF_ROUNDS;
+        for (i, chunk) in bytes[4..].chunks_exact(width).enumerate() {
+            let sigma = BigUint::from_bytes_be(chunk);
+            forms.add_in(&mut pat, &format!("root {i} mod p"), &(&sigma % &p), &["p"]);
+            forms.add_in(&mut pat, &format!("root {i} mod q"), &(&sigma % &q), &["q"]);
+        }
+        let (again, hits, pat) = scan(pat, || dk.prove_correct(context).unwrap());
+        assert_clean("prove_correct", ek.engine(), &hits, &pat);
+        assert_eq!(again, proof);
+        drop(pat);
+    }
+}
+
+/// `encrypt_with_nonce`: the caller's nonce r is checked (0 < r < n on zeroizing limbs,
+/// gcd(r, n) = 1 on the public ciphertext) without copying it into num-bigint, so neither
+/// r nor rⁿ is left behind (the caller's own `BigUint` r is the caller's to wipe).
+#[test]
+fn encrypt_with_nonce_leaves_no_secret() {
+    let _guard = lock();
+    let mut rng = common::rng(1250);
+    for dk in common::keys512().iter().chain(common::keys1024()) {
+        let ek = dk.encryption_key();
+        let forms = Forms::of(dk);
+        let n = ek.n().clone();
+        let n2 = &n * &n;
+        let (pt, m) = random_plaintext(ek, &mut rng);
+        let mut b = vec![0u8; (ek.bits() / 8) as usize];
+        rng.fill_bytes(&mut b);
+        let r = BigUint::from_bytes_be(&b) % &n;
+        let mut pat = Patterns::new();
+        forms.add(&mut pat, "nonce r", &r);
+        forms.add_in(&mut pat, "r^n", &r.modpow(&n, &n2), &["n^2"]);
+        forms.add(&mut pat, "plaintext m", &m);
+        let (c, hits, pat) = scan(pat, || ek.encrypt_with_nonce(&pt, &r).unwrap());
+        assert_clean("encrypt_with_nonce", ek.engine(), &hits, &pat);
+        assert_eq!(dk.decrypt(&c).unwrap().to_biguint(), m);
+    }
 }
 
 /// Signed integers in and out: encode (x < 0 as n − |x|), encrypt, decrypt and decode

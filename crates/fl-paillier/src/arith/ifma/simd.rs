@@ -307,6 +307,13 @@ fn amm_x8_kernel(k: usize, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], k0:
         // SAFETY: out.len() ≥ 8·K (checked in `amm_x8`) and j < K.
         unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * j).cast(), d) };
     }
+    // The accumulator held eight secret products (interleaved, digits not normalised):
+    // wipe it before it is freed.
+    for v in &mut t {
+        // SAFETY: `v` is a valid, aligned element of `t`; a volatile write is not removed
+        // as a dead store.
+        unsafe { core::ptr::write_volatile(v, zero) };
+    }
 }
 
 /// [`amm_x1`] twice, interleaved step by step: two independent operand sets (each with
