@@ -31,7 +31,7 @@ use crate::packing::{Axis, Layout};
 /// Magic bytes at the start of every frame.
 pub const MAGIC: &[u8; 4] = b"FLHN";
 /// Codec version.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 
 /// Largest number of entries in one matrix the decoder accepts.
 const MAX_ENTRIES: u64 = 1 << 26;
@@ -199,9 +199,6 @@ pub struct Hello {
     pub config: ProtocolConfig,
     /// The host's serialised public key.
     pub public_key: Vec<u8>,
-    /// The serialised fixed-base (DJN) public value, exactly when the configuration's
-    /// encryption is [`Encryption::Djn`].
-    pub fixed_base: Option<Vec<u8>>,
 }
 
 /// Message 1: the host's encrypted bottom output.
@@ -312,13 +309,6 @@ impl Message {
             Self::Hello(h) => {
                 put_config(&mut w, &h.config);
                 put_bytes(&mut w, &h.public_key);
-                match &h.fixed_base {
-                    None => w.push(0),
-                    Some(b) => {
-                        w.push(1);
-                        put_bytes(&mut w, b);
-                    }
-                }
             }
             Self::Activations(a) => {
                 w.extend_from_slice(&a.round.to_be_bytes());
@@ -366,16 +356,7 @@ impl Message {
             0 => {
                 let config = get_config(&mut r)?;
                 let public_key = r.bytes(1 << 16, "public_key")?.to_vec();
-                let fixed_base = match r.u8()? {
-                    0 => None,
-                    1 => Some(r.bytes(1 << 16, "fixed_base")?.to_vec()),
-                    _ => return Err(DecodeError::InvalidField("fixed_base")),
-                };
-                Self::Hello(Hello {
-                    config,
-                    public_key,
-                    fixed_base,
-                })
+                Self::Hello(Hello { config, public_key })
             }
             1 => {
                 let round = r.u64()?;
@@ -696,7 +677,6 @@ mod tests {
             Message::Hello(Hello {
                 config: ProtocolConfig::new(Profile::Hardened, 2, 3),
                 public_key: vec![1, 2, 3],
-                fixed_base: None,
             }),
             Message::Hello(Hello {
                 config: {
@@ -706,7 +686,6 @@ mod tests {
                     c
                 },
                 public_key: vec![1, 2, 3],
-                fixed_base: Some(vec![9, 8, 7]),
             }),
             Message::Activations(Activations {
                 round: 7,
@@ -791,11 +770,11 @@ mod tests {
             Err(DecodeError::UnsupportedVersion(9))
         );
         assert_eq!(
-            Message::decode(b"FLHN\x03\x09"),
+            Message::decode(b"FLHN\x04\x09"),
             Err(DecodeError::UnknownKind(9))
         );
         // A huge announced matrix in a tiny frame is refused before allocating.
-        let mut b = b"FLHN\x03\x03".to_vec();
+        let mut b = b"FLHN\x04\x03".to_vec();
         b.extend_from_slice(&0u64.to_be_bytes());
         b.extend_from_slice(&u32::MAX.to_be_bytes());
         b.extend_from_slice(&u32::MAX.to_be_bytes());

@@ -1,7 +1,8 @@
 //! [`HomomorphicScheme`] for fl-paillier: the default, and the only secure, scheme.
 
 use fl_paillier::{
-    Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, EncryptionKey, djn_default_alpha_bits,
+    Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, EncryptionKey, RandomizerPool,
+    djn_default_alpha_bits,
 };
 use num_bigint::{BigInt, BigUint};
 use rand::CryptoRng;
@@ -191,20 +192,49 @@ impl HomomorphicScheme for Paillier {
         fb.encrypt(&p, rng).map_err(map_err)
     }
 
-    fn fixed_base_rerandomize<R: CryptoRng + ?Sized>(
-        fb: &DjnEncryptor,
-        c: &Ciphertext,
-        rng: &mut R,
-    ) -> Result<Ciphertext, SchemeError> {
-        fb.rerandomize(c, rng).map_err(map_err)
-    }
-
     fn rerandomize<R: CryptoRng + ?Sized>(
         ek: &EncryptionKey,
         c: &Ciphertext,
         rng: &mut R,
     ) -> Result<Ciphertext, SchemeError> {
         ek.rerandomize(c, rng).map_err(map_err)
+    }
+
+    type RandomizerPool = RandomizerPool;
+
+    fn randomizer_pool_new(ek: &EncryptionKey) -> RandomizerPool {
+        RandomizerPool::new(ek)
+    }
+
+    /// [`RandomizerPool::fill`]: sⁿ mod n² for s uniform in Z*_n, eight exponentiations per
+    /// instruction stream with AVX-512 IFMA, batches in parallel.
+    fn randomizer_pool_fill<R: CryptoRng + ?Sized>(
+        pool: &mut RandomizerPool,
+        count: usize,
+        rng: &mut R,
+    ) {
+        pool.fill(count, rng);
+    }
+
+    fn randomizer_pool_len(pool: &RandomizerPool) -> usize {
+        pool.len()
+    }
+
+    /// Tops the pool up (one batch fill) when it is short, then one multiplication mod n²
+    /// per ciphertext ([`RandomizerPool::rerandomize`], which checks each ciphertext
+    /// against the key).
+    fn rerandomize_pooled<R: CryptoRng + ?Sized>(
+        pool: &mut RandomizerPool,
+        cs: &[Ciphertext],
+        rng: &mut R,
+    ) -> Result<Vec<Ciphertext>, SchemeError> {
+        let short = cs.len().saturating_sub(pool.len());
+        if short > 0 {
+            pool.fill(short, rng);
+        }
+        cs.iter()
+            .map(|c| pool.rerandomize(c, rng).map_err(map_err))
+            .collect()
     }
 
     fn ciphertext_len(ek: &EncryptionKey) -> usize {

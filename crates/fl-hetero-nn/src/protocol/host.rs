@@ -210,18 +210,23 @@ impl<S: HomomorphicScheme> Host<S> {
                 .into());
             }
         };
-        let (fixed_base, fixed_base_public) = match config.encryption {
+        // DJN: the host draws its base h_s itself, for its own encryptions only (it
+        // protects the host's values, and the host is the party that chose the group).
+        // The guest never needs it: it re-randomises with textbook sⁿ.
+        let fixed_base = match config.encryption {
             Encryption::Djn => {
                 let public = S::fixed_base_generate(&ek, rng);
-                let fb = S::fixed_base_new(&ek, &public, S::fixed_base_default_bits(&ek))?;
-                (Some(fb), Some(public))
+                Some(S::fixed_base_new(
+                    &ek,
+                    &public,
+                    S::fixed_base_default_bits(&ek),
+                )?)
             }
-            _ => (None, None),
+            _ => None,
         };
         let hello = Message::Hello(Hello {
             config,
             public_key: S::key_to_bytes(&ek),
-            fixed_base: fixed_base_public,
         });
         Ok(Self {
             config,
