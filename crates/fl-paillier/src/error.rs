@@ -76,6 +76,13 @@ pub enum Error {
         /// What was wrong and what is allowed.
         reason: &'static str,
     },
+    /// A [`KeyCorrectnessProof`](crate::KeyCorrectnessProof) was malformed (its encoding)
+    /// or did not verify against the offered key and context. The proof is public; the
+    /// reason names the failed check.
+    InvalidKeyProof {
+        /// Which check failed, and what is required.
+        reason: &'static str,
+    },
     /// Malformed serialized data (JSON, base64, number syntax).
     Format {
         /// What was wrong with the input's *syntax* (no secret values).
@@ -117,6 +124,9 @@ impl fmt::Display for Error {
             }
             Self::DecryptionFailed => write!(f, "decryption failed"),
             Self::EngineUnavailable { reason } => write!(f, "engine unavailable: {reason}"),
+            Self::InvalidKeyProof { reason } => {
+                write!(f, "invalid key-correctness proof: {reason}")
+            }
             Self::Format { reason } => write!(f, "malformed input: {reason}"),
         }
     }

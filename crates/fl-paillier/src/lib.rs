@@ -8,6 +8,7 @@ pub mod encoding;
 pub mod error;
 #[cfg(feature = "hazmat")]
 pub mod hazmat;
+pub mod key_proof;
 pub mod legacy;
 mod ops;
 pub mod packing;
@@ -23,6 +24,7 @@ pub use ciphertext::{Ciphertext, Plaintext};
 pub use djn::{DjnEncryptor, DjnOwnerEncryptor, DjnPublic, djn_default_alpha_bits};
 pub use encoding::{FixedPointScale, PheEncodedNumber, PheEncryptedNumber};
 pub use error::{Error, Result};
+pub use key_proof::{KEY_PROOF_ROUNDS, KEY_PROOF_TRIAL_DIVISION_BOUND, KeyCorrectnessProof};
 pub use legacy::{LEGACY_MIN_KEY_BITS, LegacyDecryptionKey};
 /// Re-exported so callers can name the big-integer types of this API.
 pub use num_bigint::{BigInt, BigUint};

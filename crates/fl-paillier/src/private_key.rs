@@ -2,11 +2,12 @@
 //! decryption, and the key owner's CRT encryption.
 
 use crate::arith::{
-    Engine, Limbs, MontVal, Monty, add_assign, ct_is_zero_mask, fit, limbs_for, limbs_from_big,
-    mul_low, mul_wide, sub_assign,
+    Engine, Limbs, MontVal, Monty, add_assign, big_from_limbs, ct_is_zero_mask, fit, limbs_for,
+    limbs_from_big, mul_low, mul_wide, sub_assign,
 };
 use crate::ciphertext::{Ciphertext, Plaintext};
 use crate::error::{Error, Result};
+use crate::key_proof::KeyCorrectnessProof;
 use crate::par::{Seeded, item_rng, join, map_chunks};
 use crate::public_key::{
     DEFAULT_KEY_BITS, EncryptionKey, INSECURE, SUPPORTED_KEY_BITS, validate_modulus,
@@ -508,11 +509,70 @@ impl DecryptionKey {
     /// m = m_p + p·((m_q − m_p)·p⁻¹ mod q), all modular (no negative intermediate), constant
     /// time. m_p < p < q, so m_p is already reduced mod q.
     fn recombine(&self, mp: &[u64], mq: &[u64]) -> Plaintext {
+        Plaintext::from_limbs(&self.public.inner, self.crt_combine(mp, mq))
+    }
+
+    /// The value mod n with residues m_p mod p and m_q mod q (m_p < p, m_q < q), as
+    /// `n_limbs` limbs, constant time.
+    fn crt_combine(&self, mp: &[u64], mq: &[u64]) -> Limbs {
         let d = crt_difference(mq, mp, &self.q.prime);
         let u = self.q.mont.mul_plain(&d, &self.p_inv_q);
         let mut sum = mul_wide(&u, &self.p.prime);
         add_assign(&mut sum, mp);
-        Plaintext::from_limbs(&self.public.inner, fit(&sum, self.public.inner.n_limbs))
+        fit(&sum, self.public.inner.n_limbs)
+    }
+
+    /// A non-interactive proof that this key's modulus satisfies gcd(n, φ(n)) = 1 (see
+    /// [`KeyCorrectnessProof`] and the [`key_proof`](crate::key_proof) module for the
+    /// argument and the parameters: 8 n-th roots, soundness error 2^−128), bound to
+    /// `context` (the verifier must pass the same bytes).
+    ///
+    /// Each root σᵢ = ρᵢ^d mod n with d = n⁻¹ mod φ(n) is computed by CRT: σᵢ mod p =
+    /// ρᵢ^(d_p) with d_p = q⁻¹ mod (p − 1) (as n ≡ q mod p − 1), and likewise mod q. The
+    /// exponents are derived without branching on the primes: d_p = (1 + k·(p − 1))/q with
+    /// k = q − ((p − 1) mod q)⁻¹ mod q (a Fermat inverse, a constant-time exponentiation), the
+    /// exact division by q a multiplication by q⁻¹ mod 2^(64·limbs); the exponentiations are
+    /// the constant-time fixed-window ones decryption uses. Every secret temporary (the
+    /// exponents, the residues mod p and q) is in a zeroizing buffer. The challenges are
+    /// public. Before returning, the proof is verified (as RSA-CRT signers do): a faulty
+    /// root mod one prime would otherwise reveal that prime through gcd(σⁿ − ρ, n).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPrimes`] if the proof does not verify, which happens only when
+    /// gcd(n, φ(n)) ≠ 1 (possible only for keys built through `hazmat` from unchecked
+    /// primes: [`keygen`] and [`DecryptionKey::from_primes`] refuse such primes) or after
+    /// a computation fault.
+    pub fn prove_correct(&self, context: &[u8]) -> Result<KeyCorrectnessProof> {
+        let n = self.public.n();
+        let rhos = crate::key_proof::challenges(n, context)?;
+        let n_limbs = self.public.inner.n_limbs;
+        let d_p = nth_root_exponent(&self.p, &self.q);
+        let d_q = nth_root_exponent(&self.q, &self.p);
+        let mut roots = Vec::with_capacity(rhos.len());
+        for rho in &rhos {
+            let rho = limbs_from_big(rho, n_limbs).ok_or(Error::InvalidParameter {
+                reason: "challenge does not fit the modulus",
+            })?;
+            let sp = self.p.mont.leave(&self.p.mont.pow_ct(
+                &self.p.mont.reduce(&rho),
+                &d_p,
+                self.p.exp_bits,
+            ));
+            let sq = self.q.mont.leave(&self.q.mont.pow_ct(
+                &self.q.mont.reduce(&rho),
+                &d_q,
+                self.q.exp_bits,
+            ));
+            roots.push(big_from_limbs(&self.crt_combine(&sp, &sq)));
+        }
+        let width = crate::arith::byte_len(n.bits());
+        crate::key_proof::verify_roots(n, context, width, &roots).map_err(|_| {
+            Error::InvalidPrimes {
+                reason: "no key-correctness proof: the roots do not verify (gcd(n, phi(n)) != 1, \
+                         or a computation fault)",
+            }
+        })?;
+        Ok(KeyCorrectnessProof::from_roots(width, roots))
     }
 
     /// Decrypts many ciphertexts (in parallel with the `rayon` feature).
@@ -653,6 +713,30 @@ fn inverse_mod_2k(s: &[u64]) -> Limbs {
         correct *= 2;
     }
     x
+}
+
+/// d_s = t⁻¹ mod (s − 1) for the primes s (half `s`) and t (half `t`), i.e. the exponent of
+/// the n-th root mod s (n ≡ t mod s − 1), in `s.limbs` limbs; constant time in s and t.
+/// With k = t − ((s − 1) mod t)⁻¹ mod t, k·(s − 1) ≡ −1 (mod t), so 1 + k·(s − 1) is a
+/// multiple of t and d_s = (1 + k·(s − 1))/t < s, obtained as a multiplication by
+/// t⁻¹ mod 2^(64·limbs). Requires gcd(t, s − 1) = 1 (else the result is garbage, which
+/// [`DecryptionKey::prove_correct`]'s self-check catches).
+fn nth_root_exponent(s: &CrtHalf, t: &CrtHalf) -> Limbs {
+    let l = s.limbs;
+    // (s − 1) mod t, inverted by Fermat: ((s − 1) mod t)^(t − 2).
+    let s1_mod_t = t.mont.reduce(&s.exp);
+    let mut t_minus_2 = t.prime.clone();
+    sub_assign(&mut t_minus_2, &[2]);
+    let inv = t
+        .mont
+        .leave(&t.mont.pow_ct(&s1_mod_t, &t_minus_2, t.exp_bits));
+    let mut k = t.prime.clone();
+    sub_assign(&mut k, &inv);
+    let mut x = mul_wide(&k, &s.exp);
+    add_assign(&mut x, &[1]);
+    let d = mul_low(&fit(&x, l), &fit(&t.inv_2k, l), l);
+    x.zeroize();
+    d
 }
 
 /// (a − b) mod m for a, b < m (limbs of m's length, b possibly shorter), constant time.

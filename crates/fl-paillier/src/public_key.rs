@@ -32,7 +32,7 @@ pub const SUPPORTED_KEY_BITS: [u32; 3] = [2048, 3072, 4096];
 const TRIAL_DIVISION_BOUND: u32 = 1 << 16;
 
 /// The primes below 2^16, computed once.
-fn small_primes() -> &'static [u32] {
+pub(crate) fn small_primes() -> &'static [u32] {
     static PRIMES: OnceLock<Vec<u32>> = OnceLock::new();
     PRIMES.get_or_init(|| {
         let limit = TRIAL_DIVISION_BOUND as usize;
@@ -94,8 +94,11 @@ pub(crate) struct PublicInner {
 /// **Trust model.** Validation (odd, ≥ 2048 bits, not a perfect power, no prime factor
 /// below 2^16) rejects malformed and lazily malicious keys. It does *not* prove that n is a
 /// product of two large primes: a key owner who uses factors of 2^40–2^100 passes trial
-/// division. Protocols that face a malicious key owner need a Π-mod / Π-fac proof, which
-/// this crate does not implement (semi-honest key owners only).
+/// division, and so does a modulus with gcd(n, φ(n)) ≠ 1, on which re-randomisation is not
+/// perfect. A peer that relies on re-randomisation must verify the key owner's
+/// [`KeyCorrectnessProof`](crate::KeyCorrectnessProof) (it proves gcd(n, φ(n)) = 1);
+/// protocols that need more (two balanced factors) need Π-mod / Π-fac proofs, which this
+/// crate does not implement.
 #[derive(Clone)]
 pub struct EncryptionKey {
     pub(crate) inner: Arc<PublicInner>,
