@@ -64,10 +64,10 @@ pub enum Encryption {
     /// Standard assumptions only (DCR).
     KeyOwnerCrt,
     /// DJN fixed-base randomisers for the host's own encryptions (opt-in; an extra
-    /// assumption). The host draws h_s = (−h²)ⁿ mod n² itself, publishes it in its hello,
-    /// and encrypts with h_s^α, α of 2κ bits (κ = 112 for 2048-bit keys): its ciphertexts
-    /// hide a_A and acc from the guest under DCR **plus** DJN's short-exponent assumption
-    /// (see `fl_paillier::djn`). That assumption is sound here because the party it
+    /// assumption). The host draws h_s = (−h²)ⁿ mod n² itself, keeps it (the guest has no
+    /// use for it), and encrypts with h_s^α, α of 2κ bits (κ = 112 for 2048-bit keys):
+    /// its ciphertexts hide a_A and acc from the guest under DCR **plus** DJN's
+    /// short-exponent assumption (see `fl_paillier::djn`). That assumption is sound here because the party it
     /// protects (the host) is the one that generated n and h_s: a host that chose them
     /// badly harms only its own privacy, and the guest, which attacks these ciphertexts,
     /// knows neither the group order nor any logarithm. The guest does **not** use h_s:

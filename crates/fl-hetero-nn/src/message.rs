@@ -199,6 +199,26 @@ pub struct Hello {
     pub config: ProtocolConfig,
     /// The host's serialised public key.
     pub public_key: Vec<u8>,
+    /// The host's serialised proof that its key is well formed (Paillier:
+    /// [`fl_paillier::KeyCorrectnessProof`], gcd(n, φ(n)) = 1), bound to
+    /// [`key_proof_context`] of `config`. The guest verifies it before any use of the key.
+    pub key_proof: Vec<u8>,
+}
+
+/// Domain tag of the key-correctness proof's context.
+const KEY_PROOF_TAG: &[u8] = b"fl-hetero-nn/hello/key-proof";
+
+/// The context a host's key-correctness proof is bound to: a protocol tag, the codec
+/// [`VERSION`] and the encoded configuration both parties must share. A proof made for
+/// another protocol, codec version or configuration does not verify. (The proof states a
+/// property of n alone, so replaying an honest proof for the same n in another session
+/// gains nothing; the binding keeps proofs from being reused across protocols.)
+pub fn key_proof_context(config: &ProtocolConfig) -> Vec<u8> {
+    let mut w = Vec::new();
+    put_bytes(&mut w, KEY_PROOF_TAG);
+    w.push(VERSION);
+    put_config(&mut w, config);
+    w
 }
 
 /// Message 1: the host's encrypted bottom output.
@@ -309,6 +329,7 @@ impl Message {
             Self::Hello(h) => {
                 put_config(&mut w, &h.config);
                 put_bytes(&mut w, &h.public_key);
+                put_bytes(&mut w, &h.key_proof);
             }
             Self::Activations(a) => {
                 w.extend_from_slice(&a.round.to_be_bytes());
@@ -356,7 +377,12 @@ impl Message {
             0 => {
                 let config = get_config(&mut r)?;
                 let public_key = r.bytes(1 << 16, "public_key")?.to_vec();
-                Self::Hello(Hello { config, public_key })
+                let key_proof = r.bytes(1 << 16, "key_proof")?.to_vec();
+                Self::Hello(Hello {
+                    config,
+                    public_key,
+                    key_proof,
+                })
             }
             1 => {
                 let round = r.u64()?;
@@ -677,6 +703,7 @@ mod tests {
             Message::Hello(Hello {
                 config: ProtocolConfig::new(Profile::Hardened, 2, 3),
                 public_key: vec![1, 2, 3],
+                key_proof: vec![4, 5],
             }),
             Message::Hello(Hello {
                 config: {
@@ -686,6 +713,7 @@ mod tests {
                     c
                 },
                 public_key: vec![1, 2, 3],
+                key_proof: vec![4, 5],
             }),
             Message::Activations(Activations {
                 round: 7,

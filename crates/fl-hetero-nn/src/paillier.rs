@@ -1,8 +1,8 @@
 //! [`HomomorphicScheme`] for fl-paillier: the default, and the only secure, scheme.
 
 use fl_paillier::{
-    Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, EncryptionKey, RandomizerPool,
-    djn_default_alpha_bits,
+    Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, EncryptionKey, KeyCorrectnessProof,
+    RandomizerPool, djn_default_alpha_bits,
 };
 use num_bigint::{BigInt, BigUint};
 use rand::CryptoRng;
@@ -26,9 +26,10 @@ impl From<fl_paillier::Error> for SchemeError {
 fn map_err(e: fl_paillier::Error) -> SchemeError {
     use fl_paillier::Error as E;
     let kind = match &e {
-        E::UnsupportedKeySize { .. } | E::InvalidModulus { .. } | E::InvalidPrimes { .. } => {
-            SchemeErrorKind::WeakKey
-        }
+        E::UnsupportedKeySize { .. }
+        | E::InvalidModulus { .. }
+        | E::InvalidPrimes { .. }
+        | E::InvalidKeyProof { .. } => SchemeErrorKind::WeakKey,
         E::InvalidCiphertext { .. } | E::KeyMismatch => SchemeErrorKind::InvalidCiphertext,
         E::PlaintextOutOfRange { .. } => SchemeErrorKind::PlaintextOutOfRange,
         E::Overflow | E::DecryptionFailed => SchemeErrorKind::Overflow,
@@ -255,5 +256,25 @@ impl HomomorphicScheme for Paillier {
 
     fn key_from_bytes(bytes: &[u8]) -> Result<EncryptionKey, SchemeError> {
         EncryptionKey::from_n_be_bytes(bytes).map_err(map_err)
+    }
+
+    /// [`DecryptionKey::prove_correct`]: n-th roots of [`fl_paillier::KEY_PROOF_ROUNDS`]
+    /// challenges derived from (n, `context`), serialised.
+    fn key_proof(dk: &DecryptionKey, context: &[u8]) -> Result<Vec<u8>, SchemeError> {
+        dk.prove_correct(context)
+            .map(|p| p.to_bytes())
+            .map_err(map_err)
+    }
+
+    /// [`KeyCorrectnessProof::from_bytes`] (strict) then [`KeyCorrectnessProof::verify`]:
+    /// on success gcd(n, φ(n)) = 1 except with probability 2^−128.
+    fn verify_key_proof(
+        ek: &EncryptionKey,
+        proof: &[u8],
+        context: &[u8],
+    ) -> Result<(), SchemeError> {
+        KeyCorrectnessProof::from_bytes(proof)
+            .and_then(|p| p.verify(ek, context))
+            .map_err(map_err)
     }
 }

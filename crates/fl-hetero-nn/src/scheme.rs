@@ -218,6 +218,18 @@ pub trait HomomorphicScheme: 'static {
 
     /// Parses and validates a peer's public key (size, parity, small factors, ...).
     fn key_from_bytes(bytes: &[u8]) -> Result<Self::EncryptionKey, SchemeError>;
+
+    /// The key owner's serialised proof, bound to `context`, that its key is one under
+    /// which re-randomisation hides everything (Paillier: gcd(n, φ(n)) = 1,
+    /// [`fl_paillier::KeyCorrectnessProof`]).
+    fn key_proof(dk: &Self::DecryptionKey, context: &[u8]) -> Result<Vec<u8>, SchemeError>;
+
+    /// Parses `proof` strictly and verifies it against `ek` and `context`.
+    fn verify_key_proof(
+        ek: &Self::EncryptionKey,
+        proof: &[u8],
+        context: &[u8],
+    ) -> Result<(), SchemeError>;
 }
 
 #[cfg(any(test, fuzzing, feature = "insecure-identity-scheme"))]
@@ -431,6 +443,24 @@ mod identity {
         }
         fn key_to_bytes(ek: &IdentityKey) -> Vec<u8> {
             ek.n.to_bytes_be()
+        }
+        /// The identity scheme proves nothing: its "proof" is a fixed marker.
+        fn key_proof(_dk: &IdentityDecryptionKey, _context: &[u8]) -> Result<Vec<u8>, SchemeError> {
+            Ok(b"identity".to_vec())
+        }
+        fn verify_key_proof(
+            _ek: &IdentityKey,
+            proof: &[u8],
+            _context: &[u8],
+        ) -> Result<(), SchemeError> {
+            if proof == b"identity" {
+                Ok(())
+            } else {
+                Err(err(
+                    SchemeErrorKind::WeakKey,
+                    "identity key proof must be the marker",
+                ))
+            }
         }
         fn key_from_bytes(bytes: &[u8]) -> Result<IdentityKey, SchemeError> {
             let n = BigUint::from_bytes_be(bytes);

@@ -12,7 +12,9 @@ use crate::defences::RowLedger;
 use crate::error::{ApiMisuse, Error, PeerMisbehaved};
 use crate::fixed::bits;
 use crate::matrix::Matrix;
-use crate::message::{Activations, Hello, Message, Purpose, RoundCiphertexts, RoundIntegers};
+use crate::message::{
+    Activations, Hello, Message, Purpose, RoundCiphertexts, RoundIntegers, key_proof_context,
+};
 use crate::packing::{Axis, Layout};
 use crate::scheme::HomomorphicScheme;
 use crate::secret::SecretMatrix;
@@ -513,6 +515,11 @@ impl<S: HomomorphicScheme> Guest<S> {
             ))
             .into());
         }
+        // Before any use of the key: the host must prove gcd(n, φ(n)) = 1, without which no
+        // re-randomisation hides anything from it (fl-paillier's
+        // tests/malformed_key_rerandomisation.rs).
+        S::verify_key_proof(&ek, &h.key_proof, &key_proof_context(&self.config))
+            .map_err(|e| PeerMisbehaved::InvalidKeyProof(e.detail))?;
         // Textbook sⁿ re-randomisation in every encryption mode: a short-exponent
         // randomizer on a group the key owner chose hides nothing from the key owner
         // (the crate README, "Re-randomisation").

@@ -14,6 +14,7 @@ use crate::fixed::int_matmul;
 use crate::matrix::Matrix;
 use crate::message::{
     Activations, Hello, IntegerMatrix, Message, Purpose, RoundCiphertexts, RoundIntegers,
+    key_proof_context,
 };
 use crate::packing::{Axis, Layout};
 use crate::scheme::HomomorphicScheme;
@@ -224,9 +225,13 @@ impl<S: HomomorphicScheme> Host<S> {
             }
             _ => None,
         };
+        // The proof that the key is well formed (gcd(n, φ(n)) = 1), bound to this
+        // protocol and configuration: the guest verifies it before any use of the key.
+        let key_proof = S::key_proof(&dk, &key_proof_context(&config))?;
         let hello = Message::Hello(Hello {
             config,
             public_key: S::key_to_bytes(&ek),
+            key_proof,
         });
         Ok(Self {
             config,
