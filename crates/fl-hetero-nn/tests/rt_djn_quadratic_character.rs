@@ -20,7 +20,9 @@
 //! H₀: p = ½ at α = 10⁻³ (the fixed guest), and the same test must reject H₀ for the
 //! control — the old DJN re-randomisation (host base with a 420-bit β, times the guest's
 //! own base with a 224-bit γ) computed in the test on the same product Π cᵢ^{W̃ᵢⱼ} —
-//! where the read-out is exact.
+//! where the read-out is exact. The same test with the Legendre symbol mod p, which the
+//! key owner computes (on a key with p ≡ 1 (mod 4), where every (−x²)ⁿ has symbol +1 mod
+//! p): exact on the control, a coin flip on the guest.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use fl_hetero_nn::Purpose;
@@ -102,7 +104,7 @@ const SESSIONS: u64 = 10;
 fn host_messages(
     dk: &DecryptionKey,
     encryption: Encryption,
-    tamper: Option<usize>,
+    tamper: Option<(usize, Character<'_>)>,
 ) -> (Message, Message) {
     let share = Matrix::from_fn(HOST_DIM, OUT_DIM, |i, j| {
         0.05 * (i as f64) - 0.03 * (j as f64)
@@ -119,13 +121,11 @@ fn host_messages(
     host.start_round(Purpose::Predict, &a, &[0, 1, 2, 3, 4], &mut rng)
         .unwrap();
     let mut act = host.poll_message().unwrap();
-    if let (Some(i_star), Message::Activations(a)) = (tamper, &mut act) {
+    if let (Some((i_star, chi)), Message::Activations(a)) = (tamper, &mut act) {
         let n = dk.encryption_key().n().clone();
         let n2 = &n * &n;
-        let t = (2u32..)
-            .map(BigUint::from)
-            .find(|t| jacobi(t, &n) == -1)
-            .unwrap();
+        // χ(c·tⁿ) = χ(c)·χ(t)ⁿ = −χ(c) (n odd).
+        let t = (2u32..).map(BigUint::from).find(|t| chi(t) == -1).unwrap();
         let tn = t.modpow(&n, &n2);
         let m = &mut a.by_rows;
         let width = m.width;
@@ -134,7 +134,7 @@ fn host_messages(
             // by_rows: row-major ciphertexts of shape (blocks, HOST_DIM).
             let want = if idx % HOST_DIM == i_star { -1 } else { 1 };
             let c = BigUint::from_bytes_be(&m.bytes[idx * width..(idx + 1) * width]);
-            if jacobi(&(&c % &n), &n) == want {
+            if chi(&c) == want {
                 continue;
             }
             let c2 = (c * &tn) % &n2;
@@ -215,14 +215,22 @@ fn parity(x: &BigInt) -> i8 {
     if (x % 2i8).is_zero() { 1 } else { -1 }
 }
 
-/// For each reply ciphertext (column j = idx % OUT_DIM): does J(c' mod n) equal
+/// A quadratic character of a ciphertext value (of c mod n or c mod p).
+type Character<'a> = &'a dyn Fn(&BigUint) -> i8;
+
+/// For each reply ciphertext (column j = idx % OUT_DIM): does χ(c') equal
 /// (−1)^{W̃[i*][j]}? Returns (matches, total).
-fn read_out(n: &BigUint, replies: &[BigUint], w: &Matrix<BigInt>, i_star: usize) -> (usize, usize) {
+fn read_out(
+    chi: Character<'_>,
+    replies: &[BigUint],
+    w: &Matrix<BigInt>,
+    i_star: usize,
+) -> (usize, usize) {
     let mut ok = 0;
     for (idx, c) in replies.iter().enumerate() {
         let j = idx % OUT_DIM;
         let want = parity(w.get(i_star, j).unwrap());
-        if jacobi(&(c % n), n) == want {
+        if chi(c) == want {
             ok += 1;
         }
     }
@@ -235,12 +243,10 @@ fn p_value(matches: usize, total: usize) -> f64 {
         .p_value
 }
 
-#[test]
-fn the_guests_replies_hide_the_parity_of_its_weights_and_the_old_djn_control_leaks_it() {
-    let dk = key_with_p_q_congruent_mod_4();
-    let n = dk.encryption_key().n().clone();
-    assert_eq!(jacobi(&(&n - 1u8), &n), 1, "(-1 | n) = +1 for p = q mod 4");
-
+/// The attack with character `chi` against the fixed guest in every encryption mode (must
+/// pass the binomial test of H₀: p = ½) and against the old DJN control (must be exact
+/// and reject H₀).
+fn attack_with(dk: &DecryptionKey, chi: Character<'_>, what: &str) {
     let mut control = (0, 0);
     let mut rng = ChaCha20Rng::seed_from_u64(99);
     let modes = [
@@ -251,15 +257,15 @@ fn the_guests_replies_hide_the_parity_of_its_weights_and_the_old_djn_control_lea
     for (mode, encryption) in (0u64..).zip(modes) {
         let mut fixed = (0, 0);
         for i_star in 0..HOST_DIM {
-            let (hello, act) = host_messages(&dk, encryption, Some(i_star));
+            let (hello, act) = host_messages(dk, encryption, Some((i_star, chi)));
             for seed in 0..SESSIONS {
                 let (replies, w) = guest_reply(&hello, &act, encryption, 1000 * (mode + 1) + seed);
-                let (ok, total) = read_out(&n, &replies, &w, i_star);
+                let (ok, total) = read_out(chi, &replies, &w, i_star);
                 fixed.0 += ok;
                 fixed.1 += total;
                 if encryption == Encryption::Djn {
-                    let old = old_djn_replies(&dk, &act, &w, &mut rng);
-                    let (ok, total) = read_out(&n, &old, &w, i_star);
+                    let old = old_djn_replies(dk, &act, &w, &mut rng);
+                    let (ok, total) = read_out(chi, &old, &w, i_star);
                     control.0 += ok;
                     control.1 += total;
                 }
@@ -267,18 +273,18 @@ fn the_guests_replies_hide_the_parity_of_its_weights_and_the_old_djn_control_lea
         }
         let p = p_value(fixed.0, fixed.1);
         eprintln!(
-            "{encryption:?} host, fixed guest: parity read from J(c' mod n) in {}/{} replies (two-sided binomial p = {p:.3})",
+            "{what}, {encryption:?} host, fixed guest: parity read in {}/{} replies (two-sided binomial p = {p:.3})",
             fixed.0, fixed.1
         );
         assert!(fixed.1 >= 120, "{fixed:?}");
         assert!(
             p >= ALPHA,
-            "{encryption:?}: the Jacobi symbols of the guest's replies depend on its weights (p = {p})"
+            "{what}, {encryption:?}: the guest's replies depend on its weights (p = {p})"
         );
     }
     let p = p_value(control.0, control.1);
     eprintln!(
-        "control (old DJN re-randomisation): {}/{} (p = {p:.3e})",
+        "{what}, control (old DJN re-randomisation): {}/{} (p = {p:.3e})",
         control.0, control.1
     );
     assert_eq!(
@@ -286,6 +292,31 @@ fn the_guests_replies_hide_the_parity_of_its_weights_and_the_old_djn_control_lea
         "control: every reply reveals a parity"
     );
     assert!(p < ALPHA, "control: the test must reject");
+}
+
+#[test]
+fn the_guests_replies_hide_the_parity_of_its_weights_and_the_old_djn_control_leaks_it() {
+    let dk = key_with_p_q_congruent_mod_4();
+    let n = dk.encryption_key().n().clone();
+    assert_eq!(jacobi(&(&n - 1u8), &n), 1, "(-1 | n) = +1 for p = q mod 4");
+    attack_with(&dk, &|c: &BigUint| jacobi(&(c % &n), &n), "Jacobi mod n");
+}
+
+#[test]
+fn the_key_owners_legendre_symbol_mod_p_reads_nothing_either() {
+    // The key owner knows p: with p ≡ 1 (mod 4), (−1 | p) = +1, so every DJN randomizer
+    // (−x²)ⁿ has Legendre symbol +1 mod p on any such key, not only when p ≡ q (mod 4).
+    let (dk, p) = (100u64..)
+        .find_map(|seed| {
+            let dk = keygen(1024, &mut ChaCha20Rng::seed_from_u64(seed)).unwrap();
+            let (p, q) = primes(&dk);
+            [p, q]
+                .into_iter()
+                .find(|x| (x % 4u8) == BigUint::one())
+                .map(|x| (clone_key(&dk), x))
+        })
+        .unwrap();
+    attack_with(&dk, &|c: &BigUint| jacobi(&(c % &p), &p), "Legendre mod p");
 }
 
 #[test]
