@@ -75,7 +75,7 @@ fn session<S: HomomorphicScheme>(mode: u8, rest: &[u8], dk: S::DecryptionKey, mu
     let mut c = ProtocolConfig::new(profile, 2, 2).accepting_exact_error_and_activation_leaks();
     c.min_key_bits = 64;
     c.max_batch_rows = 8;
-    // Mode bits 4–5 pick the encryption (DJN adds the fixed base to the hello).
+    // Mode bits 4–5 pick the encryption (the host's; the guest re-randomises with sⁿ in all).
     c.encryption = match (mode >> 4) & 3 {
         0 => Encryption::Textbook,
         1 => Encryption::KeyOwnerCrt,

@@ -47,31 +47,31 @@ impl Profile {
     }
 }
 
-/// How the host encrypts and how the guest re-randomises (both parties must agree: the
-/// guest's fixed-base re-randomisation is sound only for a host that encrypts with the
-/// same base).
+/// How the host encrypts under its own key (both parties must agree on it). The guest
+/// re-randomises every ciphertext it returns to the host with a textbook sⁿ (s uniform in
+/// Z*_n, precomputed in a pool: [`crate::Guest::precompute_randomizers`]) in **every**
+/// mode: the host owns the key, and a short-exponent randomizer on a group the key owner
+/// chose hides nothing from the key owner (tests/rt_djn_quadratic_character.rs,
+/// tests/rt_djn_short_gamma.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Encryption {
-    /// FATE's way: every host encryption and every guest re-randomisation draws r
-    /// uniform in Z*_n and computes rⁿ with the public key (one |n|-bit exponentiation
-    /// mod n² each).
+    /// FATE's way: every host encryption draws r uniform in Z*_n and computes rⁿ with the
+    /// public key (one |n|-bit exponentiation mod n² each).
     Textbook,
     /// The host, which owns the key, encrypts by CRT ([`fl_paillier::DecryptionKey::encrypt_crt`]:
-    /// exactly the textbook distribution, constant time, about a third of the cost); the
-    /// guest re-randomises with a textbook rⁿ. Standard assumptions only (DCR).
+    /// exactly the textbook distribution, constant time, about a third of the cost).
+    /// Standard assumptions only (DCR).
     KeyOwnerCrt,
-    /// DJN fixed-base randomisers (opt-in; an extra assumption). The host publishes
-    /// h_s = hⁿ mod n² in its hello and encrypts with h_s^α, α of 2κ bits (κ = 112 for
-    /// 2048-bit keys): its ciphertexts hide a_A and acc from the guest under DCR **plus**
-    /// DJN's short-exponent assumption (see `fl_paillier::djn`). The guest re-randomises
-    /// with h_s^β (and a power of a base of its own, so that a host's choice of h_s cannot
-    /// undo it; see the crate README), β uniform with `statistical_security_bits` of slack
-    /// above the largest randomness exponent Σ kᵢ·αᵢ its products can carry: for a host
-    /// that follows the protocol (semi-honest), the re-randomised ciphertext's randomness
-    /// is then within 2^−κ (statistically) of being independent of the guest's scalars,
-    /// even for the key owner, who can take n-th roots and discrete logarithms. No
-    /// assumption is needed for that step; see the crate README.
+    /// DJN fixed-base randomisers for the host's own encryptions (opt-in; an extra
+    /// assumption). The host draws h_s = (−h²)ⁿ mod n² itself, keeps it (the guest has no
+    /// use for it), and encrypts with h_s^α, α of 2κ bits (κ = 112 for 2048-bit keys):
+    /// its ciphertexts hide a_A and acc from the guest under DCR **plus** DJN's
+    /// short-exponent assumption (see `fl_paillier::djn`). That assumption is sound here because the party it
+    /// protects (the host) is the one that generated n and h_s: a host that chose them
+    /// badly harms only its own privacy, and the guest, which attacks these ciphertexts,
+    /// knows neither the group order nor any logarithm. The guest does **not** use h_s:
+    /// it re-randomises with textbook sⁿ, as in every mode.
     Djn,
 }
 
@@ -664,17 +664,6 @@ impl Bounds {
         self.d + self.effective_weight(t) + clog2(self.m)
     }
 
-    /// The guest's fixed-base re-randomisation exponent length for a host whose
-    /// randomness exponents have `alpha_bits` bits: κ bits of slack above the largest
-    /// |Σ kᵢ·αᵢ| of the three products (scalars W̃ over d_A terms for steps below
-    /// [`MAX_STEPS`], Dη over n_max terms, D over m terms).
-    pub(crate) fn rerandomizer_bits(&self, alpha_bits: u32) -> u32 {
-        let forward = self.noisy_weight(MAX_STEPS) + clog2(self.d_a);
-        let gradient = self.d + clog2(self.n_max);
-        let input = self.d + clog2(self.m);
-        alpha_bits + forward.max(gradient).max(input) + self.kappa + 1
-    }
-
     /// Slot bound for the packed ⟦acc⟧ + W̃ product (holds acc, W̃ and δ_A).
     pub(crate) fn backward_slot(&self, t: u64) -> u32 {
         self.input_gradient(t)
@@ -789,24 +778,6 @@ mod tests {
         let g = GradientPerturbation::for_target(1.0, 2.0, 1e-5, 10).unwrap();
         let got = g.guarantee(10, 1e-5).unwrap().epsilon;
         assert!(got <= 2.0 && got > 1.99, "{got}");
-    }
-
-    #[test]
-    fn djn_rerandomizer_covers_every_product_with_slack() {
-        let c = ProtocolConfig::new(Profile::Hardened, 64, 32);
-        let b = Bounds::new(&c);
-        let alpha = 224;
-        let beta = b.rerandomizer_bits(alpha);
-        // Σ kᵢ·αᵢ over each product, for every step a session supports.
-        let forward = alpha + b.noisy_weight(MAX_STEPS) + clog2(64);
-        let gradient = alpha + b.d + clog2(4096);
-        let input = alpha + b.d + clog2(32);
-        for exponent in [forward, gradient, input] {
-            assert!(beta >= exponent + 40, "{beta} < {exponent} + 40");
-        }
-        // It fits a 2048-bit key with room to spare (the guest checks this).
-        assert!(beta < 2048, "{beta}");
-        assert!(b.noisy_weight(MAX_STEPS) >= b.noisy_weight(1 << 20));
     }
 
     #[test]

@@ -86,6 +86,11 @@ pub enum PeerMisbehaved {
     },
     /// The peer's public key was rejected (too small, even, small factors, ...).
     WeakKey(String),
+    /// The host's key-correctness proof (in its hello) is malformed or does not verify for
+    /// its key and this session's context: the key may be one under which the guest's
+    /// re-randomisation hides nothing (gcd(n, φ(n)) ≠ 1), so the guest refuses it before
+    /// any use.
+    InvalidKeyProof(String),
     /// The peer runs with a different protocol configuration.
     ConfigMismatch {
         /// The first differing field.
@@ -139,6 +144,10 @@ impl fmt::Display for PeerMisbehaved {
                 )
             }
             Self::WeakKey(why) => write!(f, "peer public key rejected: {why}"),
+            Self::InvalidKeyProof(why) => write!(
+                f,
+                "peer key-correctness proof rejected: {why}; a key owner must prove gcd(n, phi(n)) = 1"
+            ),
             Self::ConfigMismatch { field } => {
                 write!(
                     f,

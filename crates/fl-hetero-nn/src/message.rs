@@ -31,7 +31,7 @@ use crate::packing::{Axis, Layout};
 /// Magic bytes at the start of every frame.
 pub const MAGIC: &[u8; 4] = b"FLHN";
 /// Codec version.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 
 /// Largest number of entries in one matrix the decoder accepts.
 const MAX_ENTRIES: u64 = 1 << 26;
@@ -199,9 +199,26 @@ pub struct Hello {
     pub config: ProtocolConfig,
     /// The host's serialised public key.
     pub public_key: Vec<u8>,
-    /// The serialised fixed-base (DJN) public value, exactly when the configuration's
-    /// encryption is [`Encryption::Djn`].
-    pub fixed_base: Option<Vec<u8>>,
+    /// The host's serialised proof that its key is well formed (Paillier:
+    /// [`fl_paillier::KeyCorrectnessProof`], gcd(n, φ(n)) = 1), bound to
+    /// [`key_proof_context`] of `config`. The guest verifies it before any use of the key.
+    pub key_proof: Vec<u8>,
+}
+
+/// Domain tag of the key-correctness proof's context.
+const KEY_PROOF_TAG: &[u8] = b"fl-hetero-nn/hello/key-proof";
+
+/// The context a host's key-correctness proof is bound to: a protocol tag, the codec
+/// [`VERSION`] and the encoded configuration both parties must share. A proof made for
+/// another protocol, codec version or configuration does not verify. (The proof states a
+/// property of n alone, so replaying an honest proof for the same n in another session
+/// gains nothing; the binding keeps proofs from being reused across protocols.)
+pub fn key_proof_context(config: &ProtocolConfig) -> Vec<u8> {
+    let mut w = Vec::new();
+    put_bytes(&mut w, KEY_PROOF_TAG);
+    w.push(VERSION);
+    put_config(&mut w, config);
+    w
 }
 
 /// Message 1: the host's encrypted bottom output.
@@ -312,13 +329,7 @@ impl Message {
             Self::Hello(h) => {
                 put_config(&mut w, &h.config);
                 put_bytes(&mut w, &h.public_key);
-                match &h.fixed_base {
-                    None => w.push(0),
-                    Some(b) => {
-                        w.push(1);
-                        put_bytes(&mut w, b);
-                    }
-                }
+                put_bytes(&mut w, &h.key_proof);
             }
             Self::Activations(a) => {
                 w.extend_from_slice(&a.round.to_be_bytes());
@@ -366,15 +377,11 @@ impl Message {
             0 => {
                 let config = get_config(&mut r)?;
                 let public_key = r.bytes(1 << 16, "public_key")?.to_vec();
-                let fixed_base = match r.u8()? {
-                    0 => None,
-                    1 => Some(r.bytes(1 << 16, "fixed_base")?.to_vec()),
-                    _ => return Err(DecodeError::InvalidField("fixed_base")),
-                };
+                let key_proof = r.bytes(1 << 16, "key_proof")?.to_vec();
                 Self::Hello(Hello {
                     config,
                     public_key,
-                    fixed_base,
+                    key_proof,
                 })
             }
             1 => {
@@ -696,7 +703,7 @@ mod tests {
             Message::Hello(Hello {
                 config: ProtocolConfig::new(Profile::Hardened, 2, 3),
                 public_key: vec![1, 2, 3],
-                fixed_base: None,
+                key_proof: vec![4, 5],
             }),
             Message::Hello(Hello {
                 config: {
@@ -706,7 +713,7 @@ mod tests {
                     c
                 },
                 public_key: vec![1, 2, 3],
-                fixed_base: Some(vec![9, 8, 7]),
+                key_proof: vec![4, 5],
             }),
             Message::Activations(Activations {
                 round: 7,
@@ -791,11 +798,11 @@ mod tests {
             Err(DecodeError::UnsupportedVersion(9))
         );
         assert_eq!(
-            Message::decode(b"FLHN\x03\x09"),
+            Message::decode(b"FLHN\x04\x09"),
             Err(DecodeError::UnknownKind(9))
         );
         // A huge announced matrix in a tiny frame is refused before allocating.
-        let mut b = b"FLHN\x03\x03".to_vec();
+        let mut b = b"FLHN\x04\x03".to_vec();
         b.extend_from_slice(&0u64.to_be_bytes());
         b.extend_from_slice(&u32::MAX.to_be_bytes());
         b.extend_from_slice(&u32::MAX.to_be_bytes());

@@ -1,7 +1,8 @@
 //! [`HomomorphicScheme`] for fl-paillier: the default, and the only secure, scheme.
 
 use fl_paillier::{
-    Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, EncryptionKey, djn_default_alpha_bits,
+    Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, EncryptionKey, KeyCorrectnessProof,
+    RandomizerPool, djn_default_alpha_bits,
 };
 use num_bigint::{BigInt, BigUint};
 use rand::CryptoRng;
@@ -25,9 +26,10 @@ impl From<fl_paillier::Error> for SchemeError {
 fn map_err(e: fl_paillier::Error) -> SchemeError {
     use fl_paillier::Error as E;
     let kind = match &e {
-        E::UnsupportedKeySize { .. } | E::InvalidModulus { .. } | E::InvalidPrimes { .. } => {
-            SchemeErrorKind::WeakKey
-        }
+        E::UnsupportedKeySize { .. }
+        | E::InvalidModulus { .. }
+        | E::InvalidPrimes { .. }
+        | E::InvalidKeyProof { .. } => SchemeErrorKind::WeakKey,
         E::InvalidCiphertext { .. } | E::KeyMismatch => SchemeErrorKind::InvalidCiphertext,
         E::PlaintextOutOfRange { .. } => SchemeErrorKind::PlaintextOutOfRange,
         E::Overflow | E::DecryptionFailed => SchemeErrorKind::Overflow,
@@ -191,20 +193,49 @@ impl HomomorphicScheme for Paillier {
         fb.encrypt(&p, rng).map_err(map_err)
     }
 
-    fn fixed_base_rerandomize<R: CryptoRng + ?Sized>(
-        fb: &DjnEncryptor,
-        c: &Ciphertext,
-        rng: &mut R,
-    ) -> Result<Ciphertext, SchemeError> {
-        fb.rerandomize(c, rng).map_err(map_err)
-    }
-
     fn rerandomize<R: CryptoRng + ?Sized>(
         ek: &EncryptionKey,
         c: &Ciphertext,
         rng: &mut R,
     ) -> Result<Ciphertext, SchemeError> {
         ek.rerandomize(c, rng).map_err(map_err)
+    }
+
+    type RandomizerPool = RandomizerPool;
+
+    fn randomizer_pool_new(ek: &EncryptionKey) -> RandomizerPool {
+        RandomizerPool::new(ek)
+    }
+
+    /// [`RandomizerPool::fill`]: sⁿ mod n² for s uniform in Z*_n, eight exponentiations per
+    /// instruction stream with AVX-512 IFMA, batches in parallel.
+    fn randomizer_pool_fill<R: CryptoRng + ?Sized>(
+        pool: &mut RandomizerPool,
+        count: usize,
+        rng: &mut R,
+    ) {
+        pool.fill(count, rng);
+    }
+
+    fn randomizer_pool_len(pool: &RandomizerPool) -> usize {
+        pool.len()
+    }
+
+    /// Tops the pool up (one batch fill) when it is short, then one multiplication mod n²
+    /// per ciphertext ([`RandomizerPool::rerandomize`], which checks each ciphertext
+    /// against the key).
+    fn rerandomize_pooled<R: CryptoRng + ?Sized>(
+        pool: &mut RandomizerPool,
+        cs: &[Ciphertext],
+        rng: &mut R,
+    ) -> Result<Vec<Ciphertext>, SchemeError> {
+        let short = cs.len().saturating_sub(pool.len());
+        if short > 0 {
+            pool.fill(short, rng);
+        }
+        cs.iter()
+            .map(|c| pool.rerandomize(c, rng).map_err(map_err))
+            .collect()
     }
 
     fn ciphertext_len(ek: &EncryptionKey) -> usize {
@@ -225,5 +256,25 @@ impl HomomorphicScheme for Paillier {
 
     fn key_from_bytes(bytes: &[u8]) -> Result<EncryptionKey, SchemeError> {
         EncryptionKey::from_n_be_bytes(bytes).map_err(map_err)
+    }
+
+    /// [`DecryptionKey::prove_correct`]: n-th roots of [`fl_paillier::KEY_PROOF_ROUNDS`]
+    /// challenges derived from (n, `context`), serialised.
+    fn key_proof(dk: &DecryptionKey, context: &[u8]) -> Result<Vec<u8>, SchemeError> {
+        dk.prove_correct(context)
+            .map(|p| p.to_bytes())
+            .map_err(map_err)
+    }
+
+    /// [`KeyCorrectnessProof::from_bytes`] (strict) then [`KeyCorrectnessProof::verify`]:
+    /// on success gcd(n, φ(n)) = 1 except with probability 2^−128.
+    fn verify_key_proof(
+        ek: &EncryptionKey,
+        proof: &[u8],
+        context: &[u8],
+    ) -> Result<(), SchemeError> {
+        KeyCorrectnessProof::from_bytes(proof)
+            .and_then(|p| p.verify(ek, context))
+            .map_err(map_err)
     }
 }

@@ -134,10 +134,12 @@ pub trait HomomorphicScheme: 'static {
     }
 
     /// A fixed-base randomizer (Paillier: DJN's h_s^α with a comb table), built from the
-    /// public key and a published base.
+    /// public key and a published base. Only the key owner uses it, for its own
+    /// encryptions: a short-exponent randomizer hides nothing from the party that chose the
+    /// group (see [`Self::rerandomize_pooled`]).
     type FixedBase: Send + Sync;
 
-    /// Draws a fresh public base for `ek` and serialises it (the key owner publishes it).
+    /// Draws a fresh public base for `ek` and serialises it.
     fn fixed_base_generate<R: CryptoRng + ?Sized>(ek: &Self::EncryptionKey, rng: &mut R)
     -> Vec<u8>;
 
@@ -145,7 +147,7 @@ pub trait HomomorphicScheme: 'static {
     /// DJN default for the key size).
     fn fixed_base_default_bits(ek: &Self::EncryptionKey) -> u32;
 
-    /// Parses and validates a published base and builds a randomizer with exponents of
+    /// Parses and validates a base and builds a randomizer with exponents of
     /// `exponent_bits` bits.
     fn fixed_base_new(
         ek: &Self::EncryptionKey,
@@ -160,19 +162,44 @@ pub trait HomomorphicScheme: 'static {
         rng: &mut R,
     ) -> Result<Self::Ciphertext, SchemeError>;
 
-    /// Re-randomizes with a fixed-base randomizer.
-    fn fixed_base_rerandomize<R: CryptoRng + ?Sized>(
-        fb: &Self::FixedBase,
-        c: &Self::Ciphertext,
-        rng: &mut R,
-    ) -> Result<Self::Ciphertext, SchemeError>;
-
-    /// Multiplies in fresh randomness: same plaintext, unlinkable ciphertext.
+    /// Multiplies in fresh randomness: same plaintext, unlinkable ciphertext. Paillier:
+    /// c·sⁿ with s uniform in Z*_n (a full-strength fresh encryption of zero).
     fn rerandomize<R: CryptoRng + ?Sized>(
         ek: &Self::EncryptionKey,
         c: &Self::Ciphertext,
         rng: &mut R,
     ) -> Result<Self::Ciphertext, SchemeError>;
+
+    /// Precomputed fresh encryptions of zero under a peer's key (Paillier: a
+    /// [`fl_paillier::RandomizerPool`] of sⁿ mod n², s uniform in Z*_n), so that
+    /// re-randomising costs one multiplication on the critical path.
+    type RandomizerPool: Send + Sync;
+
+    /// An empty pool for `ek`.
+    fn randomizer_pool_new(ek: &Self::EncryptionKey) -> Self::RandomizerPool;
+
+    /// Precomputes `count` more randomizers (the expensive part, off the critical path).
+    fn randomizer_pool_fill<R: CryptoRng + ?Sized>(
+        pool: &mut Self::RandomizerPool,
+        count: usize,
+        rng: &mut R,
+    );
+
+    /// The number of unused randomizers in the pool.
+    fn randomizer_pool_len(pool: &Self::RandomizerPool) -> usize;
+
+    /// Re-randomises every ciphertext with its own pooled randomizer, each used once
+    /// (the pool is topped up first when it holds fewer than `cs.len()`). The result has
+    /// the law of [`Self::rerandomize`]: for Paillier, c·sⁿ with s uniform in Z*_n, whose
+    /// randomizer is uniform over the n-th residues when gcd(n, φ(n)) = 1 — independent of
+    /// c's randomizer even for the key owner, who can take n-th roots, discrete logarithms
+    /// and every character (Jacobi, Legendre mod p and q) of it. This is the only way the
+    /// guest re-randomises what it returns to the key owner.
+    fn rerandomize_pooled<R: CryptoRng + ?Sized>(
+        pool: &mut Self::RandomizerPool,
+        cs: &[Self::Ciphertext],
+        rng: &mut R,
+    ) -> Result<Vec<Self::Ciphertext>, SchemeError>;
 
     /// The fixed byte length of every serialised ciphertext under `ek`.
     fn ciphertext_len(ek: &Self::EncryptionKey) -> usize;
@@ -191,6 +218,18 @@ pub trait HomomorphicScheme: 'static {
 
     /// Parses and validates a peer's public key (size, parity, small factors, ...).
     fn key_from_bytes(bytes: &[u8]) -> Result<Self::EncryptionKey, SchemeError>;
+
+    /// The key owner's serialised proof, bound to `context`, that its key is one under
+    /// which re-randomisation hides everything (Paillier: gcd(n, φ(n)) = 1,
+    /// [`fl_paillier::KeyCorrectnessProof`]).
+    fn key_proof(dk: &Self::DecryptionKey, context: &[u8]) -> Result<Vec<u8>, SchemeError>;
+
+    /// Parses `proof` strictly and verifies it against `ek` and `context`.
+    fn verify_key_proof(
+        ek: &Self::EncryptionKey,
+        proof: &[u8],
+        context: &[u8],
+    ) -> Result<(), SchemeError>;
 }
 
 #[cfg(any(test, fuzzing, feature = "insecure-identity-scheme"))]
@@ -384,15 +423,44 @@ mod identity {
         ) -> Result<BigUint, SchemeError> {
             Self::encrypt(fb, m, rng)
         }
-        fn fixed_base_rerandomize<R: CryptoRng + ?Sized>(
-            _fb: &IdentityKey,
-            c: &BigUint,
+        type RandomizerPool = ();
+        fn randomizer_pool_new(_ek: &IdentityKey) {}
+        fn randomizer_pool_fill<R: CryptoRng + ?Sized>(
+            _pool: &mut (),
+            _count: usize,
             _rng: &mut R,
-        ) -> Result<BigUint, SchemeError> {
-            Ok(c.clone())
+        ) {
+        }
+        fn randomizer_pool_len(_pool: &()) -> usize {
+            0
+        }
+        fn rerandomize_pooled<R: CryptoRng + ?Sized>(
+            _pool: &mut (),
+            cs: &[BigUint],
+            _rng: &mut R,
+        ) -> Result<Vec<BigUint>, SchemeError> {
+            Ok(cs.to_vec())
         }
         fn key_to_bytes(ek: &IdentityKey) -> Vec<u8> {
             ek.n.to_bytes_be()
+        }
+        /// The identity scheme proves nothing: its "proof" is a fixed marker.
+        fn key_proof(_dk: &IdentityDecryptionKey, _context: &[u8]) -> Result<Vec<u8>, SchemeError> {
+            Ok(b"identity".to_vec())
+        }
+        fn verify_key_proof(
+            _ek: &IdentityKey,
+            proof: &[u8],
+            _context: &[u8],
+        ) -> Result<(), SchemeError> {
+            if proof == b"identity" {
+                Ok(())
+            } else {
+                Err(err(
+                    SchemeErrorKind::WeakKey,
+                    "identity key proof must be the marker",
+                ))
+            }
         }
         fn key_from_bytes(bytes: &[u8]) -> Result<IdentityKey, SchemeError> {
             let n = BigUint::from_bytes_be(bytes);

@@ -64,63 +64,46 @@ fn effective_weight_invariant_hardened_packed_djn_and_textbook() {
 }
 
 #[test]
-fn djn_fixed_base_is_validated_and_required_exactly_in_djn_mode() {
-    let mut c = config(Profile::Hardened, 2, 2);
-    c.encryption = Encryption::Djn;
-    let init = init(&c, 98);
-    let mut rng = ChaCha20Rng::seed_from_u64(27);
-    let mut host =
-        Host::<Paillier>::new(c, test_key(1024), Some(&init.host_share), &mut rng).unwrap();
-    let Some(Message::Hello(hello)) = host.poll_message() else {
-        panic!("expected Hello")
-    };
-    assert!(hello.fixed_base.is_some());
-    let n = BigUint::from_bytes_be(&hello.public_key);
-    let n2 = &n * &n;
-    let bad: Vec<(Option<Vec<u8>>, &str)> = vec![
-        (Some(vec![1]), "h_s = 1"),
-        (Some((&n2 - 1u8).to_bytes_be()), "h_s = -1"),
-        (Some(n2.to_bytes_be()), "h_s = n^2"),
-        (Some(n.to_bytes_be()), "h_s not a unit"),
-        (Some(vec![]), "h_s = 0"),
-        (None, "missing h_s"),
-    ];
-    for (fixed_base, what) in bad {
-        let mut guest = Guest::<Paillier>::new(c, &init.bias, &init.guest_share).unwrap();
-        let mut h = hello.clone();
-        h.fixed_base = fixed_base;
-        let e = guest
-            .handle_message(Message::Hello(h), &mut rng)
-            .unwrap_err();
-        assert!(
-            matches!(
-                e,
-                Error::PeerMisbehaved(
-                    PeerMisbehaved::WeakKey(_) | PeerMisbehaved::ConfigMismatch { .. }
-                )
-            ),
-            "{what}: {e}"
-        );
-        assert!(guest.is_closed());
+fn the_guest_rerandomises_from_its_pool_one_randomizer_per_returned_ciphertext() {
+    // Every ciphertext the hardened guest returns takes one precomputed textbook sⁿ from
+    // its pool, whatever the host's encryption mode; precomputing exactly
+    // `randomizers_per_step` before a training step leaves the pool empty after it.
+    for encryption in [
+        Encryption::Djn,
+        Encryption::KeyOwnerCrt,
+        Encryption::Textbook,
+    ] {
+        let mut c = config(Profile::Hardened, 3, 2);
+        c.encryption = encryption;
+        let init = init(&c, 12);
+        let mut pair = make_pair::<Paillier>(c, test_key(1024), &init, 21);
+        pair.drive().unwrap();
+        let rows = 5;
+        let need = pair.guest.randomizers_per_step(rows).unwrap();
+        assert!(need > 0);
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        pair.guest.precompute_randomizers(need, &mut rng).unwrap();
+        assert_eq!(pair.guest.randomizers_available(), need);
+        let a = Matrix::from_fn(rows, 3, |i, j| 0.1 * (i as f64) - 0.2 * (j as f64));
+        let ids: Vec<u64> = (0..rows as u64).collect();
+        pair.host
+            .start_round(Purpose::Train, &a, &ids, &mut pair.host_rng)
+            .unwrap();
+        pair.drive().unwrap();
+        while pair.poll_guest_event().is_some() {}
+        let delta = Matrix::from_fn(rows, 2, |i, j| 0.01 * (i as f64) - 0.02 * (j as f64));
+        pair.guest
+            .backward(&delta, &ids, &mut pair.guest_rng)
+            .unwrap();
+        pair.drive().unwrap();
+        assert_eq!(pair.guest.randomizers_available(), 0, "{encryption:?}");
     }
-    // A base sent in a non-DJN session is a mismatch too.
-    let c2 = config(Profile::Hardened, 2, 2);
-    let mut guest = Guest::<Paillier>::new(c2, &init.bias, &init.guest_share).unwrap();
-    let mut h = hello.clone();
-    h.config = c2;
-    assert_eq!(
-        guest
-            .handle_message(Message::Hello(h), &mut rng)
-            .unwrap_err(),
-        Error::PeerMisbehaved(PeerMisbehaved::ConfigMismatch {
-            field: "fixed_base"
-        })
-    );
-    // The genuine hello is accepted.
-    let mut guest = Guest::<Paillier>::new(c, &init.bias, &init.guest_share).unwrap();
-    guest
-        .handle_message(Message::Hello(hello), &mut rng)
-        .unwrap();
+    // FateFaithful returns its products as they are.
+    let c = config(Profile::FateFaithful, 3, 2);
+    let init = init(&c, 12);
+    let mut pair = make_pair::<Paillier>(c, test_key(1024), &init, 22);
+    pair.drive().unwrap();
+    assert_eq!(pair.guest.randomizers_per_step(5).unwrap(), 0);
 }
 
 // (2) The guest's z_A and the host's δ_A do not depend on the masks: two sessions with

@@ -122,7 +122,7 @@ fn oversized_frames_are_refused_before_allocation() {
         config: ProtocolConfig::new(Profile::Hardened, 1, 1)
             .accepting_exact_error_and_activation_leaks(),
         public_key: vec![7; 4096],
-        fixed_base: None,
+        key_proof: Vec::new(),
     });
     assert!(matches!(
         a.send(&big),

@@ -325,6 +325,16 @@ impl DjnEncryptor {
 
     /// Re-randomizes c with a fresh h_s^α.
     ///
+    /// **Not for hiding anything from the key owner.** A short-exponent randomizer on a
+    /// base and group the key owner chose keeps every character of c that h_s does not
+    /// reach (h_s = (−h²)ⁿ has Jacobi symbol (−1 | n), so J(c) survives when p ≡ q mod 4)
+    /// and, for a key with a smooth p − 1, leaves discrete logarithms that expose the
+    /// scalars applied to c (fl-hetero-nn's tests/rt_djn_quadratic_character.rs and
+    /// tests/rt_djn_short_gamma.rs). To re-randomise a ciphertext before returning it to
+    /// the key owner, use [`EncryptionKey::rerandomize`] or a
+    /// [`crate::RandomizerPool`] (sⁿ, s uniform in Z*_n), after verifying the owner's
+    /// [`crate::KeyCorrectnessProof`].
+    ///
     /// # Errors
     /// [`Error::KeyMismatch`].
     pub fn rerandomize<R: CryptoRng + ?Sized>(
@@ -339,6 +349,7 @@ impl DjnEncryptor {
 
     /// Re-randomizes many ciphertexts with fresh h_s^α (one ChaCha20 stream per item seeded
     /// in order from `rng`; the fixed-base exponentiations run in parallel with `rayon`).
+    /// Not for hiding anything from the key owner: see [`DjnEncryptor::rerandomize`].
     ///
     /// # Errors
     /// [`Error::KeyMismatch`] if any ciphertext belongs to another key (nothing is

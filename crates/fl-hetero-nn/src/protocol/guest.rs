@@ -5,18 +5,16 @@ use std::collections::VecDeque;
 use num_bigint::BigInt;
 use rand::CryptoRng;
 
-use super::ops::{
-    CtMatrix, Rerandomizer, forward_product, gradient_product, input_gradient_product,
-};
+use super::ops::{CtMatrix, forward_product, gradient_product, input_gradient_product};
 use super::{RoundLayouts, Session, check_round};
-use crate::config::{
-    Bounds, Encryption, MAX_STEPS, Profile, ProtocolConfig, fate_mask, uniform_mask,
-};
+use crate::config::{Bounds, MAX_STEPS, Profile, ProtocolConfig, fate_mask, uniform_mask};
 use crate::defences::RowLedger;
 use crate::error::{ApiMisuse, Error, PeerMisbehaved};
 use crate::fixed::bits;
 use crate::matrix::Matrix;
-use crate::message::{Activations, Hello, Message, Purpose, RoundCiphertexts, RoundIntegers};
+use crate::message::{
+    Activations, Hello, Message, Purpose, RoundCiphertexts, RoundIntegers, key_proof_context,
+};
 use crate::packing::{Axis, Layout};
 use crate::scheme::HomomorphicScheme;
 use crate::secret::SecretMatrix;
@@ -124,10 +122,12 @@ pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
     config: ProtocolConfig,
     bounds: Bounds,
     ek: Option<S::EncryptionKey>,
-    /// The DJN re-randomisers when the encryption is `Djn`: on the host's base with long
-    /// exponents (statistical hiding against a semi-honest host), and on the guest's own
-    /// base (so that a hostile host's choice of base cannot undo the re-randomisation).
-    fixed_base: Option<(S::FixedBase, S::FixedBase)>,
+    /// Precomputed fresh encryptions of zero under the host's key (textbook sⁿ, s uniform
+    /// in Z*_n), one per ciphertext the hardened guest returns to the host, whatever the
+    /// [`Encryption`] mode: the host owns the key, so a short-exponent (DJN) randomizer
+    /// would hide nothing from it (tests/rt_djn_quadratic_character.rs,
+    /// tests/rt_djn_short_gamma.rs).
+    randomizers: Option<S::RandomizerPool>,
     noisy_weight: SecretMatrix,
     bias: SecretMatrix,
     /// The released error of the step in progress (gradient perturbation).
@@ -232,7 +232,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             bounds: Bounds::new(&config),
             config,
             ek: None,
-            fixed_base: None,
+            randomizers: None,
             noisy_weight,
             bias: SecretMatrix::from_matrix(&bias),
             released_error: None,
@@ -323,12 +323,74 @@ impl<S: HomomorphicScheme> Guest<S> {
         self.ek.as_ref().ok_or(Error::SessionClosed)
     }
 
-    /// How this guest re-randomises (hardened profile).
-    fn rerandomizer(&self) -> Result<Rerandomizer<'_, S>, Error> {
-        Ok(match &self.fixed_base {
-            Some((host, own)) => Rerandomizer::FixedBase { host, own },
-            None => Rerandomizer::Public(self.ek()?),
-        })
+    /// The pool this guest re-randomises from (hardened profile).
+    fn randomizers(&mut self) -> Result<&mut S::RandomizerPool, Error> {
+        self.randomizers.as_mut().ok_or(Error::SessionClosed)
+    }
+
+    /// How many ciphertexts the guest re-randomises in one training step over a batch of
+    /// `batch_rows` rows (the masked forward, the masked gradient and the input
+    /// gradient; a prediction round needs only the first), or 0 in the FateFaithful
+    /// profile, which sends its products as they are. The session must be established.
+    ///
+    /// # Errors
+    /// [`Error::SessionClosed`] before the host's hello; [`ApiMisuse::InvalidConfig`] when
+    /// the key cannot hold a round of `batch_rows` rows.
+    pub fn randomizers_per_step(&self, batch_rows: usize) -> Result<usize, Error> {
+        if self.config.profile != Profile::Hardened {
+            return Ok(0);
+        }
+        let l = self.layouts(batch_rows)?;
+        let (d_a, m) = (self.config.host_dim, self.config.out_dim);
+        let count = |layout: Layout, rows, cols| {
+            let (r, c) = layout.ciphertext_shape(rows, cols);
+            r * c
+        };
+        Ok(count(l.forward, batch_rows, m)
+            + count(
+                Layout {
+                    axis: Axis::Rows,
+                    ..l.gradient
+                },
+                d_a,
+                m,
+            )
+            + count(
+                Layout {
+                    axis: Axis::Cols,
+                    ..l.acc
+                },
+                batch_rows,
+                d_a,
+            ))
+    }
+
+    /// Precomputes `count` fresh encryptions of zero under the host's key (sⁿ mod n², s
+    /// uniform in Z*_n: the expensive part of re-randomisation), so that each ciphertext
+    /// the guest later returns costs one multiplication. Call it while the guest waits
+    /// (e.g. for the host's next Activations), with [`Guest::randomizers_per_step`] as a
+    /// guide; the guest tops the pool up itself when it runs short, so skipping this only
+    /// moves the work onto the critical path.
+    ///
+    /// # Errors
+    /// [`Error::SessionClosed`] before the host's hello or after the session closed.
+    pub fn precompute_randomizers<R: CryptoRng + ?Sized>(
+        &mut self,
+        count: usize,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        if self.is_closed() {
+            return Err(Error::SessionClosed);
+        }
+        S::randomizer_pool_fill(self.randomizers()?, count, rng);
+        Ok(())
+    }
+
+    /// The number of precomputed randomizers not yet used.
+    pub fn randomizers_available(&self) -> usize {
+        self.randomizers
+            .as_ref()
+            .map_or(0, |p| S::randomizer_pool_len(p))
     }
 
     fn layouts(&self, n: usize) -> Result<RoundLayouts, Error> {
@@ -399,7 +461,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         }
     }
 
-    fn on_hello<R: CryptoRng + ?Sized>(&mut self, h: Hello, rng: &mut R) -> Result<(), Error> {
+    fn on_hello<R: CryptoRng + ?Sized>(&mut self, h: Hello, _rng: &mut R) -> Result<(), Error> {
         let mine = &self.config;
         let theirs = &h.config;
         let fields: [(&'static str, bool); 16] = [
@@ -453,40 +515,15 @@ impl<S: HomomorphicScheme> Guest<S> {
             ))
             .into());
         }
-        self.fixed_base = match (self.config.encryption, h.fixed_base) {
-            (Encryption::Djn, Some(host_base)) => {
-                let bits = self
-                    .bounds
-                    .rerandomizer_bits(S::fixed_base_default_bits(&ek));
-                if u64::from(bits) >= S::key_bits(&ek) {
-                    return Err(ApiMisuse::InvalidConfig {
-                        reason: format!(
-                            "the DJN re-randomisation exponent needs {bits} bits, more than the key's {}; use a larger key or smaller bounds",
-                            S::key_bits(&ek)
-                        ),
-                    }
-                    .into());
-                }
-                // The host's base, with the long exponents of the statistical argument (a
-                // visibly weak base, e.g. h_s = 1 + n, is refused: a broken or hostile
-                // host). A key owner who knows p and q can still choose a base that passes
-                // every public check, so the guest also multiplies in a power of a base of
-                // its own, which no host can choose.
-                let host = S::fixed_base_new(&ek, &host_base, bits)
-                    .map_err(|e| PeerMisbehaved::WeakKey(e.detail))?;
-                let own_base = S::fixed_base_generate(&ek, rng);
-                let own = S::fixed_base_new(&ek, &own_base, S::fixed_base_default_bits(&ek))
-                    .map_err(|e| PeerMisbehaved::WeakKey(e.detail))?;
-                Some((host, own))
-            }
-            (Encryption::Djn, None) | (_, Some(_)) => {
-                return Err(PeerMisbehaved::ConfigMismatch {
-                    field: "fixed_base",
-                }
-                .into());
-            }
-            (_, None) => None,
-        };
+        // Before any use of the key: the host must prove gcd(n, φ(n)) = 1, without which no
+        // re-randomisation hides anything from it (fl-paillier's
+        // tests/malformed_key_rerandomisation.rs).
+        S::verify_key_proof(&ek, &h.key_proof, &key_proof_context(&self.config))
+            .map_err(|e| PeerMisbehaved::InvalidKeyProof(e.detail))?;
+        // Textbook sⁿ re-randomisation in every encryption mode: a short-exponent
+        // randomizer on a group the key owner chose hides nothing from the key owner
+        // (the crate README, "Re-randomisation").
+        self.randomizers = Some(S::randomizer_pool_new(&ek));
         self.ek = Some(ek);
         self.events.push_back(GuestEvent::SessionEstablished);
         self.state = State::Idle;
@@ -525,12 +562,12 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// Computes ⟦A·W̃ + b_A·S + ε_B⟧ (re-randomised in the hardened profile unless
     /// `rerandomize` is false, which only unit tests use) and ε_B.
     pub(crate) fn masked_forward<R: CryptoRng + ?Sized>(
-        &self,
+        &mut self,
         a_rows: &CtMatrix<S>,
         rerandomize: bool,
         rng: &mut R,
     ) -> Result<(CtMatrix<S>, Matrix<BigInt>), Error> {
-        let ek = self.ek()?;
+        let ek = self.ek()?.clone();
         let t = self.training_steps;
         let (n, m) = (a_rows.rows, self.config.out_dim);
         let f = self.config.fixed_point.frac_bits();
@@ -545,15 +582,15 @@ impl<S: HomomorphicScheme> Guest<S> {
         });
         let secret = self.config.profile == Profile::Hardened;
         let mut z = forward_product(
-            ek,
+            &ek,
             a_rows,
             &self.noisy_weight.expose(),
             self.bounds.noisy_weight(t),
             secret,
         )?;
-        z.add_plain(ek, &plain)?;
+        z.add_plain(&ek, &plain)?;
         if rerandomize && self.config.profile == Profile::Hardened {
-            z.rerandomize(&self.rerandomizer()?, rng)?;
+            z.rerandomize(self.randomizers()?, rng)?;
         }
         Ok((z, eps_b))
     }
@@ -722,7 +759,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         let mut g = gradient_product(&ek, &a_cols, &d_eta, self.bounds.d, secret)?;
         g.add_plain(&ek, &noise_w)?;
         if self.config.profile == Profile::Hardened {
-            g.rerandomize(&self.rerandomizer()?, rng)?;
+            g.rerandomize(self.randomizers()?, rng)?;
         }
         self.outbox
             .push_back(Message::MaskedGradient(RoundCiphertexts {
@@ -780,7 +817,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         let secret = self.config.profile == Profile::Hardened;
         let mut da = input_gradient_product(&ek, &w, &d.expose(), self.bounds.d, secret)?;
         if self.config.profile == Profile::Hardened {
-            da.rerandomize(&self.rerandomizer()?, rng)?;
+            da.rerandomize(self.randomizers()?, rng)?;
         }
         debug_assert_eq!(
             da.layout,
@@ -824,6 +861,7 @@ impl<S: HomomorphicScheme> Guest<S> {
 mod tests {
     use super::*;
     use crate::Paillier;
+    use crate::config::Encryption;
     use crate::protocol::Host;
     use rand::SeedableRng;
     use rand::rngs::ChaCha20Rng;
@@ -888,7 +926,7 @@ mod tests {
             (Profile::Hardened, Encryption::Djn),
             (Profile::FateFaithful, Encryption::Textbook),
         ] {
-            let (c, dk2, guest, a_rows) = received_activations(profile, encryption);
+            let (c, dk2, mut guest, a_rows) = received_activations(profile, encryption);
             let (plain, eps1) = guest
                 .masked_forward(&a_rows, false, &mut ChaCha20Rng::seed_from_u64(3))
                 .unwrap();

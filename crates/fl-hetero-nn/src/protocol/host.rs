@@ -14,6 +14,7 @@ use crate::fixed::int_matmul;
 use crate::matrix::Matrix;
 use crate::message::{
     Activations, Hello, IntegerMatrix, Message, Purpose, RoundCiphertexts, RoundIntegers,
+    key_proof_context,
 };
 use crate::packing::{Axis, Layout};
 use crate::scheme::HomomorphicScheme;
@@ -210,18 +211,27 @@ impl<S: HomomorphicScheme> Host<S> {
                 .into());
             }
         };
-        let (fixed_base, fixed_base_public) = match config.encryption {
+        // DJN: the host draws its base h_s itself, for its own encryptions only (it
+        // protects the host's values, and the host is the party that chose the group).
+        // The guest never needs it: it re-randomises with textbook sⁿ.
+        let fixed_base = match config.encryption {
             Encryption::Djn => {
                 let public = S::fixed_base_generate(&ek, rng);
-                let fb = S::fixed_base_new(&ek, &public, S::fixed_base_default_bits(&ek))?;
-                (Some(fb), Some(public))
+                Some(S::fixed_base_new(
+                    &ek,
+                    &public,
+                    S::fixed_base_default_bits(&ek),
+                )?)
             }
-            _ => (None, None),
+            _ => None,
         };
+        // The proof that the key is well formed (gcd(n, φ(n)) = 1), bound to this
+        // protocol and configuration: the guest verifies it before any use of the key.
+        let key_proof = S::key_proof(&dk, &key_proof_context(&config))?;
         let hello = Message::Hello(Hello {
             config,
             public_key: S::key_to_bytes(&ek),
-            fixed_base: fixed_base_public,
+            key_proof,
         });
         Ok(Self {
             config,

@@ -104,20 +104,6 @@ impl<S: HomomorphicScheme> Encryptor<'_, S> {
     }
 }
 
-/// How the guest re-randomises.
-pub(crate) enum Rerandomizer<'a, S: HomomorphicScheme> {
-    /// A textbook rⁿ.
-    Public(&'a S::EncryptionKey),
-    /// h_s^β with the guest's long β on the host's base h_s, times h_g^γ on the guest's
-    /// own base h_g (γ of the default 2κ bits).
-    FixedBase {
-        /// The re-randomiser on the host's base.
-        host: &'a S::FixedBase,
-        /// The re-randomiser on the guest's own base.
-        own: &'a S::FixedBase,
-    },
-}
-
 impl<S: HomomorphicScheme> CtMatrix<S> {
     /// Packs and encrypts a logical matrix.
     pub(crate) fn encrypt<R: CryptoRng + ?Sized>(
@@ -216,23 +202,16 @@ impl<S: HomomorphicScheme> CtMatrix<S> {
         })
     }
 
-    /// Re-randomises every ciphertext.
+    /// Re-randomises every ciphertext with a fresh textbook encryption of zero from the
+    /// guest's pool ([`HomomorphicScheme::rerandomize_pooled`]: sⁿ, s uniform in Z*_n, one
+    /// multiplication each once the pool is filled).
     pub(crate) fn rerandomize<R: CryptoRng + ?Sized>(
         &mut self,
-        rerandomizer: &Rerandomizer<'_, S>,
+        pool: &mut S::RandomizerPool,
         rng: &mut R,
     ) -> Result<(), Error> {
-        let cts = &self.cts;
-        let v = par_map_rng(cts.as_slice().len(), rng, |i, r| {
-            let c = &cts.as_slice()[i];
-            match rerandomizer {
-                Rerandomizer::Public(ek) => S::rerandomize(ek, c, r),
-                Rerandomizer::FixedBase { host, own } => S::fixed_base_rerandomize(host, c, r)
-                    .and_then(|c| S::fixed_base_rerandomize(own, &c, r)),
-            }
-            .map_err(scheme_err)
-        })?;
-        self.cts = Matrix::from_vec(cts.rows(), cts.cols(), v)?;
+        let v = S::rerandomize_pooled(pool, self.cts.as_slice(), rng).map_err(scheme_err)?;
+        self.cts = Matrix::from_vec(self.cts.rows(), self.cts.cols(), v)?;
         Ok(())
     }
 
