@@ -1,0 +1,141 @@
+//! Red-team probe rt2 (H3 scope): the guest's multipliers W̃ against a host that encrypts
+//! activations outside their declared bound.
+//!
+//! The fix under test protects W̃ from a key owner that chooses its key adversarially and
+//! keeps its encryption randomness (textbook sⁿ re-randomisation after a key proof). But
+//! the guest cannot check the *plaintexts* of the host's ciphertexts: a host that encrypts
+//! a_A[r][i*] = 2^K (K well above the public bound of ε_B) and 0 elsewhere decrypts
+//! 2^K·W̃[i*][j] + (b_A[j] << f) + ε_B[r][j] from message 2 and reads W̃[i*][j] exactly by
+//! rounding the quotient by 2^K — one message, every column, no factorisation, no
+//! randomness games; re-randomisation and the key proof are irrelevant to it. The
+//! threat model puts "a malicious party that follows the message grammar with wrong
+//! values" out of scope, so this is not a break of the stated model, but it shows that
+//! the H3 defence (which *is* against a malicious key owner) buys nothing against a
+//! host willing to deviate: the same host reads W̃ off the plaintexts.
+//!
+//! Attack: exact recovery of every W̃[i*][j] (all OUT_DIM columns), for each i*.
+//! Control: the same decoder on an honest host's activations recovers nothing (the mask
+//! ε_B has κ = 40 bits of slack above |a_A·W̃|).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use fl_hetero_nn::{Guest, Host, Matrix, Message, Paillier, Profile, ProtocolConfig, Purpose};
+use fl_paillier::{DecryptionKey, keygen};
+use num_bigint::BigInt;
+use rand::SeedableRng;
+use rand::rngs::ChaCha20Rng;
+
+const HOST_DIM: usize = 3;
+const OUT_DIM: usize = 4;
+const ROWS: usize = 5;
+/// 2^K dwarfs |b_A·2^f + ε_B| (a few hundred bits at most at step 0) yet 2^K·W̃ fits the
+/// 1024-bit key's plaintext space.
+const K: u32 = 640;
+
+fn config() -> ProtocolConfig {
+    let mut c = ProtocolConfig::new(Profile::Hardened, HOST_DIM, OUT_DIM)
+        .accepting_exact_error_and_activation_leaks();
+    c.min_key_bits = 1024;
+    c.packing = false;
+    c
+}
+
+fn clone_key(dk: &DecryptionKey) -> DecryptionKey {
+    let (p, q) = dk.expose_primes();
+    DecryptionKey::from_primes(
+        &num_bigint::BigUint::from_bytes_be(&p),
+        &num_bigint::BigUint::from_bytes_be(&q),
+    )
+    .unwrap()
+}
+
+/// The host's hello and one prediction round's Activations; with `forge = Some(i*)` the
+/// host replaces every ciphertext by an encryption of 2^K (feature i*) or 0 (others).
+fn host_messages(dk: &DecryptionKey, forge: Option<usize>) -> (Message, Message) {
+    let share = Matrix::from_fn(HOST_DIM, OUT_DIM, |i, j| {
+        0.05 * (i as f64) - 0.03 * (j as f64)
+    });
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let mut host = Host::<Paillier>::new(config(), clone_key(dk), Some(&share), &mut rng).unwrap();
+    let hello = host.poll_message().unwrap();
+    let a = Matrix::from_fn(ROWS, HOST_DIM, |r, c| {
+        0.25 * (r as f64) - 0.5 * (c as f64) + 0.125
+    });
+    host.start_round(Purpose::Predict, &a, &[0, 1, 2, 3, 4], &mut rng)
+        .unwrap();
+    let mut act = host.poll_message().unwrap();
+    if let (Some(i_star), Message::Activations(a)) = (forge, &mut act) {
+        let ek = dk.encryption_key();
+        let m = &mut a.by_rows;
+        assert_eq!(m.count(), ROWS * HOST_DIM, "unpacked: one value per ciphertext");
+        let width = m.width;
+        for idx in 0..m.count() {
+            let v = if idx % HOST_DIM == i_star {
+                BigInt::from(1u8) << K
+            } else {
+                BigInt::from(0u8)
+            };
+            let c = ek.encrypt_signed(&v, &mut rng).unwrap();
+            m.bytes[idx * width..(idx + 1) * width].copy_from_slice(&c.to_bytes_be(ek));
+        }
+    }
+    (hello, act)
+}
+
+fn guest_weights() -> Matrix<f64> {
+    Matrix::from_fn(HOST_DIM, OUT_DIM, |i, j| {
+        [
+            0.25, -0.5, 0.75, 0.125, -0.375, 0.3, 0.61, -0.07, 0.01, -0.9, 0.44, 0.2,
+        ][i * OUT_DIM + j]
+    })
+}
+
+/// Runs the guest on (hello, act); the host decrypts message 2 and guesses
+/// W̃[i*][j] = round(z[0][j] / 2^K). Returns (exact guesses, total).
+fn attack(dk: &DecryptionKey, hello: &Message, act: &Message, i_star: usize) -> (usize, usize) {
+    let mut guest =
+        Guest::<Paillier>::new(config(), &[0.01, 0.02, -0.03, 0.04], &guest_weights()).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(99 + i_star as u64);
+    guest.handle_message(hello.clone(), &mut rng).unwrap();
+    guest.handle_message(act.clone(), &mut rng).unwrap();
+    let Some(Message::MaskedForward(reply)) = guest.poll_message() else {
+        panic!("expected the masked forward")
+    };
+    let w = guest.snapshot().noisy_weight;
+    let ek = dk.encryption_key();
+    let half = BigInt::from(1u8) << (K - 1);
+    let mut exact = 0;
+    let mut total = 0;
+    // Row 0 of the (ROWS × OUT_DIM) reply: one ciphertext per column.
+    for j in 0..OUT_DIM {
+        let c = ek
+            .ciphertext_from_bytes_be(reply.data.ciphertext(j).unwrap())
+            .unwrap();
+        let z = dk.decrypt_signed(&c).unwrap();
+        let guess = (z + &half) >> K;
+        total += 1;
+        if &guess == w.get(i_star, j).unwrap() {
+            exact += 1;
+        }
+    }
+    (exact, total)
+}
+
+#[test]
+fn a_host_that_encrypts_out_of_bound_activations_reads_the_guests_multipliers_exactly() {
+    let dk = keygen(1024, &mut ChaCha20Rng::seed_from_u64(2024)).unwrap();
+    let (hello, honest) = host_messages(&dk, None);
+    for i_star in 0..HOST_DIM {
+        // Control: honest activations, the same decoder: nothing.
+        let (c_exact, c_total) = attack(&dk, &hello, &honest, i_star);
+        assert_eq!(c_exact, 0, "control: honest host recovered {c_exact}/{c_total}");
+        // Attack: forged activations (well-formed ciphertexts under the host's own,
+        // proved-correct key): every column of W̃[i*] exactly.
+        let (_, forged) = host_messages(&dk, Some(i_star));
+        let (exact, total) = attack(&dk, &hello, &forged, i_star);
+        assert_eq!(
+            (exact, total),
+            (OUT_DIM, OUT_DIM),
+            "attack: forged activations recovered {exact}/{total} of W̃[{i_star}]"
+        );
+    }
+}
