@@ -66,7 +66,11 @@ fn host_messages(dk: &DecryptionKey, forge: Option<usize>) -> (Message, Message)
     if let (Some(i_star), Message::Activations(a)) = (forge, &mut act) {
         let ek = dk.encryption_key();
         let m = &mut a.by_rows;
-        assert_eq!(m.count(), ROWS * HOST_DIM, "unpacked: one value per ciphertext");
+        assert_eq!(
+            m.count(),
+            ROWS * HOST_DIM,
+            "unpacked: one value per ciphertext"
+        );
         let width = m.width;
         for idx in 0..m.count() {
             let v = if idx % HOST_DIM == i_star {
@@ -127,7 +131,10 @@ fn a_host_that_encrypts_out_of_bound_activations_reads_the_guests_multipliers_ex
     for i_star in 0..HOST_DIM {
         // Control: honest activations, the same decoder: nothing.
         let (c_exact, c_total) = attack(&dk, &hello, &honest, i_star);
-        assert_eq!(c_exact, 0, "control: honest host recovered {c_exact}/{c_total}");
+        assert_eq!(
+            c_exact, 0,
+            "control: honest host recovered {c_exact}/{c_total}"
+        );
         // Attack: forged activations (well-formed ciphertexts under the host's own,
         // proved-correct key): every column of W̃[i*] exactly.
         let (_, forged) = host_messages(&dk, Some(i_star));
