@@ -31,11 +31,11 @@ const ROWS: usize = 5;
 /// 1024-bit key's plaintext space.
 const K: u32 = 640;
 
-fn config() -> ProtocolConfig {
+fn config(packing: bool) -> ProtocolConfig {
     let mut c = ProtocolConfig::new(Profile::Hardened, HOST_DIM, OUT_DIM)
         .accepting_exact_error_and_activation_leaks();
     c.min_key_bits = 1024;
-    c.packing = false;
+    c.packing = packing;
     c
 }
 
@@ -50,27 +50,31 @@ fn clone_key(dk: &DecryptionKey) -> DecryptionKey {
 
 /// The host's hello and one prediction round's Activations; with `forge = Some(i*)` the
 /// host replaces every ciphertext by an encryption of 2^K (feature i*) or 0 (others).
-fn host_messages(dk: &DecryptionKey, forge: Option<usize>) -> (Message, Message) {
+fn host_messages(
+    dk: &DecryptionKey,
+    packing: bool,
+    rows: usize,
+    forge: Option<usize>,
+) -> (Message, Message) {
     let share = Matrix::from_fn(HOST_DIM, OUT_DIM, |i, j| {
         0.05 * (i as f64) - 0.03 * (j as f64)
     });
     let mut rng = ChaCha20Rng::seed_from_u64(7);
-    let mut host = Host::<Paillier>::new(config(), clone_key(dk), Some(&share), &mut rng).unwrap();
+    let mut host =
+        Host::<Paillier>::new(config(packing), clone_key(dk), Some(&share), &mut rng).unwrap();
     let hello = host.poll_message().unwrap();
-    let a = Matrix::from_fn(ROWS, HOST_DIM, |r, c| {
+    let a = Matrix::from_fn(rows, HOST_DIM, |r, c| {
         0.25 * (r as f64) - 0.5 * (c as f64) + 0.125
     });
-    host.start_round(Purpose::Predict, &a, &[0, 1, 2, 3, 4], &mut rng)
+    let ids: Vec<u64> = (0..rows as u64).collect();
+    host.start_round(Purpose::Predict, &a, &ids, &mut rng)
         .unwrap();
     let mut act = host.poll_message().unwrap();
     if let (Some(i_star), Message::Activations(a)) = (forge, &mut act) {
         let ek = dk.encryption_key();
         let m = &mut a.by_rows;
-        assert_eq!(
-            m.count(),
-            ROWS * HOST_DIM,
-            "unpacked: one value per ciphertext"
-        );
+        assert_eq!(m.count(), rows * HOST_DIM, "one value per ciphertext");
+        assert_eq!(m.layout.slots, 1);
         let width = m.width;
         for idx in 0..m.count() {
             let v = if idx % HOST_DIM == i_star {
@@ -95,9 +99,19 @@ fn guest_weights() -> Matrix<f64> {
 
 /// Runs the guest on (hello, act); the host decrypts message 2 and guesses
 /// W̃[i*][j] = round(z[0][j] / 2^K). Returns (exact guesses, total).
-fn attack(dk: &DecryptionKey, hello: &Message, act: &Message, i_star: usize) -> (usize, usize) {
-    let mut guest =
-        Guest::<Paillier>::new(config(), &[0.01, 0.02, -0.03, 0.04], &guest_weights()).unwrap();
+fn attack(
+    dk: &DecryptionKey,
+    packing: bool,
+    hello: &Message,
+    act: &Message,
+    i_star: usize,
+) -> (usize, usize) {
+    let mut guest = Guest::<Paillier>::new(
+        config(packing),
+        &[0.01, 0.02, -0.03, 0.04],
+        &guest_weights(),
+    )
+    .unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(99 + i_star as u64);
     guest.handle_message(hello.clone(), &mut rng).unwrap();
     guest.handle_message(act.clone(), &mut rng).unwrap();
@@ -127,22 +141,31 @@ fn attack(dk: &DecryptionKey, hello: &Message, act: &Message, i_star: usize) -> 
 #[test]
 fn a_host_that_encrypts_out_of_bound_activations_reads_the_guests_multipliers_exactly() {
     let dk = keygen(1024, &mut ChaCha20Rng::seed_from_u64(2024)).unwrap();
-    let (hello, honest) = host_messages(&dk, None);
+    // (packing, batch rows): the unpacked profile at 5 rows, and the default packed
+    // profile with a one-row batch (the host picks the batch size; one row gives a
+    // one-slot layout, so the plaintext space above the slot is free for 2^K·W̃).
+    for (packing, rows) in [(false, ROWS), (true, 1)] {
+        run(&dk, packing, rows);
+    }
+}
+
+fn run(dk: &DecryptionKey, packing: bool, rows: usize) {
+    let (hello, honest) = host_messages(dk, packing, rows, None);
     for i_star in 0..HOST_DIM {
         // Control: honest activations, the same decoder: nothing.
-        let (c_exact, c_total) = attack(&dk, &hello, &honest, i_star);
+        let (c_exact, c_total) = attack(dk, packing, &hello, &honest, i_star);
         assert_eq!(
             c_exact, 0,
             "control: honest host recovered {c_exact}/{c_total}"
         );
         // Attack: forged activations (well-formed ciphertexts under the host's own,
         // proved-correct key): every column of W̃[i*] exactly.
-        let (_, forged) = host_messages(&dk, Some(i_star));
-        let (exact, total) = attack(&dk, &hello, &forged, i_star);
+        let (_, forged) = host_messages(dk, packing, rows, Some(i_star));
+        let (exact, total) = attack(dk, packing, &hello, &forged, i_star);
         assert_eq!(
             (exact, total),
             (OUT_DIM, OUT_DIM),
-            "attack: forged activations recovered {exact}/{total} of W̃[{i_star}]"
+            "attack (packing {packing}, {rows} rows): recovered {exact}/{total} of W̃[{i_star}]"
         );
     }
 }
