@@ -169,3 +169,130 @@ fn run(dk: &DecryptionKey, packing: bool, rows: usize) {
         );
     }
 }
+
+/// The whole first training step, from the host's side: rows 0…d_A − 1 of ⟦A⟧ carry
+/// 2^K·e_r (the rest 0). Message 2 then gives W̃₀ exactly, and message 4
+/// (⟦Aᵀ·Dη + noise_w⟧) gives the rows 0…d_A − 1 of Dη = round(η·δ·S), the guest's error,
+/// exactly — at step 0, at d_A = m. The host's replies (messages 3 and 5) are then made
+/// from what it decrypted minus the 2^K terms, as an honest host with all-zero
+/// activations would send them: in bounds, so the guest completes the step and cannot
+/// tell. Control: the same decoder on an honest host's message 2 recovers nothing.
+#[test]
+fn a_forged_first_training_step_gives_the_host_w0_and_the_guests_error_undetected() {
+    use fl_hetero_nn::message::{IntegerMatrix, RoundIntegers};
+    let dk = keygen(1024, &mut ChaCha20Rng::seed_from_u64(2025)).unwrap();
+    let ek = dk.encryption_key();
+    let cfg = config(false);
+    let share = Matrix::from_fn(HOST_DIM, OUT_DIM, |_, _| 0.0);
+    let mut rng = ChaCha20Rng::seed_from_u64(8);
+    let mut host = Host::<Paillier>::new(cfg, clone_key(&dk), Some(&share), &mut rng).unwrap();
+    let hello = host.poll_message().unwrap();
+    let a = Matrix::from_fn(ROWS, HOST_DIM, |r, c| 0.1 * (r as f64) - 0.2 * (c as f64));
+    let ids: Vec<u64> = (0..ROWS as u64).collect();
+    host.start_round(Purpose::Train, &a, &ids, &mut rng)
+        .unwrap();
+    let Message::Activations(mut act) = host.poll_message().unwrap() else {
+        panic!("expected Activations")
+    };
+    assert!(
+        act.by_cols.is_none(),
+        "unpacked: by_rows serves both products"
+    );
+    let width = act.by_rows.width;
+    for idx in 0..act.by_rows.count() {
+        let (r, i) = (idx / HOST_DIM, idx % HOST_DIM);
+        let v = if r < HOST_DIM && r == i {
+            BigInt::from(1u8) << K
+        } else {
+            BigInt::from(0u8)
+        };
+        let c = ek.encrypt_signed(&v, &mut rng).unwrap();
+        act.by_rows.bytes[idx * width..(idx + 1) * width].copy_from_slice(&c.to_bytes_be(ek));
+    }
+
+    let mut guest = Guest::<Paillier>::new(cfg, &[0.01, 0.02, -0.03], &guest_weights()).unwrap();
+    let mut grng = ChaCha20Rng::seed_from_u64(123);
+    guest.handle_message(hello, &mut grng).unwrap();
+    let w_true = guest.snapshot().noisy_weight;
+    guest
+        .handle_message(Message::Activations(act), &mut grng)
+        .unwrap();
+    let Some(Message::MaskedForward(z)) = guest.poll_message() else {
+        panic!("expected the masked forward")
+    };
+    let dec = |bytes: &[u8]| {
+        dk.decrypt_signed(&ek.ciphertext_from_bytes_be(bytes).unwrap())
+            .unwrap()
+    };
+    let half = BigInt::from(1u8) << (K - 1);
+    // Message 2: z[r][j] = 2^K·W̃[r][j]·[r < d_A] + b_A[j]·S + ε_B[r][j].
+    let mut w_hat = Matrix::from_fn(HOST_DIM, OUT_DIM, |_, _| BigInt::from(0u8));
+    let mut reply3 = Matrix::from_fn(ROWS, OUT_DIM, |_, _| BigInt::from(0u8));
+    for r in 0..ROWS {
+        for j in 0..OUT_DIM {
+            let v = dec(z.data.ciphertext(r * OUT_DIM + j).unwrap());
+            let w = if r < HOST_DIM {
+                (&v + &half) >> K
+            } else {
+                BigInt::from(0u8)
+            };
+            *reply3.get_mut(r, j).unwrap() = &v - (&w << K);
+            if r < HOST_DIM {
+                *w_hat.get_mut(r, j).unwrap() = w;
+            }
+        }
+    }
+    assert_eq!(w_hat, w_true, "W̃₀ read exactly off message 2");
+    // Message 3 as an honest host with zero activations and acc₀ = 0 would send it.
+    let bits = |m: &Matrix<BigInt>| m.as_slice().iter().map(|v| v.bits()).max().unwrap_or(0);
+    let w3 = IntegerMatrix::width_for_bits(bits(&reply3) as u32 + 1);
+    guest
+        .handle_message(
+            Message::ForwardReply(RoundIntegers {
+                round: 0,
+                data: IntegerMatrix::new(&reply3, w3).unwrap(),
+            }),
+            &mut grng,
+        )
+        .expect("the guest accepts the forged step's forward reply");
+    let delta = Matrix::from_fn(ROWS, OUT_DIM, |r, j| {
+        0.3 - 0.11 * (r as f64) + 0.07 * (j as f64)
+    });
+    guest.backward(&delta, &ids, &mut grng).unwrap();
+    let Some(Message::MaskedGradient(g)) = guest.poll_message() else {
+        panic!("expected the masked gradient")
+    };
+    // Message 4: g[i][j] = 2^K·Dη[i][j] + noise_w[i][j].
+    let s = f64::from(1u32 << cfg.fixed_point.frac_bits());
+    let mut reply5 = Matrix::from_fn(HOST_DIM, OUT_DIM, |_, _| BigInt::from(0u8));
+    let mut exact = 0;
+    for i in 0..HOST_DIM {
+        for j in 0..OUT_DIM {
+            let v = dec(g.data.ciphertext(i * OUT_DIM + j).unwrap());
+            let d_eta = (&v + &half) >> K;
+            *reply5.get_mut(i, j).unwrap() = &v - (&d_eta << K);
+            // Dη = round(η·δ·S) for row i of the batch.
+            let want = (cfg.learning_rate * delta.get(i, j).unwrap() * s).round();
+            if d_eta == BigInt::from(want as i64) {
+                exact += 1;
+            }
+        }
+    }
+    assert_eq!(
+        exact,
+        HOST_DIM * OUT_DIM,
+        "Dη rows read exactly off message 4"
+    );
+    // Message 5 = noise_w (+ ε_A = 0): in bounds, the guest carries on.
+    let w5 = IntegerMatrix::width_for_bits(bits(&reply5) as u32 + 1);
+    guest
+        .handle_message(
+            Message::GradientReply(RoundIntegers {
+                round: 0,
+                data: IntegerMatrix::new(&reply5, w5).unwrap(),
+            }),
+            &mut grng,
+        )
+        .expect("the guest accepts the forged step's gradient reply");
+    assert!(!guest.is_closed());
+}
