@@ -1791,7 +1791,7 @@ fn rt2_challenges(n: &BigUint, context: &[u8]) -> Vec<BigUint> {
                     return c;
                 }
             }
-            panic!("no challenge")
+            unreachable!("no challenge")
         })
         .collect()
 }
