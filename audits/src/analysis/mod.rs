@@ -694,6 +694,9 @@ pub(crate) struct RealLaw {
     /// test of binned counts: the cells (−∞, c + e₀], (c + e₀, c + e₁], …, (c + e_last, ∞),
     /// both tails included, their probabilities from `cdf`; empty: no such test.
     pub chi_square_edges: Vec<f64>,
+    /// The probabilities to plan for, when not the tails at 3b (the discrete Gaussian:
+    /// its central mass).
+    pub plan: Option<Vec<f64>>,
 }
 
 impl std::fmt::Debug for RealLaw {
@@ -765,8 +768,11 @@ impl RealLaw {
         )
     }
 
-    /// Tail probabilities at the first threshold (planning).
+    /// Tail probabilities at the first threshold, or the law's own `plan` (planning).
     pub(crate) fn plan_probabilities(&self) -> Vec<f64> {
+        if let Some(plan) = &self.plan {
+            return plan.clone();
+        }
         let mut out = Vec::new();
         for (i, (_, _, c)) in self.inputs.iter().enumerate() {
             for (j, &cj) in c.iter().enumerate() {

@@ -106,6 +106,7 @@ impl Family for DiscreteGaussian {
             scale: self.m.sigma(),
             epsilon: None,
             chi_square_edges: self.chi_square_edges(),
+            plan: Some(vec![self.central_mass()]),
         }))
     }
 
@@ -177,6 +178,14 @@ impl DiscreteGaussian {
             e += width;
         }
         edges
+    }
+
+    /// P(|Z| ≤ ⌊σ⌋), the probability the planner sizes for: no keep/flip probability
+    /// exists, and a relative error in σ moves this mass by about as much (the 3σ tails
+    /// the other real-valued law plans for would ask for 10⁸–10⁹ samples per input).
+    fn central_mass(&self) -> f64 {
+        let k = self.m.sigma().floor() as i128;
+        self.m.cdf(k) - self.m.cdf(-k - 1)
     }
 
     /// The smallest integer z with P(Z ≤ z) ≥ q (bisection on fl-ldp's CDF).
