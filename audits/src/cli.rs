@@ -96,6 +96,18 @@ pub struct LawArgs {
     /// K largest values are the set) (signds-selection).
     #[arg(long, value_name = "FORM")]
     pub selection_input: Option<String>,
+    /// The noise scale σ (discrete-gaussian).
+    #[arg(long, value_name = "SIGMA")]
+    pub sigma: Option<f64>,
+    /// The integer shifts μ the noise is added to, comma-separated (discrete-gaussian;
+    /// default 0,7).
+    #[arg(
+        long,
+        value_name = "MU1,MU2,...",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    pub shifts: Option<Vec<i64>>,
     /// Read the mechanism's parameters from a suite file (one grid point); the options
     /// above override them.
     #[arg(long, value_name = "FILE")]
@@ -120,6 +132,8 @@ impl LawArgs {
             "olh-hash" => self.olh_hash.as_ref().map(|v| json!(v)),
             "buckets" => self.buckets.map(|v| json!(v)),
             "selection-input" => self.selection_input.as_ref().map(|v| json!(v)),
+            "sigma" => self.sigma.map(|v| json!(v)),
+            "shifts" => self.shifts.as_ref().map(|v| json!(v)),
             _ => None,
         }
     }
@@ -222,9 +236,9 @@ pub enum Command {
         /// Mechanism (see `list`).
         #[arg(long, value_name = "NAME")]
         mechanism: String,
-        /// The claimed ε.
+        /// The claimed ε (every mechanism but discrete-gaussian, which claims none).
         #[arg(long, value_name = "E")]
-        eps: f64,
+        eps: Option<f64>,
         /// Relative error to detect in every keep/flip probability (0.01 = 1 %).
         #[arg(long, value_name = "DELTA")]
         detect: f64,
@@ -243,9 +257,9 @@ pub enum Command {
         /// Mechanism: any of `fl-audit list` but the estimators.
         #[arg(long, value_name = "NAME")]
         mechanism: String,
-        /// The claimed ε.
+        /// The claimed ε (every mechanism but discrete-gaussian, which claims none).
         #[arg(long, value_name = "E")]
-        eps: f64,
+        eps: Option<f64>,
         /// The mechanism's parameters.
         #[command(flatten)]
         law: LawArgs,
@@ -288,6 +302,7 @@ pub const EXTERNAL_MECHANISMS: &[&str] = &[
     "exponential",
     "rr-with-prior",
     "laplace",
+    "discrete-gaussian",
     "signds-selection",
     "signds-magrr",
     "signds-client",
@@ -560,12 +575,20 @@ fn cmd_list() -> Result<u8> {
 /// The parameters of a mechanism from command-line options: a suite file's (if given),
 /// overridden by the options (each family names the option of each of its parameters),
 /// checked against the mechanism's law.
-fn cli_params(mechanism: &str, eps: f64, law: &LawArgs) -> Result<Params> {
+fn cli_params(mechanism: &str, eps: Option<f64>, law: &LawArgs) -> Result<Params> {
     let info = family::info(mechanism)?;
-    if !eps.is_finite() || eps < 0.0 {
-        return Err(AuditError::usage(format!(
-            "--eps must be a finite number >= 0, got {eps}"
-        )));
+    match eps {
+        Some(e) if !e.is_finite() || e < 0.0 => {
+            return Err(AuditError::usage(format!(
+                "--eps must be a finite number >= 0, got {e}"
+            )));
+        }
+        Some(_) if info.param("eps").is_none() => {
+            return Err(AuditError::usage(format!(
+                "mechanism `{mechanism}` makes no epsilon claim (it is Renyi DP): leave out --eps"
+            )));
+        }
+        _ => {}
     }
     let mut p = Params::new();
     if let Some(path) = &law.suite {
@@ -587,7 +610,9 @@ fn cli_params(mechanism: &str, eps: f64, law: &LawArgs) -> Result<Params> {
         }
         p = points.remove(0);
     }
-    p.insert("eps".into(), json!(eps));
+    if let Some(eps) = eps {
+        p.insert("eps".into(), json!(eps));
+    }
     for param in info.params {
         if let Some(v) = law.option(param.option) {
             p.insert(param.key.into(), v);
@@ -630,7 +655,7 @@ fn cmd_epsilon(mechanism: &str, eps: f64, law: &LawArgs, samples: u64, seed: u64
             "mechanism `{mechanism}` has no epsilon lower bound"
         )));
     }
-    let params = cli_params(mechanism, eps, law)?;
+    let params = cli_params(mechanism, Some(eps), law)?;
     let suite = adhoc_suite(mechanism, params, seed, samples, vec!["epsilon".into()]);
     let report = engine::run(
         &[suite],
@@ -669,7 +694,7 @@ fn cmd_epsilon(mechanism: &str, eps: f64, law: &LawArgs, samples: u64, seed: u64
 
 fn cmd_plan(
     mechanism: &str,
-    eps: f64,
+    eps: Option<f64>,
     detect: f64,
     alpha: f64,
     power: f64,
@@ -732,8 +757,8 @@ fn cmd_plan(
 pub struct ExternalAudit {
     /// The mechanism (one of [`EXTERNAL_MECHANISMS`]).
     pub mechanism: String,
-    /// The claimed ε.
-    pub eps: f64,
+    /// The claimed ε (`None` for a mechanism without ε claim: discrete-gaussian).
+    pub eps: Option<f64>,
     /// The mechanism's parameters (classes, dim, utilities, prior, ... or a suite file).
     pub law: LawArgs,
     /// Samples per input; `None`: the planner's size for the claimed ε (detects a 1 %

@@ -11,14 +11,20 @@ use fl_audit::{
 };
 use serde_json::json;
 
-/// The suite reduced to its first grid point, with the sampler's ε multiplied by `factor`.
+/// The suite reduced to its first grid point, with the sampler's ε — or σ, for the
+/// discrete Gaussian, which claims no ε — multiplied by `factor`.
 fn variant(s: &Suite, factor: f64) -> Suite {
     let point = s.points().remove(0);
-    let eps = point["eps"].as_f64().unwrap();
+    let key = if point.contains_key("eps") {
+        "eps"
+    } else {
+        "sigma"
+    };
+    let value = point[key].as_f64().unwrap();
     let mut v = s.clone();
     v.params = point;
     v.grid.clear();
-    v.sampler = Some([("eps".to_string(), json!(eps * factor))].into());
+    v.sampler = Some([(key.to_string(), json!(value * factor))].into());
     v
 }
 
@@ -443,7 +449,7 @@ fn a_magrr_flip_three_percent_low_fails_at_the_planned_size() {
     let audit = |factor: f64| {
         let a = ExternalAudit {
             mechanism: "signds-magrr".into(),
-            eps: 5.0,
+            eps: Some(5.0),
             law: LawArgs::default(),
             samples: None,
             alpha: 1e-3,
@@ -494,4 +500,124 @@ fn a_magrr_flip_three_percent_low_fails_at_the_planned_size() {
         "{verdict}"
     );
     assert!(bad.suites[0].samples_per_input[0] > 50_000_000);
+}
+
+/// The discrete Gaussian (fl-hetero-nn's gradient noise) at the built-in suite's own sample
+/// size: a sampler with σ 4 % too large or too small, at each grid point, is rejected by a
+/// p-value below α/10⁴ (so in any run of up to 10⁴ tests: the default run has about 5 000),
+/// while the correct sampler passes.
+#[test]
+fn a_discrete_gaussian_with_sigma_four_percent_off_fails_at_the_default_size() {
+    let s = suite::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == "discrete-gaussian")
+        .unwrap();
+    let default = RunOptions {
+        seed: 99,
+        ..RunOptions::default()
+    };
+    let good = engine::run(std::slice::from_ref(&s), &default).unwrap();
+    assert!(good.passed());
+    assert_eq!(good.suites[0].samples_per_input[0], 300_000);
+    for point in s.points() {
+        let sigma = point["sigma"].as_f64().unwrap();
+        for factor in [0.96, 1.04] {
+            let mut v = s.clone();
+            v.params = point.clone();
+            v.grid.clear();
+            v.sampler = Some([("sigma".to_string(), json!(sigma * factor))].into());
+            let bad = engine::run(&[v], &default).unwrap();
+            assert!(!bad.passed(), "sigma {sigma} x {factor}");
+            let min_p = bad
+                .results
+                .iter()
+                .map(|r| r.p_value)
+                .fold(f64::INFINITY, f64::min);
+            assert!(min_p < 1e-3 / 1e4, "sigma {sigma} x {factor}: {min_p:e}");
+        }
+    }
+}
+
+/// A held-out discrete Gaussian through the external protocol (`fl-audit external
+/// --mechanism discrete-gaussian --sigma 3 --samples 300000`, the built-in suite's size):
+/// the exact one passes; a discrete Laplace of the same variance (right mean and variance,
+/// wrong shape) and a Gaussian with σ 4 % too large fail.
+#[test]
+fn an_external_discrete_laplace_of_equal_variance_fails() {
+    use fl_audit::{
+        cli::{ExternalAudit, LawArgs},
+        external::{CallbackMechanism, Responder},
+    };
+    use fl_ldp::{DiscreteGaussian, DiscreteLaplace};
+    use rand::{SeedableRng, rngs::ChaCha20Rng};
+
+    enum Noise {
+        Gaussian(f64),
+        Laplace,
+    }
+    let sigma = 3.0;
+    let audit = |noise: Noise| {
+        let a = ExternalAudit {
+            mechanism: "discrete-gaussian".into(),
+            eps: None,
+            law: LawArgs {
+                sigma: Some(sigma),
+                ..LawArgs::default()
+            },
+            samples: Some(300_000),
+            alpha: 1e-3,
+            batch: 100_000,
+            out: None,
+        };
+        let report = a
+            .run(
+                move || {
+                    let mut rng = ChaCha20Rng::seed_from_u64(41);
+                    let mut draw: Box<dyn FnMut(&mut ChaCha20Rng) -> i128 + Send> = match noise {
+                        Noise::Gaussian(s) => {
+                            let g = DiscreteGaussian::new(s).unwrap();
+                            Box::new(move |r| g.sample(r))
+                        }
+                        Noise::Laplace => {
+                            // 2q/(1 − q)² = σ², q = e^(−1/scale).
+                            let q = (1.0 + sigma * sigma - (1.0 + 2.0 * sigma * sigma).sqrt())
+                                / (sigma * sigma);
+                            let scale = -1.0 / q.ln();
+                            let l = DiscreteLaplace::new((scale * 1024.0).round() as u64, 1024)
+                                .unwrap();
+                            Box::new(move |r| l.sample(r))
+                        }
+                    };
+                    let answer = move |line: &str| -> Result<String, String> {
+                        let request: serde_json::Value =
+                            serde_json::from_str(line).map_err(|e| e.to_string())?;
+                        let mu = i128::from(request["input"].as_i64().unwrap_or(0));
+                        let n = request["n"].as_u64().unwrap_or(0);
+                        let outputs: Vec<Vec<i64>> = (0..n)
+                            .map(|_| vec![i64::try_from(mu + draw(&mut rng)).unwrap()])
+                            .collect();
+                        Ok(json!({ "outputs": outputs }).to_string())
+                    };
+                    Ok(Box::new(CallbackMechanism::new(answer)) as Box<dyn Responder>)
+                },
+                false,
+            )
+            .unwrap();
+        let [_, verdict] = a.summary("held-out discrete Gaussian", &report).unwrap();
+        (report, verdict)
+    };
+    let (good, verdict) = audit(Noise::Gaussian(sigma));
+    assert!(good.passed(), "{verdict}");
+    for bad in [Noise::Laplace, Noise::Gaussian(sigma * 1.04)] {
+        let (report, verdict) = audit(bad);
+        assert!(!report.passed(), "{verdict}");
+        assert!(
+            report
+                .results
+                .iter()
+                .any(|r| !r.passed && r.test == "chi-square"),
+            "{verdict}"
+        );
+    }
 }

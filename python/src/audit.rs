@@ -62,7 +62,7 @@ pub(crate) fn audit_external(
 ) -> PyResult<(bool, String, String, String)> {
     let audit = ExternalAudit {
         mechanism,
-        eps,
+        eps: Some(eps),
         law: LawArgs {
             classes,
             dim,
@@ -78,6 +78,7 @@ pub(crate) fn audit_external(
             buckets,
             selection_input,
             suite,
+            ..LawArgs::default()
         },
         samples,
         alpha,

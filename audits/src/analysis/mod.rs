@@ -690,6 +690,13 @@ pub(crate) struct RealLaw {
     pub scale: f64,
     /// Claimed ε for the first two inputs (the box event of the module docs).
     pub epsilon: Option<f64>,
+    /// Bin edges relative to each coordinate's centre (increasing) for the `chi-square`
+    /// test of binned counts: the cells (−∞, c + e₀], (c + e₀, c + e₁], …, (c + e_last, ∞),
+    /// both tails included, their probabilities from `cdf`; empty: no such test.
+    pub chi_square_edges: Vec<f64>,
+    /// The probabilities to plan for, when not the tails at 3b (the discrete Gaussian:
+    /// its central mass).
+    pub plan: Option<Vec<f64>>,
 }
 
 impl std::fmt::Debug for RealLaw {
@@ -699,6 +706,7 @@ impl std::fmt::Debug for RealLaw {
             .field("inputs", &self.inputs)
             .field("scale", &self.scale)
             .field("epsilon", &self.epsilon)
+            .field("chi_square_edges", &self.chi_square_edges)
             .finish_non_exhaustive()
     }
 }
@@ -716,7 +724,38 @@ impl RealLaw {
         if tests.has("tails") {
             per_input += self.dim * 2 * TAILS.len();
         }
+        if self.chi_squares(tests) {
+            per_input += self.dim;
+        }
         per_input * self.inputs.len()
+    }
+
+    /// Whether the binned chi-square test runs.
+    fn chi_squares(&self, tests: &TestSet) -> bool {
+        tests.has("chi-square") && !self.chi_square_edges.is_empty()
+    }
+
+    /// The binned chi-square test of one coordinate's samples `col` under input `i`,
+    /// centred at `c`.
+    fn binned_chi_square(
+        &self,
+        about: Params,
+        i: usize,
+        j: usize,
+        c: f64,
+        col: &[f64],
+    ) -> Result<Outcome> {
+        let edges: Vec<f64> = self.chi_square_edges.iter().map(|&e| c + e).collect();
+        let mut counts = vec![0u64; edges.len() + 1];
+        for &y in col {
+            counts[edges.partition_point(|&e| e < y)] += 1;
+        }
+        let mut cdf = Vec::with_capacity(edges.len() + 2);
+        cdf.push(0.0);
+        cdf.extend(edges.iter().map(|&e| (self.cdf)(i, j, e)));
+        cdf.push(1.0);
+        let law: Vec<f64> = cdf.windows(2).map(|w| (w[1] - w[0]).max(0.0)).collect();
+        chi_square("chi-square", about, &counts, &law)
     }
 
     /// ε statements this law produces.
@@ -729,8 +768,11 @@ impl RealLaw {
         )
     }
 
-    /// Tail probabilities at the first threshold (planning).
+    /// Tail probabilities at the first threshold, or the law's own `plan` (planning).
     pub(crate) fn plan_probabilities(&self) -> Vec<f64> {
+        if let Some(plan) = &self.plan {
+            return plan.clone();
+        }
         let mut out = Vec::new();
         for (i, (_, _, c)) in self.inputs.iter().enumerate() {
             for (j, &cj) in c.iter().enumerate() {
@@ -782,6 +824,11 @@ impl RealLaw {
                 r.drawn += n;
                 if let Some(o) = ks_rows.next() {
                     r.outcomes.push(o);
+                }
+                if self.chi_squares(tests) {
+                    let c = centre.get(j).copied().unwrap_or(0.0);
+                    let a = about(&[("input", json!(label)), ("coordinate", json!(j))]);
+                    r.outcomes.push(self.binned_chi_square(a, i, j, c, col)?);
                 }
                 if tests.has("tails") {
                     let c = centre.get(j).copied().unwrap_or(0.0);

@@ -107,6 +107,8 @@ impl Family for Laplace {
             }),
             scale: self.m.noise_scale(),
             epsilon: Some(self.m.privacy().epsilon),
+            chi_square_edges: Vec::new(),
+            plan: None,
         }))
     }
 

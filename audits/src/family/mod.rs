@@ -15,6 +15,7 @@ use std::{marker::PhantomData, sync::Arc};
 use rand::rngs::ChaCha20Rng;
 use serde_json::Value;
 
+mod discrete_gaussian;
 mod embedding;
 mod estimator;
 mod exponential;
@@ -67,7 +68,7 @@ pub struct Param {
     pub what: &'static str,
 }
 
-/// The claimed ε: every family has it.
+/// The claimed ε: every family with a pure-ε claim has it, first.
 pub(crate) const EPS: Param = Param {
     key: "eps",
     option: "eps",
@@ -327,6 +328,7 @@ static FAMILIES: &[&dyn Registered] = &[
     &Entry::<exponential::Exponential>(PhantomData),
     &Entry::<rr_with_prior::RrWithPrior>(PhantomData),
     &Entry::<laplace::Laplace>(PhantomData),
+    &Entry::<discrete_gaussian::DiscreteGaussian>(PhantomData),
     &Entry::<signds_selection::Selection>(PhantomData),
     &Entry::<rr_binary::RrBinary<signds_magrr::MagRr>>(PhantomData),
     &Entry::<signds_client::SignDsClient>(PhantomData),
@@ -882,8 +884,15 @@ mod tests {
         unique.sort_unstable();
         unique.dedup();
         assert_eq!(unique.len(), names.len());
+        // Every family claims a pure ε, first among its parameters, but the discrete
+        // Gaussian (Rényi DP: no ε statement, no `eps`).
         for m in mechanisms() {
-            assert_eq!(m.params.first(), Some(&EPS), "{}", m.name);
+            if m.name == "discrete-gaussian" {
+                assert!(m.param("eps").is_none());
+                assert!(!m.tests.contains(&"epsilon") && !m.tests.contains(&"learned"));
+            } else {
+                assert_eq!(m.params.first(), Some(&EPS), "{}", m.name);
+            }
         }
         assert_eq!(info("rr-kary").unwrap().params_line(), "eps, k");
         assert!(info("nope").unwrap_err().to_string().contains("rr-binary"));
