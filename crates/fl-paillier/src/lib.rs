@@ -19,6 +19,9 @@ pub mod pool;
 pub mod private_key;
 pub mod public_key;
 
+/// The zeroization test's instrument: see [`FreeHookAllocator`]. Never in production.
+#[cfg(feature = "insecure-free-hook")]
+pub use arith::free_hook::FreeHookAllocator;
 pub use arith::{Engine, default_engine};
 pub use ciphertext::{Ciphertext, Plaintext};
 pub use djn::{DjnEncryptor, DjnOwnerEncryptor, DjnPublic, djn_default_alpha_bits};

@@ -48,10 +48,9 @@
 //! of those paths that are fl-paillier's own (the key built from the primes) run above
 //! with zero hits.
 //!
-//! `unsafe`: the allocator (`GlobalAlloc` is an unsafe trait, and reading a freed block
-//! is a raw-pointer read). The crate denies `unsafe_code`; this test binary allows it, and
-//! SECURITY.md names it. Every block has a `SAFETY:` comment.
-#![allow(unsafe_code)] // the scanning global allocator (SECURITY.md)
+//! No `unsafe` here: the allocator that hands each freed block to the scan is
+//! fl-paillier's `FreeHookAllocator` (feature `insecure-free-hook`, in the crate's
+//! `arith/` `unsafe` modules; SECURITY.md).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
 
 mod common;
@@ -70,7 +69,6 @@ use zeroize::Zeroizing;
 
 /// The scanning allocator and its arm/disarm interface.
 mod scanner {
-    use std::alloc::{GlobalAlloc, Layout, System};
     use std::cell::Cell;
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -192,8 +190,16 @@ mod scanner {
         static IN_HOOK: Cell<bool> = const { Cell::new(false) };
     }
 
-    /// Scans the freed block at `ptr` (`size` bytes) if a scan is armed.
-    fn on_free(ptr: *const u8, size: usize) {
+    /// Word `i` of a freed block's bytes (little-endian; the block holds at least
+    /// 8·i + 8 bytes).
+    fn word(block: &[u8], i: usize) -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&block[8 * i..8 * i + 8]);
+        u64::from_le_bytes(w)
+    }
+
+    /// The allocator's hook: scans a freed block if a scan is armed.
+    pub(crate) fn on_free(block: &[u8]) {
         if !ARMED.load(Ordering::SeqCst) {
             return;
         }
@@ -201,27 +207,18 @@ mod scanner {
         if !entered {
             return;
         }
+        let size = block.len();
         if let Ok(guard) = PATTERNS.read()
             && let Some(patterns) = guard.as_ref()
         {
             SCANNED_BLOCKS.fetch_add(1, Ordering::Relaxed);
-            let words = (0..size / 8).map(|i| {
-                // SAFETY: `ptr` is a live block of `size` bytes (the allocator has not
-                // freed it yet) and i·8 + 8 ≤ size; the read is unaligned-safe. Bytes the
-                // program never wrote (a `Vec`'s spare capacity) are read too: that is
-                // what a scan of freed memory must do, and the value only feeds
-                // comparisons.
-                unsafe { core::ptr::read_unaligned(ptr.add(8 * i).cast::<u64>()) }
-            });
             let mut found = [0usize; 4];
-            let mut n = patterns.find(words, &mut found);
+            let mut n = patterns.find((0..size / 8).map(|i| word(block, i)), &mut found);
             if n == 0
                 && INTERLEAVED.load(Ordering::SeqCst)
                 && size.is_multiple_of(64)
                 && size >= 512
             {
-                // SAFETY: as above: `ptr` is a live block of `size` bytes; only read.
-                let block = unsafe { core::slice::from_raw_parts(ptr.cast::<u64>(), size / 8) };
                 n = find_interleaved(patterns, block, &mut found);
             }
             if n > 0
@@ -246,10 +243,10 @@ mod scanner {
     /// a freed block. Returns the number of pattern ids written to `out`.
     pub(crate) fn find_interleaved(
         patterns: &Patterns,
-        block: &[u64],
+        block: &[u8],
         out: &mut [usize; 4],
     ) -> usize {
-        let digits = block.len() / 8;
+        let digits = block.len() / 64;
         let mut found = 0;
         let mut limbs = Vec::with_capacity(digits + 4);
         let mut d52 = Vec::with_capacity(digits + 4);
@@ -274,7 +271,7 @@ mod scanner {
     /// Lane `lane` of an interleaved block as the value Σ wⱼ·2^(r·j), carry-normalised:
     /// its 64-bit limbs into `limbs` and (for r = 52) its 52-bit digits into `d52`.
     pub(crate) fn lane_value(
-        block: &[u64],
+        block: &[u8],
         lane: usize,
         r: u32,
         limbs: &mut Vec<u64>,
@@ -298,8 +295,8 @@ mod scanner {
                 acc_bits -= 64;
             }
         };
-        for j in 0..block.len() / 8 {
-            let x = u128::from(block[8 * j + lane]) + carry;
+        for j in 0..block.len() / 64 {
+            let x = u128::from(word(block, 8 * j + lane)) + carry;
             push(x & mask, limbs, d52);
             carry = x >> r;
         }
@@ -319,41 +316,6 @@ mod scanner {
     /// Turns the multi-buffer layout scan on or off.
     pub(crate) fn set_interleaved(on: bool) {
         INTERLEAVED.store(on, Ordering::SeqCst);
-    }
-
-    /// The system allocator with a scan of every block it frees while armed.
-    pub(crate) struct ScanningAllocator;
-
-    // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so
-    // `System`'s guarantees hold; `dealloc` only reads and then zeroes the block (through
-    // `on_free` and the scrub) while it is still allocated, before freeing it. `realloc` is the trait's default (alloc,
-    // copy, dealloc through these methods), so an abandoned buffer is scanned too.
-    unsafe impl GlobalAlloc for ScanningAllocator {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract; forwarded as is.
-            unsafe { System.alloc(layout) }
-        }
-
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            // SAFETY: as `alloc`.
-            unsafe { System.alloc_zeroed(layout) }
-        }
-
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            on_free(ptr, layout.size());
-            // Scrub every block (armed or not) before the system allocator gets it back:
-            // a later allocation that reuses it without overwriting all of it must not
-            // carry an earlier owner's data into a later scan (the test's own num-bigint
-            // arithmetic leaves secrets in the blocks it frees). Volatile writes: plain
-            // stores right before `free` are dead stores the optimiser may remove.
-            // SAFETY: `ptr` is a live block of `layout.size()` bytes owned by the caller,
-            // which is giving it up; nothing else reads or writes it meanwhile.
-            let block = unsafe { core::slice::from_raw_parts_mut(ptr, layout.size()) };
-            zeroize::Zeroize::zeroize(block);
-            // SAFETY: `ptr` was allocated by `System` with `layout` (every allocation of
-            // this allocator is), as the caller guarantees; forwarded as is.
-            unsafe { System.dealloc(ptr, layout) }
-        }
     }
 
     /// Runs `op` with the scanner armed for `patterns` and returns its result, the hits
@@ -376,7 +338,8 @@ mod scanner {
 }
 
 #[global_allocator]
-static ALLOCATOR: scanner::ScanningAllocator = scanner::ScanningAllocator;
+static ALLOCATOR: fl_paillier::FreeHookAllocator =
+    fl_paillier::FreeHookAllocator::new(scanner::on_free);
 
 use scanner::{Hit, Patterns, scan};
 

@@ -15,6 +15,8 @@ pub(crate) mod adx;
 mod avx2;
 pub(crate) mod barrier;
 pub(crate) mod engine;
+#[cfg(feature = "insecure-free-hook")]
+pub(crate) mod free_hook;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod ifma;
 pub(crate) mod inverse;
