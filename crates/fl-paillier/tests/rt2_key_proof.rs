@@ -130,44 +130,6 @@ fn every_prime_below_2_16_is_caught_before_verify_and_65537_is_not() {
     }
 }
 
-/// The documented challenge derivation (the type's doc comment), re-implemented.
-fn challenges(n: &BigUint, context: &[u8]) -> Vec<BigUint> {
-    use sha2::{Digest, Sha256};
-    const TAG: &[u8] = b"fl-paillier/key-correctness-proof/v1: n-th roots, gcd(n, phi(n)) = 1";
-    let mut prefix = Sha256::new();
-    let nb = n.to_bytes_be();
-    for f in [TAG, &nb[..], context] {
-        prefix.update((f.len() as u64).to_be_bytes());
-        prefix.update(f);
-    }
-    let bits = n.bits();
-    let len = bits.div_ceil(8) as usize;
-    let excess = (8 * len as u64 - bits) as u32;
-    (0..KEY_PROOF_ROUNDS as u32)
-        .map(|i| {
-            for attempt in 0u32..256 {
-                let mut bytes = Vec::new();
-                let mut block = 0u32;
-                while bytes.len() < len {
-                    let mut h = prefix.clone();
-                    h.update(i.to_be_bytes());
-                    h.update(attempt.to_be_bytes());
-                    h.update(block.to_be_bytes());
-                    bytes.extend_from_slice(&h.finalize());
-                    block += 1;
-                }
-                bytes.truncate(len);
-                bytes[0] &= 0xff >> excess;
-                let c = BigUint::from_bytes_be(&bytes);
-                if c > BigUint::from(0u8) && &c < n && c.gcd(n).is_one() {
-                    return c;
-                }
-            }
-            panic!("no challenge")
-        })
-        .collect()
-}
-
 #[test]
 fn a_square_factor_passes_import_but_no_challenge_has_a_root_and_the_control_does() {
     let mut rng = ChaCha20Rng::seed_from_u64(0x5a2);
@@ -182,7 +144,7 @@ fn a_square_factor_passes_import_but_no_challenge_has_a_root_and_the_control_doe
     let e = (&big_p - 1u8) / n.gcd(&(&big_p - 1u8));
     let mut residues = 0;
     for ctx in 0u32..64 {
-        for rho in challenges(&n, &ctx.to_be_bytes()) {
+        for rho in common::key_proof_challenges(&n, &ctx.to_be_bytes()) {
             if rho.modpow(&e, &p2).is_one() {
                 residues += 1;
             }
@@ -205,7 +167,7 @@ fn a_square_factor_passes_import_but_no_challenge_has_a_root_and_the_control_doe
     let ek = EncryptionKey::from_n(&n).unwrap();
     let phi = (&big_p - 1u8) * (&big_q - 1u8);
     let d = n.modinv(&phi).unwrap();
-    let roots: Vec<BigUint> = challenges(&n, b"x")
+    let roots: Vec<BigUint> = common::key_proof_challenges(&n, b"x")
         .iter()
         .map(|rho| rho.modpow(&d, &n))
         .collect();

@@ -17,6 +17,8 @@
 //! Control: an honest 2048-bit key, the same count: none.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use fl_paillier::{
     BigUint, DecryptionKey, EncryptionKey, KEY_PROOF_ROUNDS, KeyCorrectnessProof, RandomizerPool,
     keygen,
@@ -25,7 +27,6 @@ use num_integer::Integer;
 use num_traits::One;
 use rand::SeedableRng;
 use rand::rngs::ChaCha20Rng;
-use sha2::{Digest, Sha256};
 
 const SAMPLES: usize = 4000;
 
@@ -36,49 +37,12 @@ fn is_prime(x: u64) -> bool {
             .all(|d| !x.is_multiple_of(d))
 }
 
-/// The documented challenge derivation (see `KeyCorrectnessProof`'s doc comment).
-fn challenges(n: &BigUint, context: &[u8]) -> Vec<BigUint> {
-    const TAG: &[u8] = b"fl-paillier/key-correctness-proof/v1: n-th roots, gcd(n, phi(n)) = 1";
-    let mut prefix = Sha256::new();
-    let nb = n.to_bytes_be();
-    for f in [TAG, &nb[..], context] {
-        prefix.update((f.len() as u64).to_be_bytes());
-        prefix.update(f);
-    }
-    let bits = n.bits();
-    let len = bits.div_ceil(8) as usize;
-    let excess = (8 * len as u64 - bits) as u32;
-    (0..KEY_PROOF_ROUNDS as u32)
-        .map(|i| {
-            for attempt in 0u32..256 {
-                let mut bytes = Vec::new();
-                let mut block = 0u32;
-                while bytes.len() < len {
-                    let mut h = prefix.clone();
-                    h.update(i.to_be_bytes());
-                    h.update(attempt.to_be_bytes());
-                    h.update(block.to_be_bytes());
-                    bytes.extend_from_slice(&h.finalize());
-                    block += 1;
-                }
-                bytes.truncate(len);
-                bytes[0] &= 0xff >> excess;
-                let c = BigUint::from_bytes_be(&bytes);
-                if c > BigUint::from(0u8) && &c < n && c.gcd(n).is_one() {
-                    return c;
-                }
-            }
-            panic!("no challenge")
-        })
-        .collect()
-}
-
 fn proof_bytes(n: &BigUint, phi: &BigUint, ctx: &[u8]) -> Vec<u8> {
     let d = n.modinv(phi).expect("gcd(n, phi(n)) = 1");
     let w = n.bits().div_ceil(8) as usize;
     let mut b = vec![1u8, KEY_PROOF_ROUNDS as u8];
     b.extend_from_slice(&(w as u16).to_be_bytes());
-    for rho in challenges(n, ctx) {
+    for rho in common::key_proof_challenges(n, ctx) {
         let be = rho.modpow(&d, n).to_bytes_be();
         b.resize(b.len() + w - be.len(), 0);
         b.extend_from_slice(&be);

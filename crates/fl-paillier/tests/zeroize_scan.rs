@@ -1720,45 +1720,6 @@ fn signed_integers_leave_no_secret() {
 // patterns are found while a live copy of one residue is held (scan of a leak made on
 // purpose).
 
-/// The documented challenge derivation (see `KeyCorrectnessProof`).
-fn rt2_challenges(n: &BigUint, context: &[u8]) -> Vec<BigUint> {
-    use num_integer::Integer;
-    use sha2::{Digest, Sha256};
-    const TAG: &[u8] = b"fl-paillier/key-correctness-proof/v1: n-th roots, gcd(n, phi(n)) = 1";
-    let mut prefix = Sha256::new();
-    let nb = n.to_bytes_be();
-    for f in [TAG, &nb[..], context] {
-        prefix.update((f.len() as u64).to_be_bytes());
-        prefix.update(f);
-    }
-    let bits = n.bits();
-    let len = bits.div_ceil(8) as usize;
-    let excess = (8 * len as u64 - bits) as u32;
-    (0..fl_paillier::KEY_PROOF_ROUNDS as u32)
-        .map(|i| {
-            for attempt in 0u32..256 {
-                let mut bytes = Vec::new();
-                let mut block = 0u32;
-                while bytes.len() < len {
-                    let mut h = prefix.clone();
-                    h.update(i.to_be_bytes());
-                    h.update(attempt.to_be_bytes());
-                    h.update(block.to_be_bytes());
-                    bytes.extend_from_slice(&h.finalize());
-                    block += 1;
-                }
-                bytes.truncate(len);
-                bytes[0] &= 0xff >> excess;
-                let c = BigUint::from_bytes_be(&bytes);
-                if !c.is_zero() && &c < n && c.gcd(n).is_one() {
-                    return c;
-                }
-            }
-            unreachable!("no challenge")
-        })
-        .collect()
-}
-
 #[test]
 fn rt2_prove_correct_leaves_no_challenge_residue_mod_p_or_q() {
     let _guard = lock();
@@ -1768,7 +1729,10 @@ fn rt2_prove_correct_leaves_no_challenge_residue_mod_p_or_q() {
         let (p, q) = primes(dk);
         let context = b"rt2-residues";
         let mut pat = key_patterns(dk, &forms);
-        for (i, rho) in rt2_challenges(ek.n(), context).iter().enumerate() {
+        for (i, rho) in common::key_proof_challenges(ek.n(), context)
+            .iter()
+            .enumerate()
+        {
             forms.add_in(&mut pat, &format!("rho {i} mod p"), &(rho % &p), &["p"]);
             forms.add_in(&mut pat, &format!("rho {i} mod q"), &(rho % &q), &["q"]);
         }
@@ -1781,7 +1745,7 @@ fn rt2_prove_correct_leaves_no_challenge_residue_mod_p_or_q() {
         );
         // Control: an unwiped copy of ρ₀ mod p (plain limbs) and of its Montgomery form
         // mod p on this engine, freed beside the prover, are found.
-        let rho0 = rt2_challenges(ek.n(), context).remove(0);
+        let rho0 = common::key_proof_challenges(ek.n(), context).remove(0);
         let plain = limbs(&(&rho0 % &p));
         let ((), hits, pat) = scan(pat, || {
             let _ = dk.prove_correct(context).unwrap();

@@ -2,9 +2,9 @@
 //! seeds, so that every test is deterministic and fast — each on every arithmetic engine
 //! the CPU has (the portable kernel always, AVX-512 IFMA where present), so that the
 //! arithmetic tests exercise every kernel on every machine.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used)] // test fixtures: a failed keygen is a failed test
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::panic)] // test fixtures: a failed keygen is a failed test
 
-use fl_paillier::{DecryptionKey, Engine, keygen};
+use fl_paillier::{BigUint, DecryptionKey, Engine, keygen};
 use rand::{SeedableRng, rngs::ChaCha20Rng};
 use std::sync::OnceLock;
 
@@ -57,4 +57,45 @@ pub fn other512() -> &'static DecryptionKey {
 /// A seeded ChaCha20 CSPRNG.
 pub fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
+}
+
+/// The key-correctness proof's challenges, re-implemented from the derivation documented
+/// on `KeyCorrectnessProof` (an independent check of the library's own derivation).
+pub fn key_proof_challenges(n: &BigUint, context: &[u8]) -> Vec<BigUint> {
+    use num_integer::Integer;
+    use num_traits::One;
+    use sha2::{Digest, Sha256};
+    const TAG: &[u8] = b"fl-paillier/key-correctness-proof/v1: n-th roots, gcd(n, phi(n)) = 1";
+    let mut prefix = Sha256::new();
+    let nb = n.to_bytes_be();
+    for f in [TAG, &nb[..], context] {
+        prefix.update((f.len() as u64).to_be_bytes());
+        prefix.update(f);
+    }
+    let bits = n.bits();
+    let len = bits.div_ceil(8) as usize;
+    let excess = (8 * len as u64 - bits) as u32;
+    (0..fl_paillier::KEY_PROOF_ROUNDS as u32)
+        .map(|i| {
+            for attempt in 0u32..256 {
+                let mut bytes = Vec::new();
+                let mut block = 0u32;
+                while bytes.len() < len {
+                    let mut h = prefix.clone();
+                    h.update(i.to_be_bytes());
+                    h.update(attempt.to_be_bytes());
+                    h.update(block.to_be_bytes());
+                    bytes.extend_from_slice(&h.finalize());
+                    block += 1;
+                }
+                bytes.truncate(len);
+                bytes[0] &= 0xff >> excess;
+                let c = BigUint::from_bytes_be(&bytes);
+                if c > BigUint::from(0u8) && &c < n && c.gcd(n).is_one() {
+                    return c;
+                }
+            }
+            panic!("no challenge")
+        })
+        .collect()
 }
