@@ -56,3 +56,12 @@ def callback(name, value):
     if value is not None and not callable(value):
         raise TypeError("%s must be None or a callable, got %s" % (name, type(value).__name__))
     return value
+
+
+def byte_string(name, value):
+    """``value`` as bytes, if it is bytes-like (bytes, bytearray or memoryview; not str)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError("%s must be bytes, got %s" % (name, type(value).__name__))

@@ -42,6 +42,14 @@ Deliberate deviations from phe (stricter, never silently different):
 * pickling an ``EncryptedNumber`` obfuscates it first (phe pickles the raw, possibly
   unobfuscated ciphertext, which can reveal the scalars applied to it).
 * error messages do not include plaintext values.
+
+Extensions (phe has no such methods):
+
+* key-correctness proofs: the key owner sends ``private_key.prove_correct(context)``
+  with its public key, and whoever encrypts, masks or re-randomises under that key checks
+  it first with ``public_key.verify_key_proof(proof, context)``, which raises
+  :class:`InvalidKeyProofError` unless gcd(n, φ(n)) = 1 (see
+  :meth:`PaillierPublicKey.verify_key_proof`).
 """
 
 import base64
@@ -63,6 +71,7 @@ __all__ = [
     "EncryptedArray",
     "EncryptedNumber",
     "InsecureKeyWarning",
+    "InvalidKeyProofError",
     "LegacyPaillierPrivateKey",
     "LegacyPaillierPublicKey",
     "NonPositiveIntError",
@@ -284,6 +293,55 @@ class PaillierPublicKey:
         native = self._native.encrypt_array(flat, _precision(precision), _progress(progress))
         return EncryptedArray._make(self, native, shape, obfuscated=True)
 
+    def verify_key_proof(self, proof, context):
+        """Check the key owner's proof that this key's modulus n satisfies
+        gcd(n, φ(n)) = 1 (an extension: phe has no such method).
+
+        Call it before relying on this key for masking or re-randomisation, for example as
+        the guest of a FATE-style protocol whose host holds the private key: every
+        re-randomisation (``obfuscate``, a fresh encryption's rⁿ) multiplies by an n-th
+        power, and only when gcd(n, φ(n)) = 1 is x ↦ xⁿ a bijection of Z*_n, so that the
+        new ciphertext carries no trace of the old randomness. A key owner who picks an n
+        with a prime p′ dividing both n and φ(n) (e.g. n = p·q₁·q₂ with q₁q₂ | p − 1, which
+        passes every check of ``PaillierPublicKey(n)``) can read a guest's secret scalar
+        mod p′ off a re-randomised reply; re-randomisation cannot repair such a key, the
+        guest has to refuse it.
+
+        What is checked (fl-paillier's ``KeyCorrectnessProof::verify``): the encoding is
+        well formed; n has no prime factor below 2^16; the proof was made for a modulus of
+        n's size; and each of the 8 roots σᵢ lies in [1, n) with σᵢⁿ ≡ ρᵢ (mod n), where
+        the challenges ρᵢ are derived by SHA-256 from (n, ``context``, i). When the check
+        passes, gcd(n, φ(n)) = 1 except with probability 2^-128 in the random-oracle model
+        (Q·2^-128 for a key owner who tries Q moduli or contexts). It proves **nothing
+        more** about n: not that it has exactly two prime factors, nor that they have
+        similar size or are safe primes (gcd(n, φ(n)) = 1 does imply n is square-free).
+        The proof reveals nothing the public key does not (zero knowledge in the random-
+        oracle model). docs/proofs/fl-paillier/key-correctness-proof.md has the argument.
+
+        ``context`` binds the proof to a session: both sides must pass the same bytes,
+        and a proof made for one context does not verify under another. Use something the
+        verifier trusts to be fresh and specific (a session id, both parties' names, a
+        nonce the verifier chose and sent to the key owner).
+
+        Runs with the GIL released (8 modular exponentiations by n). Every input is
+        public: the check is variable time.
+
+        Args:
+          proof: the bytes of :meth:`PaillierPrivateKey.prove_correct` (bytes-like).
+          context: the session context both parties agreed on (bytes-like; may be empty).
+
+        Raises:
+          TypeError: if proof or context is not bytes-like (e.g. a str).
+          InvalidKeyProofError: (a ValueError) naming the failed check, if the proof is
+            malformed (truncated, extended, empty, unknown version) or does not verify
+            for this key and context.
+        """
+        proof = _checks.byte_string("proof", proof)
+        context = _checks.byte_string("context", context)
+        failure = self._native.key_proof_failure(proof, context)
+        if failure is not None:
+            raise InvalidKeyProofError(failure)
+
     def to_jwk(self, kid=None):
         """This key as pheutil's public JWK (a JSON string)."""
         return self._native.to_jwk(kid if kid is not None else "fl_privacy Paillier public key")
@@ -456,6 +514,34 @@ class PaillierPrivateKey(_Primes):
         name = np.dtype(dtype).name
         flat = self._native.decrypt_array(encrypted._native, name, _progress(progress))
         return flat.reshape(encrypted.shape)
+
+    def prove_correct(self, context):
+        """A proof that this key's modulus n satisfies gcd(n, φ(n)) = 1, as bytes (an
+        extension: phe has no such method).
+
+        Send it with the public key; the receiver checks it with
+        :meth:`PaillierPublicKey.verify_key_proof` and the same ``context`` before it
+        encrypts, masks or re-randomises anything under the key (see there for why, what
+        is proved -- soundness 2^-128 in the random-oracle model -- and what is not).
+
+        The proof is fl-paillier's ``KeyCorrectnessProof``: for 8 challenges ρᵢ derived by
+        SHA-256 from (n, ``context``, i), the n-th roots σᵢ = ρᵢ^(n⁻¹ mod φ(n)) mod n,
+        computed by CRT in constant time in the primes and checked before release (a fault
+        in one CRT half would otherwise reveal a prime). The encoding is: version 1 (one
+        byte), 8 (one byte), the width w of n in bytes (two bytes, big-endian), then the
+        8 roots as w-byte big-endian integers; for a given key and context it is
+        deterministic. It reveals nothing the public key does not.
+
+        ``context`` binds the proof to a session (both parties must use the same bytes):
+        a session id, both parties' names, a nonce the verifier chose.
+
+        Runs with the GIL released.
+
+        Raises:
+          TypeError: if context is not bytes-like (e.g. a str).
+        """
+        context = _checks.byte_string("context", context)
+        return self._native.prove_correct(context)
 
     def to_jwk(self, kid=None, public_kid=None):
         """This key as pheutil's private JWK (p, q and the public JWK)."""
@@ -1198,6 +1284,14 @@ def _restore_number(public_key, ciphertext, exponent):
 def _restore_array(public_key, ciphertexts, exponents, shape):
     numbers_ = [_restore_number(public_key, c, int(e)) for c, e in zip(ciphertexts, exponents)]
     return EncryptedArray.from_numbers(numbers_).reshape(shape)
+
+
+class InvalidKeyProofError(ValueError):
+    """A key-correctness proof (:meth:`PaillierPrivateKey.prove_correct`) that is malformed
+    or does not verify for the public key and context it was checked against
+    (:meth:`PaillierPublicKey.verify_key_proof`). A ``ValueError``; the message names the
+    failed check. Do not use the key: its modulus is not proved to satisfy
+    gcd(n, φ(n)) = 1."""
 
 
 class NonPositiveIntError(ValueError, AssertionError):

@@ -8,7 +8,8 @@
 
 use fl_paillier::encoding::MAX_PHE_EXPONENT;
 use fl_paillier::{
-    Ciphertext, DecryptionKey, EncryptionKey, PheEncodedNumber, PheEncryptedNumber, Plaintext, phe,
+    Ciphertext, DecryptionKey, EncryptionKey, KeyCorrectnessProof, PheEncodedNumber,
+    PheEncryptedNumber, Plaintext, phe,
 };
 use num_bigint::{BigInt, BigUint};
 use num_integer::Integer;
@@ -16,7 +17,7 @@ use num_traits::{One, ToPrimitive, Zero};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyBytes, PyFloat, PyInt, PyTuple};
 use rayon::prelude::*;
 
 use crate::batch::{self, ElementError};
@@ -381,6 +382,27 @@ impl NativePublicKey {
             .detach(|| PheEncryptedNumber::encrypt(&self.key, &enc, &mut rng))
             .map_err(err)?;
         Ok(pair(n))
+    }
+
+    /// Checks a key-correctness proof (`KeyCorrectnessProof::from_bytes`, then `verify`
+    /// against this key and `context`), GIL released: None when it verifies, else the
+    /// failed check (fl-paillier's message; the proof and key are public). Python raises
+    /// `InvalidKeyProofError` with it.
+    fn key_proof_failure(
+        &self,
+        py: Python<'_>,
+        proof: &[u8],
+        context: &[u8],
+    ) -> PyResult<Option<String>> {
+        let checked = py.detach(|| {
+            KeyCorrectnessProof::from_bytes(proof)
+                .and_then(|proof| proof.verify(&self.key, context))
+        });
+        match checked {
+            Ok(()) => Ok(None),
+            Err(e @ fl_paillier::Error::InvalidKeyProof { .. }) => Ok(Some(e.to_string())),
+            Err(e) => Err(err(e)),
+        }
     }
 
     /// Imports a ciphertext value, validating 0 < c < n² and gcd(c, n) = 1.
@@ -972,6 +994,14 @@ impl NativePrivateKey {
     fn primes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let (p, q) = self.key.expose_primes();
         primes_to_py(py, &p, &q)
+    }
+
+    /// `DecryptionKey::prove_correct(context)`'s proof that gcd(n, φ(n)) = 1, encoded
+    /// (`KeyCorrectnessProof::to_bytes`); GIL released. The roots are computed in constant
+    /// time in the key and checked before they are released.
+    fn prove_correct<'py>(&self, py: Python<'py>, context: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let proof = py.detach(|| self.key.prove_correct(context)).map_err(err)?;
+        Ok(PyBytes::new(py, &proof.to_bytes()))
     }
 
     /// Constant-time equality of two private keys.
