@@ -37,6 +37,10 @@ pub const PLAN_RELATIVE_ERROR: f64 = 0.01;
 pub const PLAN_POWER: f64 = 0.99;
 
 /// Options of one run.
+///
+/// Build it from [`RunOptions::default`] with struct update syntax
+/// (`RunOptions { seed: 7, ..RunOptions::default() }`): fields may be added in later
+/// versions, and code written that way keeps compiling.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunOptions {
     /// Samples per input for every suite (overrides the suites' own and the planner).

@@ -22,6 +22,7 @@ pub use write::{OutputDir, write_atomically};
 
 /// One hypothesis test's row in the report.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TestRow {
     /// The suite that ran the test.
     pub suite: String,
@@ -46,6 +47,7 @@ pub struct TestRow {
 
 /// One certified ε lower bound in the report.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct EpsilonRow {
     /// The suite that computed it.
     pub suite: String,
@@ -70,6 +72,7 @@ pub struct EpsilonRow {
 
 /// The distinguishing event of an ε statement, fixed before sampling.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct EpsilonEvent {
     /// The pair of neighbours compared: `"x / x′"`, optionally after a context
     /// (`"coordinate 3: x / x′"`).
@@ -89,6 +92,7 @@ pub struct EpsilonEvent {
 
 /// How a learned event was found (see `analysis::learned`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct EventFit {
     /// The ranking of the cells that gave the event.
     pub method: String,
@@ -142,6 +146,7 @@ impl EpsilonRow {
 
 /// The data of one plot panel: empirical against expected law.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum PanelData {
     /// A finite law: one bar per output, drawn as the residual in standard errors.
     Bars {
@@ -173,6 +178,7 @@ pub enum PanelData {
 /// A branch of a mechanism — an input case its code treats differently — and the audit
 /// inputs that exercise it (none: the branch is not exercised).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Branch {
     /// The branch, in words.
     pub branch: String,
@@ -193,6 +199,7 @@ impl Branch {
 /// A row of a suite's input-coverage table: a branch, the inputs that exercise it, and the
 /// grid points where it holds (empty: every point).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CoverageRow {
     /// The branch and its inputs.
     pub branch: Branch,
@@ -202,6 +209,7 @@ pub struct CoverageRow {
 
 /// One plot panel.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Panel {
     /// The panel's title (grid point and input).
     pub title: String,
@@ -211,6 +219,7 @@ pub struct Panel {
 
 /// What the report says about one suite.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SuiteSummary {
     /// The suite's name.
     pub name: String,
@@ -250,6 +259,7 @@ pub struct SuiteSummary {
 
 /// A complete run report.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Report {
     /// The family-wise significance level of the whole run.
     pub alpha: f64,
@@ -281,6 +291,7 @@ fn num(x: f64) -> Value {
 
 /// One suite's line of the summary tables (stdout and `report.md`).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct SuiteVerdict {
     /// Hypothesis tests run for the suite.
     pub tests: usize,
