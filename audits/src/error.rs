@@ -37,7 +37,7 @@ pub enum AuditError {
     /// with malformed JSON or the wrong number of outputs).
     External(String),
     /// Shards' counts files that cannot be merged (see [`crate::shard`]).
-    Shard(crate::shard::ShardError),
+    Shard(ShardError),
 }
 
 impl AuditError {
@@ -98,8 +98,8 @@ fn write_one_line(f: &mut fmt::Formatter<'_>, text: &str) -> fmt::Result {
 
 impl std::error::Error for AuditError {}
 
-impl From<crate::shard::ShardError> for AuditError {
-    fn from(e: crate::shard::ShardError) -> Self {
+impl From<ShardError> for AuditError {
+    fn from(e: ShardError) -> Self {
         Self::Shard(e)
     }
 }
@@ -138,3 +138,105 @@ mod tests {
         assert_eq!(AuditError::usage("plain").to_string(), "plain");
     }
 }
+
+/// Why shards' counts files cannot be merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// No file was given.
+    NoFiles,
+    /// A file is not a counts file (not JSON, another format, a field missing or of the
+    /// wrong type, counts inconsistent with the shard's share of the samples).
+    Corrupt {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file has another format version than this build's
+    /// [`crate::shard::FORMAT_VERSION`].
+    FormatVersion {
+        /// The file.
+        path: String,
+        /// Its version.
+        found: u32,
+        /// The version this build reads.
+        expected: u32,
+    },
+    /// A file was written by another fl-audit version than this one.
+    ToolVersion {
+        /// The file.
+        path: String,
+        /// Its fl-audit version.
+        found: String,
+    },
+    /// A file belongs to another run than the first file (another seed, α, sample size,
+    /// suites, command or number of shards).
+    Mismatch {
+        /// The file.
+        path: String,
+        /// The first file, whose run the others must match.
+        first: String,
+        /// What differs.
+        what: String,
+    },
+    /// A shard appears in two files.
+    Duplicate {
+        /// The shard's index.
+        index: u64,
+        /// The two files.
+        paths: [String; 2],
+    },
+    /// Shards of the run are missing.
+    Missing {
+        /// The missing indices.
+        missing: Vec<u64>,
+        /// The run's number of shards.
+        count: u64,
+    },
+}
+
+impl fmt::Display for ShardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoFiles => write!(f, "merge needs the counts files of every shard of a run"),
+            Self::Corrupt { path, message } => {
+                write!(f, "{path}: not a valid fl-audit counts file: {message}")
+            }
+            Self::FormatVersion {
+                path,
+                found,
+                expected,
+            } => write!(
+                f,
+                "{path}: counts file format version {found}; this fl-audit reads version {expected}"
+            ),
+            Self::ToolVersion { path, found } => write!(
+                f,
+                "{path}: written by fl-audit {found}; this is fl-audit {} (merge shards with the version that drew them)",
+                env!("CARGO_PKG_VERSION")
+            ),
+            Self::Mismatch { path, first, what } => write!(
+                f,
+                "{path}: another run than {first}: {what} differs (merge only the shards of one run)"
+            ),
+            Self::Duplicate { index, paths } => write!(
+                f,
+                "shard {index} is given twice: {} and {}",
+                paths[0], paths[1]
+            ),
+            Self::Missing { missing, count } => {
+                let list: Vec<String> = missing.iter().take(10).map(u64::to_string).collect();
+                write!(
+                    f,
+                    "{} of the run's {count} shards missing: {}{}",
+                    missing.len(),
+                    list.join(", "),
+                    if missing.len() > 10 { ", …" } else { "" }
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ShardError {}
