@@ -4,7 +4,7 @@
 //!
 //! While the guest waits for the host's next frame, [`next_guest_event`] fills the guest's
 //! pool of re-randomizers (hardened profile) up to [`Guest::randomizers_wanted`], one chunk
-//! of [`PREFILL_CHUNK`] at a time, as long as no byte from the host is waiting
+//! ([`prefill_chunk`]) at a time, as long as no byte from the host is waiting
 //! ([`TcpConfig::prefill_randomizers`]).
 
 use std::io::{ErrorKind, Read, Write};
@@ -36,8 +36,8 @@ pub struct TcpConfig {
     /// the host. Before each blocking read it checks, without blocking, whether a byte from
     /// the host is waiting; while none is and the pool holds fewer than
     /// [`Guest::randomizers_wanted`] (one step's need for the last batch size; 0 before the
-    /// first round and in the FateFaithful profile), it computes [`PREFILL_CHUNK`] more and
-    /// checks again. So the pool never exceeds one step's need, and a frame that arrives
+    /// first round and in the FateFaithful profile), it computes one chunk more
+    /// ([`prefill_chunk`]) and checks again. So the pool never exceeds one step's need, and a frame that arrives
     /// during the filling waits for at most one chunk. Filling does not count against
     /// [`Self::read_timeout`], which starts with the blocking read. Off, the guest computes
     /// every randomizer on the critical path when it re-randomises (as it does for any
@@ -221,11 +221,22 @@ pub fn next_host_event<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
     Err(TransportError::TooManyMessages.into())
 }
 
-/// Randomizers the guest precomputes per check of the socket while it waits
-/// ([`TcpConfig::prefill_randomizers`]): one batch of fl-paillier's exponentiation kernel
-/// (eight per AVX-512 IFMA instruction stream), so a frame that arrives meanwhile waits for
-/// at most eight exponentiations mod n².
+/// Randomizers per batch of fl-paillier's exponentiation kernel (eight per AVX-512 IFMA
+/// instruction stream): the unit of [`prefill_chunk`].
 pub const PREFILL_CHUNK: usize = 8;
+
+/// Randomizers the guest precomputes per check of the socket while it waits
+/// ([`TcpConfig::prefill_randomizers`]): one kernel batch ([`PREFILL_CHUNK`]) per worker
+/// thread (rayon's pool with feature `parallel`, else one), computed in parallel, so a frame
+/// that arrives meanwhile waits for about one batch of eight exponentiations mod n²
+/// whatever the number of cores, while the filling uses every core.
+pub fn prefill_chunk() -> usize {
+    #[cfg(feature = "parallel")]
+    let workers = rayon::current_num_threads().max(1);
+    #[cfg(not(feature = "parallel"))]
+    let workers = 1;
+    PREFILL_CHUNK.saturating_mul(workers)
+}
 
 /// Fills the guest's pool towards [`Guest::randomizers_wanted`] while no frame from the host
 /// is waiting ([`TcpConfig::prefill_randomizers`]).
@@ -246,7 +257,7 @@ fn prefill_while_waiting<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
         }
         // Stop if the pool did not grow (a scheme without a pool), rather than spin.
         guest
-            .precompute_randomizers(PREFILL_CHUNK.min(want - have), rng)
+            .precompute_randomizers(prefill_chunk().min(want - have), rng)
             .is_ok()
             && guest.randomizers_available() > have
     })
