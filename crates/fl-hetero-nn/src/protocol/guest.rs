@@ -408,8 +408,9 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// the batch size of the last Activations the guest handled. 0 before the first round,
     /// outside the hardened profile (which re-randomises nothing) and once the session is
     /// closed. Filling the pool up to this while no frame is waiting (as the TCP
-    /// transport's `next_guest_event` does, feature `transport`) keeps the sⁿ exponentiations off the critical path without letting the
-    /// pool grow beyond one step.
+    /// transport's `next_guest_event` does, feature `transport`) keeps the sⁿ
+    /// exponentiations off the critical path without letting the pool grow beyond one
+    /// step.
     pub fn randomizers_wanted(&self) -> usize {
         match self.last_batch_rows {
             Some(rows) if !self.is_closed() => self.randomizers_per_step(rows).unwrap_or(0),

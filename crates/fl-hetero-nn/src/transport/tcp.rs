@@ -37,11 +37,11 @@ pub struct TcpConfig {
     /// the host is waiting; while none is and the pool holds fewer than
     /// [`Guest::randomizers_wanted`] (one step's need for the last batch size; 0 before the
     /// first round and in the FateFaithful profile), it computes one chunk more
-    /// ([`prefill_chunk`]) and checks again. So the pool never exceeds one step's need, and a frame that arrives
-    /// during the filling waits for at most one chunk. Filling does not count against
-    /// [`Self::read_timeout`], which starts with the blocking read. Off, the guest computes
-    /// every randomizer on the critical path when it re-randomises (as it does for any
-    /// shortfall anyway); the results are the same either way. Default: on.
+    /// ([`prefill_chunk`]) and checks again. So the pool never exceeds one step's need, and
+    /// a frame that arrives during the filling waits for at most one chunk. Filling does
+    /// not count against [`Self::read_timeout`], which starts with the blocking read. Off,
+    /// the guest computes every randomizer on the critical path when it re-randomises (as
+    /// it does for any shortfall anyway); the results are the same either way. Default: on.
     pub prefill_randomizers: bool,
 }
 
