@@ -24,7 +24,9 @@
 //! runs are then not compared bit for bit with the plaintext ones, which do not randomise),
 //! `--encryption textbook|crt|djn` (default: key-owner CRT for FateFaithful, whose protocol
 //! and leaks are FATE's while its ciphertexts have the textbook distribution, and DJN for
-//! Hardened; see `fl_hetero_nn::Encryption`).
+//! Hardened; see `fl_hetero_nn::Encryption`), `--no-prefill` (over TCP, the guest does not
+//! precompute its re-randomizers while it waits for the host,
+//! `TcpConfig::prefill_randomizers`: for comparing the time per epoch).
 
 // An example program: errors end it with a message.
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -64,6 +66,17 @@ struct Args {
     encryption: Option<Encryption>,
     label_dp: Option<f64>,
     embedding_dp: Option<f64>,
+    /// `TcpConfig::prefill_randomizers` for the TCP runs.
+    prefill: bool,
+}
+
+impl Args {
+    /// The TCP transport's settings for this run.
+    fn tcp_config(&self) -> TcpConfig {
+        let mut c = TcpConfig::default();
+        c.prefill_randomizers = self.prefill;
+        c
+    }
 }
 
 /// Which party a `--role` process plays.
@@ -120,6 +133,7 @@ fn parse_args() -> Result<Args, String> {
         encryption: None,
         label_dp: None,
         embedding_dp: None,
+        prefill: true,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -182,6 +196,7 @@ fn parse_args() -> Result<Args, String> {
                 )?);
                 i += 1;
             }
+            "--no-prefill" => a.prefill = false,
             "--profiles" => {
                 a.profiles = val(i)
                     .split(',')
@@ -425,6 +440,7 @@ fn run_tcp(
         .local_addr()
         .map_err(fl_hetero_nn::error::TransportError::from)?;
     let cps = checkpoints(args.epochs);
+    let tcp_config = args.tcp_config();
     let (cfg2, host_x, row_ids, cps2) =
         (*cfg, data.host.clone(), data.row_ids.clone(), cps.clone());
     let mut host_model = HostModel::new(init);
@@ -432,7 +448,7 @@ fn run_tcp(
         let (sock, _) = listener
             .accept()
             .map_err(fl_hetero_nn::error::TransportError::from)?;
-        let mut stream = FramedStream::new(sock, TcpConfig::default(), true)?;
+        let mut stream = FramedStream::new(sock, tcp_config, true)?;
         fl_hetero_nn::split::tcp::run_host(
             &cfg2,
             &host_x,
@@ -446,7 +462,7 @@ fn run_tcp(
         Ok((stream.stats, report_line(host.privacy_report(DELTA))))
     });
     let sock = TcpStream::connect(addr).map_err(fl_hetero_nn::error::TransportError::from)?;
-    let mut stream = FramedStream::new(sock, TcpConfig::default(), false)?;
+    let mut stream = FramedStream::new(sock, tcp_config, false)?;
     let mut model = GuestModel::new(init, cfg);
     let mut points = Vec::new();
     let start = Instant::now();
@@ -528,7 +544,7 @@ fn run_role(
             let listener = TcpListener::bind(&args.addr).map_err(tio)?;
             eprintln!("host listening on {}", args.addr);
             let (sock, _) = listener.accept().map_err(tio)?;
-            let mut stream = FramedStream::new(sock, TcpConfig::default(), true)?;
+            let mut stream = FramedStream::new(sock, args.tcp_config(), true)?;
             fl_hetero_nn::split::tcp::run_host(
                 cfg,
                 &data.host,
@@ -560,7 +576,7 @@ fn run_role(
                 std::thread::sleep(Duration::from_millis(100));
             }
             let sock = sock.ok_or(fl_hetero_nn::error::TransportError::Closed)?;
-            let mut stream = FramedStream::new(sock, TcpConfig::default(), false)?;
+            let mut stream = FramedStream::new(sock, args.tcp_config(), false)?;
             fl_hetero_nn::split::tcp::run_guest(
                 cfg,
                 &data.guest,

@@ -12,10 +12,8 @@ use std::time::Duration;
 use common::*;
 use fl_hetero_nn::error::{Error, TransportError};
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
-use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig, next_guest_event, next_host_event};
-use fl_hetero_nn::{
-    Guest, GuestEvent, Host, HostEvent, PlainInteractiveLayer, Profile, ProtocolConfig, Purpose,
-};
+use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig, next_guest_event};
+use fl_hetero_nn::{Guest, GuestEvent, Host, PlainInteractiveLayer, Profile, ProtocolConfig};
 use rand::SeedableRng;
 use rand::rngs::ChaCha20Rng;
 
@@ -58,18 +56,7 @@ fn a_session_over_tcp_matches_the_reference() {
         let mut grads = Vec::new();
         fl_hetero_nn::transport::tcp::flush_host(&mut host, &mut hs).unwrap();
         for (a, _) in &host_batches {
-            host.start_round(Purpose::Train, a, &ids(4), &mut rng)
-                .unwrap();
-            assert!(matches!(
-                next_host_event(&mut host, &mut hs, &mut rng).unwrap(),
-                HostEvent::ForwardServed { .. }
-            ));
-            let HostEvent::InputGradient { exact, .. } =
-                next_host_event(&mut host, &mut hs, &mut rng).unwrap()
-            else {
-                panic!("expected the input gradient")
-            };
-            grads.push(exact);
+            grads.push(host_train_round_over_tcp(&mut host, &mut hs, a, &mut rng));
         }
         (grads, hs.stats)
     });

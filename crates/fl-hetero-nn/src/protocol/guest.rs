@@ -128,6 +128,13 @@ pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
     /// would hide nothing from it (tests/rt_djn_quadratic_character.rs,
     /// tests/rt_djn_short_gamma.rs).
     randomizers: Option<S::RandomizerPool>,
+    /// Rows of the last Activations handled (the size [`Guest::randomizers_wanted`] plans
+    /// the next step for).
+    last_batch_rows: Option<usize>,
+    /// Ciphertexts re-randomised so far, and how many of them found no precomputed
+    /// randomizer in the pool (computed on the spot, on the critical path).
+    randomizers_used: u64,
+    randomizers_computed_on_demand: u64,
     noisy_weight: SecretMatrix,
     bias: SecretMatrix,
     /// The released error of the step in progress (gradient perturbation).
@@ -233,6 +240,9 @@ impl<S: HomomorphicScheme> Guest<S> {
             config,
             ek: None,
             randomizers: None,
+            last_batch_rows: None,
+            randomizers_used: 0,
+            randomizers_computed_on_demand: 0,
             noisy_weight,
             bias: SecretMatrix::from_matrix(&bias),
             released_error: None,
@@ -391,6 +401,48 @@ impl<S: HomomorphicScheme> Guest<S> {
         self.randomizers
             .as_ref()
             .map_or(0, |p| S::randomizer_pool_len(p))
+    }
+
+    /// How many precomputed randomizers a transport should keep in the pool while the guest
+    /// waits for the host: one training step's need ([`Guest::randomizers_per_step`]) for
+    /// the batch size of the last Activations the guest handled. 0 before the first round,
+    /// outside the hardened profile (which re-randomises nothing) and once the session is
+    /// closed. Filling the pool up to this while no frame is waiting (as the TCP
+    /// transport's `next_guest_event` does, feature `transport`) keeps the sⁿ
+    /// exponentiations off the critical path without letting the pool grow beyond one
+    /// step.
+    pub fn randomizers_wanted(&self) -> usize {
+        match self.last_batch_rows {
+            Some(rows) if !self.is_closed() => self.randomizers_per_step(rows).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// The number of ciphertexts the guest has re-randomised so far (hardened profile: each
+    /// one it returns to the host).
+    pub fn randomizers_used(&self) -> u64 {
+        self.randomizers_used
+    }
+
+    /// How many of [`Guest::randomizers_used`] found the pool empty, so that their sⁿ was
+    /// computed on the spot, on the critical path (the rest were precomputed).
+    pub fn randomizers_computed_on_demand(&self) -> u64 {
+        self.randomizers_computed_on_demand
+    }
+
+    /// Re-randomises a ciphertext matrix the guest returns to the host from its pool,
+    /// counting the ciphertexts the pool could not serve from precomputed randomizers.
+    fn rerandomize_outgoing<R: CryptoRng + ?Sized>(
+        &mut self,
+        z: &mut CtMatrix<S>,
+        rng: &mut R,
+    ) -> Result<(), Error> {
+        let needed = z.cts.as_slice().len();
+        let short = needed.saturating_sub(self.randomizers_available());
+        z.rerandomize(self.randomizers()?, rng)?;
+        self.randomizers_used += needed as u64;
+        self.randomizers_computed_on_demand += short as u64;
+        Ok(())
     }
 
     fn layouts(&self, n: usize) -> Result<RoundLayouts, Error> {
@@ -590,7 +642,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         )?;
         z.add_plain(&ek, &plain)?;
         if rerandomize && self.config.profile == Profile::Hardened {
-            z.rerandomize(self.randomizers()?, rng)?;
+            self.rerandomize_outgoing(&mut z, rng)?;
         }
         Ok((z, eps_b))
     }
@@ -609,6 +661,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             .into());
         }
         self.check_own_parameters()?;
+        self.last_batch_rows = Some(n);
         if self.training_steps >= MAX_STEPS {
             return Err(ApiMisuse::InvalidConfig {
                 reason: format!("a session supports at most {MAX_STEPS} training steps"),
@@ -759,7 +812,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         let mut g = gradient_product(&ek, &a_cols, &d_eta, self.bounds.d, secret)?;
         g.add_plain(&ek, &noise_w)?;
         if self.config.profile == Profile::Hardened {
-            g.rerandomize(self.randomizers()?, rng)?;
+            self.rerandomize_outgoing(&mut g, rng)?;
         }
         self.outbox
             .push_back(Message::MaskedGradient(RoundCiphertexts {
@@ -817,7 +870,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         let secret = self.config.profile == Profile::Hardened;
         let mut da = input_gradient_product(&ek, &w, &d.expose(), self.bounds.d, secret)?;
         if self.config.profile == Profile::Hardened {
-            da.rerandomize(self.randomizers()?, rng)?;
+            self.rerandomize_outgoing(&mut da, rng)?;
         }
         debug_assert_eq!(
             da.layout,

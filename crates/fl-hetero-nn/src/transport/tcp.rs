@@ -1,8 +1,13 @@
 //! TCP transport: each frame is a 4-byte big-endian length followed by the message encoding.
 //! Frames above [`TcpConfig::max_frame_bytes`] are refused before anything is allocated, and
 //! every read and write has a timeout, so a silent or hostile peer cannot hang a party.
+//!
+//! While the guest waits for the host's next frame, [`next_guest_event`] fills the guest's
+//! pool of re-randomizers (hardened profile) up to [`Guest::randomizers_wanted`], one chunk
+//! ([`prefill_chunk`]) at a time, as long as no byte from the host is waiting
+//! ([`TcpConfig::prefill_randomizers`]).
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -26,6 +31,18 @@ pub struct TcpConfig {
     pub write_timeout: Duration,
     /// Most frames received while waiting for one event.
     pub max_messages_per_event: usize,
+    /// Whether [`next_guest_event`] precomputes the guest's re-randomizers (hardened
+    /// profile: a textbook sⁿ mod n² per ciphertext the guest returns) while it waits for
+    /// the host. Before each blocking read it checks, without blocking, whether a byte from
+    /// the host is waiting; while none is and the pool holds fewer than
+    /// [`Guest::randomizers_wanted`] (one step's need for the last batch size; 0 before the
+    /// first round and in the FateFaithful profile), it computes one chunk more
+    /// ([`prefill_chunk`]) and checks again. So the pool never exceeds one step's need, and
+    /// a frame that arrives during the filling waits for at most one chunk. Filling does
+    /// not count against [`Self::read_timeout`], which starts with the blocking read. Off,
+    /// the guest computes every randomizer on the critical path when it re-randomises (as
+    /// it does for any shortfall anyway); the results are the same either way. Default: on.
+    pub prefill_randomizers: bool,
 }
 
 impl Default for TcpConfig {
@@ -35,6 +52,7 @@ impl Default for TcpConfig {
             read_timeout: Duration::from_secs(300),
             write_timeout: Duration::from_secs(300),
             max_messages_per_event: 16,
+            prefill_randomizers: true,
         }
     }
 }
@@ -92,6 +110,42 @@ impl FramedStream {
             self.stats.guest_to_host_bytes += bytes;
         }
         Ok(())
+    }
+
+    /// Runs `work` while no byte from the peer is waiting to be read, until `work` returns
+    /// false: before each call a non-blocking peek at the socket. Stops without error when
+    /// a byte is waiting or the peer closed the connection (the next [`Self::recv`]
+    /// reports either); other socket errors are returned. The socket is back in blocking
+    /// mode with its read timeout afterwards, whatever happened.
+    fn while_peer_silent(&mut self, work: impl FnMut() -> bool) -> Result<(), Error> {
+        self.stream
+            .set_nonblocking(true)
+            .map_err(TransportError::from)?;
+        let result = Self::peek_loop(&self.stream, work);
+        let restored = self
+            .stream
+            .set_nonblocking(false)
+            .and_then(|()| self.stream.set_read_timeout(Some(self.config.read_timeout)));
+        result?;
+        restored.map_err(TransportError::from)?;
+        Ok(())
+    }
+
+    fn peek_loop(stream: &TcpStream, mut work: impl FnMut() -> bool) -> Result<(), Error> {
+        let mut byte = [0u8; 1];
+        loop {
+            match stream.peek(&mut byte) {
+                // A byte is waiting (n = 1) or the peer closed (n = 0): recv takes over.
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if !work() {
+                        return Ok(());
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(TransportError::from(e).into()),
+            }
+        }
     }
 
     /// Receives one message (bounded size, with timeout).
@@ -167,7 +221,51 @@ pub fn next_host_event<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
     Err(TransportError::TooManyMessages.into())
 }
 
-/// Runs the guest until it reports an event (see [`next_host_event`]).
+/// Randomizers per batch of fl-paillier's exponentiation kernel (eight per AVX-512 IFMA
+/// instruction stream): the unit of [`prefill_chunk`].
+pub const PREFILL_CHUNK: usize = 8;
+
+/// Randomizers the guest precomputes per check of the socket while it waits
+/// ([`TcpConfig::prefill_randomizers`]): one kernel batch ([`PREFILL_CHUNK`]) per worker
+/// thread (rayon's pool with feature `parallel`, else one), computed in parallel, so a frame
+/// that arrives meanwhile waits for about one batch of eight exponentiations mod n²
+/// whatever the number of cores, while the filling uses every core.
+pub fn prefill_chunk() -> usize {
+    #[cfg(feature = "parallel")]
+    let workers = rayon::current_num_threads().max(1);
+    #[cfg(not(feature = "parallel"))]
+    let workers = 1;
+    PREFILL_CHUNK.saturating_mul(workers)
+}
+
+/// Fills the guest's pool towards [`Guest::randomizers_wanted`] while no frame from the host
+/// is waiting ([`TcpConfig::prefill_randomizers`]).
+fn prefill_while_waiting<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
+    guest: &mut Guest<S>,
+    stream: &mut FramedStream,
+    rng: &mut R,
+) -> Result<(), Error> {
+    if !stream.config.prefill_randomizers
+        || guest.randomizers_available() >= guest.randomizers_wanted()
+    {
+        return Ok(());
+    }
+    stream.while_peer_silent(|| {
+        let (have, want) = (guest.randomizers_available(), guest.randomizers_wanted());
+        if have >= want {
+            return false;
+        }
+        // Stop if the pool did not grow (a scheme without a pool), rather than spin.
+        guest
+            .precompute_randomizers(prefill_chunk().min(want - have), rng)
+            .is_ok()
+            && guest.randomizers_available() > have
+    })
+}
+
+/// Runs the guest until it reports an event (see [`next_host_event`]). Before each blocking
+/// read it precomputes the guest's re-randomizers while the host is silent
+/// ([`TcpConfig::prefill_randomizers`]).
 pub fn next_guest_event<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
     guest: &mut Guest<S>,
     stream: &mut FramedStream,
@@ -178,6 +276,7 @@ pub fn next_guest_event<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
         if let Some(e) = guest.poll_event() {
             return Ok(e);
         }
+        prefill_while_waiting(guest, stream, rng)?;
         let msg = stream.recv()?;
         if let Err(e) = guest.handle_message(msg, rng) {
             let _ = flush_guest(guest, stream);
@@ -185,4 +284,89 @@ pub fn next_guest_event<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
         }
     }
     Err(TransportError::TooManyMessages.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::*;
+
+    fn pair(config: TcpConfig) -> (FramedStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (ours, _) = listener.accept().unwrap();
+        (FramedStream::new(ours, config, false).unwrap(), peer)
+    }
+
+    #[test]
+    fn work_runs_while_the_peer_is_silent_and_stops_when_it_says_so() {
+        let (mut s, _peer) = pair(TcpConfig::default());
+        let mut calls = 0;
+        s.while_peer_silent(|| {
+            calls += 1;
+            calls < 5
+        })
+        .unwrap();
+        assert_eq!(calls, 5);
+    }
+
+    #[test]
+    fn a_waiting_byte_or_a_closed_peer_stops_the_work_before_it_starts() {
+        let (mut s, mut peer) = pair(TcpConfig::default());
+        peer.write_all(&[0]).unwrap();
+        // A blocking peek: the byte has arrived (and stays unread).
+        assert_eq!(s.stream.peek(&mut [9u8; 1]).unwrap(), 1);
+        let mut calls = 0;
+        s.while_peer_silent(|| {
+            calls += 1;
+            calls < 1000
+        })
+        .unwrap();
+        assert_eq!(calls, 0, "a byte was waiting: no work");
+        // peek consumed nothing: the byte is still there for recv.
+        let mut b = [9u8; 1];
+        s.stream.read_exact(&mut b).unwrap();
+        assert_eq!(b, [0]);
+
+        drop(peer);
+        // A blocking peek returns 0 once the peer's FIN has arrived.
+        assert_eq!(s.stream.peek(&mut [9u8; 1]).unwrap(), 0);
+        s.while_peer_silent(|| {
+            calls += 1;
+            calls < 1000
+        })
+        .unwrap();
+        assert_eq!(calls, 0, "the peer closed: no work");
+        assert_eq!(
+            s.recv().unwrap_err(),
+            Error::Transport(TransportError::Closed)
+        );
+    }
+
+    #[test]
+    fn the_socket_blocks_with_its_read_timeout_afterwards() {
+        let config = TcpConfig {
+            read_timeout: Duration::from_secs(10),
+            ..TcpConfig::default()
+        };
+        let (mut s, mut peer) = pair(config);
+        s.while_peer_silent(|| false).unwrap();
+        assert_eq!(
+            s.stream.read_timeout().unwrap(),
+            Some(Duration::from_secs(10))
+        );
+        // A frame that arrives later is waited for (a non-blocking socket would fail at
+        // once with WouldBlock).
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let msg = Message::Abort(7);
+            let body = msg.encode();
+            peer.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+            peer.write_all(&body).unwrap();
+            peer
+        });
+        assert_eq!(s.recv().unwrap(), Message::Abort(7));
+        drop(writer.join().unwrap());
+    }
 }

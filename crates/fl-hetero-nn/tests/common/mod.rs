@@ -222,3 +222,26 @@ const P1024: &str = "aa1d5942f37ecf6339ef143c2c61f29d3d3db13546ce3c96d5a63c0795e
 const Q1024: &str = "e48f2833eb00b8d1d96034ef2216600d709a431dc6fe918c1f8a9666fec5358143d7fdf87bcde609d0b734469d8a5745bcade313ecfbb741882231d7619ef935";
 const P2048: &str = "cff4af0bc8e45a97caa51b2127c3c32fb3e1843ff7186c8f41940ec00369771cdf68cd142fbc04d98efb814ac9cf2a2280c65a02e98b9a28598a0d2d546bdd6ad3de1b64883cb08fcdf7d00435d58df343e091ca963f2121b4184e759b6a96954e03500ba257beb49ff5bc1891585d8de4fa432929aa47f59254f7dab8e77565";
 const Q2048: &str = "d8680e653a99afbfebfebf4ffd62665fe4523416a9a37cd680c95b84fb9d59da2320c67b03dc5492330667898fb89e13ace741abfed934d4a53360a0fb7637f8209003243bfd8beb6a8af16141f34dc4d987fead48bbbe4da31a56c68819e8a466cd930cba9a9cb62c1e2f64d1b35cb3101280fab8b2c3bfab0240a958622a1b";
+
+/// One training round driven from the host's end of a TCP connection: starts it on `a`
+/// (row ids 0..n), expects the forward to be served, and returns the exact input gradient.
+#[cfg(feature = "transport")]
+#[allow(clippy::panic)] // Test helper: a wrong event is a failed test.
+pub(crate) fn host_train_round_over_tcp<S: HomomorphicScheme>(
+    host: &mut Host<S>,
+    stream: &mut fl_hetero_nn::transport::tcp::FramedStream,
+    a: &Matrix<f64>,
+    rng: &mut ChaCha20Rng,
+) -> Matrix<BigInt> {
+    use fl_hetero_nn::transport::tcp::next_host_event;
+    host.start_round(Purpose::Train, a, &ids(a.rows()), rng)
+        .unwrap();
+    assert!(matches!(
+        next_host_event(host, stream, rng).unwrap(),
+        HostEvent::ForwardServed { .. }
+    ));
+    let HostEvent::InputGradient { exact, .. } = next_host_event(host, stream, rng).unwrap() else {
+        panic!("expected the input gradient")
+    };
+    exact
+}
