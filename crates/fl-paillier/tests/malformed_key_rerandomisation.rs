@@ -292,44 +292,6 @@ fn encode(roots: &[BigUint], width: usize) -> Vec<u8> {
     out
 }
 
-/// The challenges the verifier will use, re-derived through the public behaviour only:
-/// a proof of all-ones roots is rejected, and the challenge values are recomputed here as
-/// the crate documents them (SHA-256 counter mode, rejection sampling).
-fn documented_challenges(n: &BigUint, context: &[u8]) -> Vec<BigUint> {
-    use sha2::{Digest, Sha256};
-    let tag: &[u8] = b"fl-paillier/key-correctness-proof/v1: n-th roots, gcd(n, phi(n)) = 1";
-    let nb = n.to_bytes_be();
-    let len = nb.len();
-    let excess = 8 * len as u64 - n.bits();
-    (0..KEY_PROOF_ROUNDS as u32)
-        .map(|i| {
-            for attempt in 0u32.. {
-                let mut bytes = Vec::new();
-                let mut block = 0u32;
-                while bytes.len() < len {
-                    let mut h = Sha256::new();
-                    for f in [tag, &nb[..], context] {
-                        h.update((f.len() as u64).to_be_bytes());
-                        h.update(f);
-                    }
-                    h.update(i.to_be_bytes());
-                    h.update(attempt.to_be_bytes());
-                    h.update(block.to_be_bytes());
-                    bytes.extend_from_slice(&h.finalize());
-                    block += 1;
-                }
-                bytes.truncate(len);
-                bytes[0] &= 0xffu8 >> excess;
-                let c = BigUint::from_bytes_be(&bytes);
-                if !c.is_zero() && &c < n && c.gcd(n).is_one() {
-                    return c;
-                }
-            }
-            unreachable!()
-        })
-        .collect()
-}
-
 #[test]
 fn the_key_correctness_proof_rejects_the_malformed_modulus() {
     let mut rng = ChaCha20Rng::seed_from_u64(2024);
@@ -340,7 +302,7 @@ fn the_key_correctness_proof_rejects_the_malformed_modulus() {
     let contexts = 16;
     for ctx in 0..contexts {
         let context = format!("session {ctx}");
-        let rhos = documented_challenges(&n, context.as_bytes());
+        let rhos = common::key_proof_challenges(&n, context.as_bytes());
         let (roots, residues) = cheating_proof(&p, q1, q2, &n, &rhos);
         challenges_with_roots += residues;
         // The roots the prover computed are right wherever a root exists…
@@ -386,7 +348,7 @@ fn control_the_cheating_prover_is_a_real_prover_and_the_challenges_are_the_verif
         let m = num_bigint::BigInt::from(phi);
         ((e.x % &m + &m) % &m).to_biguint().unwrap()
     };
-    let roots: Vec<BigUint> = documented_challenges(ek.n(), b"c")
+    let roots: Vec<BigUint> = common::key_proof_challenges(ek.n(), b"c")
         .iter()
         .map(|r| r.modpow(&d, ek.n()))
         .collect();
