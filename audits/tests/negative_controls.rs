@@ -31,9 +31,25 @@ fn variant(s: &Suite, factor: f64) -> Suite {
 fn options(samples: u64) -> RunOptions {
     RunOptions {
         samples: Some(samples),
-        seed: 99,
+        ..seeded(99)
+    }
+}
+
+/// Default options (planned sample sizes) with the given seed.
+fn seeded(seed: u64) -> RunOptions {
+    RunOptions {
+        seed,
         ..RunOptions::default()
     }
+}
+
+/// The built-in suite called `name`.
+fn builtin(name: &str) -> Suite {
+    suite::builtin()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap()
 }
 
 #[test]
@@ -67,11 +83,7 @@ fn a_leakier_sampler_is_a_certified_epsilon_violation() {
         "frequency-oue",
         "exponential",
     ] {
-        let s = suite::builtin()
-            .unwrap()
-            .into_iter()
-            .find(|s| s.name == name)
-            .unwrap();
+        let s = builtin(name);
         let bad = engine::run(&[variant(&s, 2.0)], &options(200_000)).unwrap();
         assert!(
             bad.epsilon.iter().any(|e| e.lower_bound > e.claimed),
@@ -99,16 +111,7 @@ fn planned_sizes_detect_a_one_percent_error_in_a_flip_probability() {
         )
         .unwrap()
     };
-    let run = |s: Suite| {
-        engine::run(
-            &[s],
-            &RunOptions {
-                seed: 11,
-                ..RunOptions::default()
-            },
-        )
-        .unwrap()
-    };
+    let run = |s: Suite| engine::run(&[s], &seeded(11)).unwrap();
     // Binary RR at ε = 1: flip q = 1/(1 + e^ε); the sampler's ε' gives q' = (1 ± 1 %)·q.
     let q = 1.0 / (1.0 + 1f64.exp());
     assert!(run(suite("rr-binary", r#"{"eps": 1}"#, None)).passed());
@@ -132,11 +135,7 @@ fn planned_sizes_detect_a_one_percent_error_in_a_flip_probability() {
 /// `eps` is the selection's, covered by the test above).
 #[test]
 fn signds_client_rejects_a_miscalibrated_magrr() {
-    let s = suite::builtin()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.name == "signds-client")
-        .unwrap();
+    let s = builtin("signds-client");
     let with_rr = |factor: f64| {
         let mut v = variant(&s, 1.0);
         let eps_rr = v.params["eps_rr"].as_f64().unwrap();
@@ -166,15 +165,8 @@ fn signds_client_rejects_a_miscalibrated_magrr() {
 /// inputs (and stays below the claim). Fixed seed, the run's family-wise α = 10^-3.
 #[test]
 fn exponential_factor_two_bug_is_a_certified_violation_at_planned_sizes() {
-    let s = suite::builtin()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.name == "exponential")
-        .unwrap();
-    let planned = RunOptions {
-        seed: 99,
-        ..RunOptions::default()
-    };
+    let s = builtin("exponential");
+    let planned = seeded(99);
     for point in s.points() {
         let eps = point["eps"].as_f64().unwrap();
         let mut v = s.clone();
@@ -280,24 +272,13 @@ fn every_serial_suite_rejects_a_sampler_that_repeats_its_previous_output() {
 #[test]
 fn planned_sizes_reject_a_five_percent_repeat() {
     for (name, eps) in [("rr-binary", 3), ("embedding-dp", 5)] {
-        let s = suite::builtin()
-            .unwrap()
-            .into_iter()
-            .find(|s| s.name == name)
-            .unwrap();
+        let s = builtin(name);
         let at = |sampler: Option<serde_json::Value>| {
             let mut v = s.clone();
             v.grid.clear();
             v.params.insert("eps".into(), json!(eps));
             v.sampler = sampler.map(|o| o.as_object().unwrap().clone().into_iter().collect());
-            let r = engine::run(
-                &[v],
-                &RunOptions {
-                    seed: 21,
-                    ..RunOptions::default()
-                },
-            )
-            .unwrap();
+            let r = engine::run(&[v], &seeded(21)).unwrap();
             assert!(r.suites[0].samples_per_input[0] > 200_000);
             r
         };
@@ -320,11 +301,7 @@ fn planned_sizes_reject_a_five_percent_repeat() {
 /// combinations the pairs saw.
 #[test]
 fn embedding_dp_rejects_a_coin_shared_when_bits_are_equal() {
-    let s = suite::builtin()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.name == "embedding-dp")
-        .unwrap();
+    let s = builtin("embedding-dp");
     let good = engine::run(&[variant(&s, 1.0)], &options(200_000)).unwrap();
     assert!(good.passed());
     let note = &good.suites[0].notes;
@@ -403,11 +380,7 @@ fn olh_with_reported_hashes_passes_and_its_miscalibration_fails() {
 #[test]
 fn repeats_at_lags_two_to_eight_fail_the_serial_test_at_their_lag() {
     for name in ["rr-kary", "exponential", "signds-selection"] {
-        let s = suite::builtin()
-            .unwrap()
-            .into_iter()
-            .find(|s| s.name == name)
-            .unwrap();
+        let s = builtin(name);
         for lag in [2u64, 5, 8] {
             let bad = engine::run(
                 &[defective(&s, json!({"repeat": 0.05, "repeat_lag": lag}))],
@@ -508,15 +481,8 @@ fn a_magrr_flip_three_percent_low_fails_at_the_planned_size() {
 /// while the correct sampler passes.
 #[test]
 fn a_discrete_gaussian_with_sigma_four_percent_off_fails_at_the_default_size() {
-    let s = suite::builtin()
-        .unwrap()
-        .into_iter()
-        .find(|s| s.name == "discrete-gaussian")
-        .unwrap();
-    let default = RunOptions {
-        seed: 99,
-        ..RunOptions::default()
-    };
+    let s = builtin("discrete-gaussian");
+    let default = seeded(99);
     let good = engine::run(std::slice::from_ref(&s), &default).unwrap();
     assert!(good.passed());
     assert_eq!(good.suites[0].samples_per_input[0], 300_000);

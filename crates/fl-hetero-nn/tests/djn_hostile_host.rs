@@ -16,6 +16,8 @@
 // Test code: a failed unwrap (or an unexpected message) is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use fl_hetero_nn::{Encryption, Guest, Host, Matrix, Message, Paillier, Profile, ProtocolConfig};
 use fl_hetero_nn::{Error, Purpose};
 use fl_paillier::{BigUint, DecryptionKey, DjnEncryptor, DjnPublic, keygen};
@@ -31,11 +33,6 @@ fn config() -> ProtocolConfig {
     c.min_key_bits = 1024;
     c.encryption = Encryption::Djn;
     c
-}
-
-fn primes(dk: &DecryptionKey) -> (BigUint, BigUint) {
-    let (p, q) = dk.expose_primes();
-    (BigUint::from_bytes_be(&p), BigUint::from_bytes_be(&q))
 }
 
 /// A prime factor r of s − 1 with 4096 < r ≤ 2^20, if there is one.
@@ -69,7 +66,7 @@ fn medium_factor(s: &BigUint) -> Option<u32> {
 fn key_with_medium_factor() -> (DecryptionKey, BigUint, BigUint, u32) {
     for seed in 0u64.. {
         let dk = keygen(1024, &mut ChaCha20Rng::seed_from_u64(seed)).unwrap();
-        let (p, q) = primes(&dk);
+        let (p, q) = common::primes(&dk);
         if let Some(r) = medium_factor(&p) {
             return (dk, p, q, r);
         }
@@ -103,7 +100,7 @@ fn host_messages(dk: &DecryptionKey, base: &BigUint) -> (Message, Message) {
     let share = Matrix::from_vec(2, 2, vec![0.1, -0.2, 0.3, 0.05]).unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     let mut host =
-        Host::<Paillier>::new(config(), dk.clone_for_test(), Some(&share), &mut rng).unwrap();
+        Host::<Paillier>::new(config(), common::copy_key(dk), Some(&share), &mut rng).unwrap();
     let hello = host.poll_message().unwrap();
     assert!(matches!(hello, Message::Hello(_)));
     let a = Matrix::from_vec(3, 2, vec![0.5, 1.0, 1.5, 0.25, 0.0, 2.0]).unwrap();
@@ -124,18 +121,6 @@ fn host_messages(dk: &DecryptionKey, base: &BigUint) -> (Message, Message) {
         slot.copy_from_slice(&c2);
     }
     (hello, act)
-}
-
-/// A copy of a decryption key (the host takes ownership of its key).
-trait CloneForTest {
-    fn clone_for_test(&self) -> Self;
-}
-
-impl CloneForTest for DecryptionKey {
-    fn clone_for_test(&self) -> Self {
-        let (p, q) = primes(self);
-        Self::from_primes(&p, &q).unwrap()
-    }
 }
 
 /// A guest session (guest randomness from `seed`) fed the host's messages: its masked

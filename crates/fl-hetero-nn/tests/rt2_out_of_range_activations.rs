@@ -23,6 +23,8 @@
 //! ε_B has κ = 40 bits of slack above |a_A·W̃|).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use fl_hetero_nn::{Guest, Host, Matrix, Message, Paillier, Profile, ProtocolConfig, Purpose};
 use fl_paillier::{DecryptionKey, keygen};
 use num_bigint::BigInt;
@@ -45,15 +47,6 @@ fn config(packing: bool) -> ProtocolConfig {
     c
 }
 
-fn clone_key(dk: &DecryptionKey) -> DecryptionKey {
-    let (p, q) = dk.expose_primes();
-    DecryptionKey::from_primes(
-        &num_bigint::BigUint::from_bytes_be(&p),
-        &num_bigint::BigUint::from_bytes_be(&q),
-    )
-    .unwrap()
-}
-
 /// The host's hello and one prediction round's Activations; with `forge = Some(i*)` the
 /// host replaces every ciphertext by an encryption of 2^K (feature i*) or 0 (others).
 fn host_messages(
@@ -66,8 +59,13 @@ fn host_messages(
         0.05 * (i as f64) - 0.03 * (j as f64)
     });
     let mut rng = ChaCha20Rng::seed_from_u64(7);
-    let mut host =
-        Host::<Paillier>::new(config(packing), clone_key(dk), Some(&share), &mut rng).unwrap();
+    let mut host = Host::<Paillier>::new(
+        config(packing),
+        common::copy_key(dk),
+        Some(&share),
+        &mut rng,
+    )
+    .unwrap();
     let hello = host.poll_message().unwrap();
     let a = Matrix::from_fn(rows, HOST_DIM, |r, c| {
         0.25 * (r as f64) - 0.5 * (c as f64) + 0.125
@@ -185,7 +183,8 @@ fn a_forged_first_training_step_gives_the_host_w0_and_the_guests_error_undetecte
     let cfg = config(false);
     let share = Matrix::from_fn(HOST_DIM, OUT_DIM, |_, _| 0.0);
     let mut rng = ChaCha20Rng::seed_from_u64(8);
-    let mut host = Host::<Paillier>::new(cfg, clone_key(&dk), Some(&share), &mut rng).unwrap();
+    let mut host =
+        Host::<Paillier>::new(cfg, common::copy_key(&dk), Some(&share), &mut rng).unwrap();
     let hello = host.poll_message().unwrap();
     let a = Matrix::from_fn(ROWS, HOST_DIM, |r, c| 0.1 * (r as f64) - 0.2 * (c as f64));
     let ids: Vec<u64> = (0..ROWS as u64).collect();
@@ -244,16 +243,16 @@ fn a_forged_first_training_step_gives_the_host_w0_and_the_guests_error_undetecte
     }
     assert_eq!(w_hat, w_true, "W̃₀ read exactly off message 2");
     // Message 3 as an honest host with zero activations and acc₀ = 0 would send it.
-    let bits = |m: &Matrix<BigInt>| m.as_slice().iter().map(|v| v.bits()).max().unwrap_or(0);
-    let w3 = IntegerMatrix::width_for_bits(bits(&reply3) as u32 + 1);
+    // A reply of round 0 in the narrowest integer width that holds every entry.
+    let round0 = |m: &Matrix<BigInt>| {
+        let bits = m.as_slice().iter().map(|v| v.bits()).max().unwrap_or(0);
+        RoundIntegers {
+            round: 0,
+            data: IntegerMatrix::new(m, IntegerMatrix::width_for_bits(bits as u32 + 1)).unwrap(),
+        }
+    };
     guest
-        .handle_message(
-            Message::ForwardReply(RoundIntegers {
-                round: 0,
-                data: IntegerMatrix::new(&reply3, w3).unwrap(),
-            }),
-            &mut grng,
-        )
+        .handle_message(Message::ForwardReply(round0(&reply3)), &mut grng)
         .expect("the guest accepts the forged step's forward reply");
     let delta = Matrix::from_fn(ROWS, OUT_DIM, |r, j| {
         0.3 - 0.11 * (r as f64) + 0.07 * (j as f64)
@@ -284,15 +283,8 @@ fn a_forged_first_training_step_gives_the_host_w0_and_the_guests_error_undetecte
         "Dη rows read exactly off message 4"
     );
     // Message 5 = noise_w (+ ε_A = 0): in bounds, the guest carries on.
-    let w5 = IntegerMatrix::width_for_bits(bits(&reply5) as u32 + 1);
     guest
-        .handle_message(
-            Message::GradientReply(RoundIntegers {
-                round: 0,
-                data: IntegerMatrix::new(&reply5, w5).unwrap(),
-            }),
-            &mut grng,
-        )
+        .handle_message(Message::GradientReply(round0(&reply5)), &mut grng)
         .expect("the guest accepts the forged step's gradient reply");
     assert!(!guest.is_closed());
 }

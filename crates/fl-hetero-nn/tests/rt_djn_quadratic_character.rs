@@ -25,6 +25,8 @@
 //! p): exact on the control, a coin flip on the guest.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use fl_hetero_nn::Purpose;
 use fl_hetero_nn::{Encryption, Guest, Host, Matrix, Message, Paillier, Profile, ProtocolConfig};
 use fl_paillier::{BigUint, Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, keygen};
@@ -70,26 +72,16 @@ fn jacobi(a: &BigUint, n: &BigUint) -> i8 {
     if n.is_one() { t } else { 0 }
 }
 
-fn primes(dk: &DecryptionKey) -> (BigUint, BigUint) {
-    let (p, q) = dk.expose_primes();
-    (BigUint::from_bytes_be(&p), BigUint::from_bytes_be(&q))
-}
-
 /// A 1024-bit key with p ≡ q (mod 4), i.e. (−1 | n) = +1 (about half of keygen's keys).
 fn key_with_p_q_congruent_mod_4() -> DecryptionKey {
     for seed in 100u64.. {
         let dk = keygen(1024, &mut ChaCha20Rng::seed_from_u64(seed)).unwrap();
-        let (p, q) = primes(&dk);
+        let (p, q) = common::primes(&dk);
         if (&p % 4u8) == (&q % 4u8) {
             return dk;
         }
     }
     unreachable!()
-}
-
-fn clone_key(dk: &DecryptionKey) -> DecryptionKey {
-    let (p, q) = primes(dk);
-    DecryptionKey::from_primes(&p, &q).unwrap()
 }
 
 /// The significance level of the binomial tests.
@@ -110,8 +102,13 @@ fn host_messages(
         0.05 * (i as f64) - 0.03 * (j as f64)
     });
     let mut rng = ChaCha20Rng::seed_from_u64(7);
-    let mut host =
-        Host::<Paillier>::new(config(encryption), clone_key(dk), Some(&share), &mut rng).unwrap();
+    let mut host = Host::<Paillier>::new(
+        config(encryption),
+        common::copy_key(dk),
+        Some(&share),
+        &mut rng,
+    )
+    .unwrap();
     let Some(hello) = host.poll_message() else {
         panic!("expected the hello")
     };
@@ -309,11 +306,11 @@ fn the_key_owners_legendre_symbol_mod_p_reads_nothing_either() {
     let (dk, p) = (100u64..)
         .find_map(|seed| {
             let dk = keygen(1024, &mut ChaCha20Rng::seed_from_u64(seed)).unwrap();
-            let (p, q) = primes(&dk);
+            let (p, q) = common::primes(&dk);
             [p, q]
                 .into_iter()
                 .find(|x| (x % 4u8) == BigUint::one())
-                .map(|x| (clone_key(&dk), x))
+                .map(|x| (common::copy_key(&dk), x))
         })
         .unwrap();
     attack_with(&dk, &|c: &BigUint| jacobi(&(c % &p), &p), "Legendre mod p");

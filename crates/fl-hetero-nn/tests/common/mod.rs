@@ -206,6 +206,23 @@ pub(crate) fn check_against_reference<S: HomomorphicScheme>(
     }
 }
 
+/// A key's primes as integers (tests only: they are the secret).
+pub(crate) fn primes(
+    dk: &fl_paillier::DecryptionKey,
+) -> (num_bigint::BigUint, num_bigint::BigUint) {
+    let (p, q) = dk.expose_primes();
+    (
+        num_bigint::BigUint::from_bytes_be(&p),
+        num_bigint::BigUint::from_bytes_be(&q),
+    )
+}
+
+/// A copy of a decryption key (the host takes ownership of its key; keys are not `Clone`).
+pub(crate) fn copy_key(dk: &fl_paillier::DecryptionKey) -> fl_paillier::DecryptionKey {
+    let (p, q) = primes(dk);
+    fl_paillier::DecryptionKey::from_primes(&p, &q).unwrap()
+}
+
 /// Fixed test key pairs (generated once with fl_paillier::keygen from ChaCha20 seeds 1024
 /// and 2048), so that the tests do not spend their time on prime generation.
 pub(crate) fn test_key(bits: u32) -> fl_paillier::DecryptionKey {
