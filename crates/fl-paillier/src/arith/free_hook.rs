@@ -35,13 +35,16 @@ impl FreeHookAllocator {
     }
 }
 
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so
-// `System`'s guarantees hold; `dealloc` only reads (through the hook) and then zeroes the
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged (`alloc`
+// as `alloc_zeroed`, which has the same contract), so `System`'s guarantees hold; `dealloc` only reads (through the hook) and then zeroes the
 // block while it is still allocated, before freeing it.
 unsafe impl GlobalAlloc for FreeHookAllocator {
+    /// Every block is handed out zeroed, so that all of its bytes are initialised when
+    /// `dealloc` shows them to the hook (a `Vec`'s spare capacity included).
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract; forwarded as is.
-        unsafe { System.alloc(layout) }
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which is
+        // `alloc_zeroed`'s; forwarded as is.
+        unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -52,9 +55,10 @@ unsafe impl GlobalAlloc for FreeHookAllocator {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         {
             // SAFETY: `ptr` is a live block of `layout.size()` bytes owned by the caller,
-            // which is giving it up; nothing else reads or writes it meanwhile. Bytes the
-            // program never wrote (a `Vec`'s spare capacity) are read too: that is what a
-            // scan of freed memory must do, and the hook only compares them.
+            // which is giving it up; nothing else reads or writes it meanwhile. Every byte
+            // is initialised: this allocator hands out only zeroed blocks (`alloc`,
+            // `alloc_zeroed`, and `realloc`, whose default allocates through `alloc`), so
+            // bytes the program never wrote (a `Vec`'s spare capacity) read as 0.
             let block = unsafe { core::slice::from_raw_parts_mut(ptr, layout.size()) };
             (self.hook)(block);
             // Scrub every block before the system allocator gets it back: a later
