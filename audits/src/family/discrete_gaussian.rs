@@ -30,7 +30,8 @@ const MAX_SIGMA: f64 = 1_099_511_627_776.0; // 2^40
 const MAX_SHIFT: i64 = 1 << 50;
 /// Half-width of the chi-square's singleton bins, in units of σ.
 const CHI_SQUARE_SIGMAS: f64 = 4.0;
-/// Most singleton bins of the chi-square (a larger σ bins by σ/8-wide runs).
+/// Most bins of the chi-square within 4σ (a larger σ bins runs of ⌈8σ/512⌉ = ⌈σ/64⌉
+/// integers).
 const MAX_BINS: usize = 512;
 
 /// N_ℤ(μ, σ²) at the audit's shifts μ.
@@ -166,7 +167,7 @@ impl Family for DiscreteGaussian {
 
 impl DiscreteGaussian {
     /// The chi-square's edges around the shift: half-integers between the singleton
-    /// bins of the integers within 4σ (runs of ⌈σ/8⌉ integers for a large σ), the
+    /// bins of the integers within 4σ (runs of ⌈σ/64⌉ integers for σ > 64), the
     /// outermost cells being both tails.
     fn chi_square_edges(&self) -> Vec<f64> {
         let l = (CHI_SQUARE_SIGMAS * self.m.sigma()).ceil().max(2.0);

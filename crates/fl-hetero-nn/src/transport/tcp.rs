@@ -245,13 +245,13 @@ fn prefill_while_waiting<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
     stream: &mut FramedStream,
     rng: &mut R,
 ) -> Result<(), Error> {
-    if !stream.config.prefill_randomizers
-        || guest.randomizers_available() >= guest.randomizers_wanted()
-    {
+    // The target depends only on the last batch size, which waiting does not change.
+    let want = guest.randomizers_wanted();
+    if !stream.config.prefill_randomizers || guest.randomizers_available() >= want {
         return Ok(());
     }
     stream.while_peer_silent(|| {
-        let (have, want) = (guest.randomizers_available(), guest.randomizers_wanted());
+        let have = guest.randomizers_available();
         if have >= want {
             return false;
         }
