@@ -59,9 +59,16 @@ def callback(name, value):
 
 
 def byte_string(name, value):
-    """``value`` as bytes, if it is bytes-like (bytes, bytearray or memoryview; not str)."""
-    if isinstance(value, bytes):
+    """``value`` as bytes, if it is bytes-like (bytes, bytearray or memoryview; not str).
+
+    The bytes are the object's buffer contents, read through ``memoryview`` (a subclass's
+    ``__bytes__`` hook is not consulted); a released memoryview is a TypeError.
+    """
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError("%s must be bytes, got %s" % (name, type(value).__name__))
+    if type(value) is bytes:
         return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise TypeError("%s must be bytes, got %s" % (name, type(value).__name__))
+    try:
+        return memoryview(value).tobytes()
+    except ValueError as e:
+        raise TypeError("%s: %s" % (name, e)) from None

@@ -323,6 +323,12 @@ class PaillierPublicKey:
         verifier trusts to be fresh and specific (a session id, both parties' names, a
         nonce the verifier chose and sent to the key owner).
 
+        The check covers this key object only. Numbers that arrive already attached to a
+        key (unpickled ``EncryptedNumber``/``EncryptedArray``) carry the sender's key, which
+        nobody verified: build received ciphertexts with this key
+        (``EncryptedNumber(public_key, ciphertext, exponent)``) or check
+        ``number.public_key == public_key`` before computing on them.
+
         Runs with the GIL released (8 modular exponentiations by n). Every input is
         public: the check is variable time.
 

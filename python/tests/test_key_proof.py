@@ -230,6 +230,25 @@ def test_arguments_that_are_not_bytes_are_type_errors(keypair, proof, value):
         public_key.verify_key_proof(proof, value)
 
 
+def test_the_bytes_checked_are_the_buffer_not_a_bytes_hook(keypair, proof):
+    # A bytearray subclass whose __bytes__ returns the valid proof while its contents are
+    # four zero bytes: the contents are what is checked (and rejected).
+    class Disguised(bytearray):
+        def __bytes__(self):
+            return proof
+
+    rejected(keypair[0], Disguised(4))
+    # The control: the same subclass holding the proof itself verifies.
+    assert keypair[0].verify_key_proof(Disguised(proof), CONTEXT) is None
+
+
+def test_a_released_memoryview_is_a_type_error(keypair, proof):
+    view = memoryview(bytearray(proof))
+    view.release()
+    with pytest.raises(TypeError, match="proof: .*released"):
+        keypair[0].verify_key_proof(view, CONTEXT)
+
+
 def test_the_error_class():
     assert issubclass(paillier.InvalidKeyProofError, ValueError)
     assert "InvalidKeyProofError" in paillier.__all__
