@@ -37,11 +37,20 @@ pub struct TcpConfig {
     /// the host is waiting; while none is and the pool holds fewer than
     /// [`Guest::randomizers_wanted`] (one step's need for the last batch size; 0 before the
     /// first round and in the FateFaithful profile), it computes one chunk more
-    /// ([`prefill_chunk`]) and checks again. So the pool never exceeds one step's need, and
-    /// a frame that arrives during the filling waits for at most one chunk. Filling does
-    /// not count against [`Self::read_timeout`], which starts with the blocking read. Off,
-    /// the guest computes every randomizer on the critical path when it re-randomises (as
-    /// it does for any shortfall anyway); the results are the same either way. Default: on.
+    /// ([`prefill_chunk`]) and checks again. So the pool never exceeds one step's need for
+    /// the largest batch seen in the session (it is not trimmed when batches shrink; the
+    /// guest's own `max_batch_rows` and dimensions bound it), and a frame that arrives
+    /// during the filling waits for at most one chunk. Filling does not count against
+    /// [`Self::read_timeout`], which starts with the blocking read. Off, the guest computes
+    /// every randomizer on the critical path when it re-randomises (as it does for any
+    /// shortfall anyway). Decrypted results are the same either way **only when the
+    /// guest's randomness feeds nothing but the randomizers** (no label defence, no
+    /// gradient perturbation): the filling draws from the rng passed to
+    /// [`next_guest_event`], which also draws the guest's masks and DP noise, so with a
+    /// defence on, how much the filling drew before each frame — which depends on when the
+    /// host's frames arrive — shifts the noise, and a seeded run is not reproducible. The
+    /// noise stays fresh and the privacy guarantee is unchanged. Turn the prefill off for
+    /// seeded, reproducible runs with a defence. Default: on.
     pub prefill_randomizers: bool,
 }
 
