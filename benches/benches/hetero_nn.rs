@@ -176,9 +176,7 @@ fn time_one(s: &Setup, v: &Variant) -> Option<(f64, f64)> {
     let need = p.guest.randomizers_per_step(s.n).ok()?;
     let cpu_pre0 = cpu_seconds().unwrap_or(0.0);
     let t = Instant::now();
-    p.guest
-        .precompute_randomizers(need, &mut p.guest_rng)
-        .ok()?;
+    p.guest.precompute_randomizers(need).ok()?;
     let pre_secs = t.elapsed().as_secs_f64();
     let pre_cpu = cpu_seconds().unwrap_or(0.0) - cpu_pre0;
     let before = p.stats;

@@ -3,7 +3,14 @@
 use std::collections::VecDeque;
 
 use num_bigint::BigInt;
-use rand::CryptoRng;
+use rand::rngs::ChaCha20Rng;
+use rand::{CryptoRng, SeedableRng};
+use zeroize::Zeroize;
+
+// The guest's randomizer stream wipes its state on drop (chacha20's `zeroize` feature,
+// enabled through this crate's manifest): checked at compile time.
+const _: fn() = assert_zeroize_on_drop::<ChaCha20Rng>;
+fn assert_zeroize_on_drop<T: zeroize::ZeroizeOnDrop>() {}
 
 use super::ops::{CtMatrix, forward_product, gradient_product, input_gradient_product};
 use super::{RoundLayouts, Session, check_round};
@@ -128,6 +135,13 @@ pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
     /// would hide nothing from it (tests/rt_djn_quadratic_character.rs,
     /// tests/rt_djn_short_gamma.rs).
     randomizers: Option<S::RandomizerPool>,
+    /// The generator of every randomizer the pool holds (precomputed or on demand), seeded
+    /// once from the caller's rng at the host's hello. Its own stream, so that how many
+    /// randomizers were precomputed, and when (a transport fills the pool while it waits,
+    /// depending on the host's timing), changes neither the caller's rng stream (masks, DP
+    /// noise) nor which randomizer each returned ciphertext gets: a seeded run is
+    /// reproducible with or without precomputation. Wiped on drop (chacha20's `zeroize`).
+    randomizer_rng: Option<ChaCha20Rng>,
     /// Rows of the last Activations handled (the size [`Guest::randomizers_wanted`] plans
     /// the next step for).
     last_batch_rows: Option<usize>,
@@ -240,6 +254,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             config,
             ek: None,
             randomizers: None,
+            randomizer_rng: None,
             last_batch_rows: None,
             randomizers_used: 0,
             randomizers_computed_on_demand: 0,
@@ -333,11 +348,6 @@ impl<S: HomomorphicScheme> Guest<S> {
         self.ek.as_ref().ok_or(Error::SessionClosed)
     }
 
-    /// The pool this guest re-randomises from (hardened profile).
-    fn randomizers(&mut self) -> Result<&mut S::RandomizerPool, Error> {
-        self.randomizers.as_mut().ok_or(Error::SessionClosed)
-    }
-
     /// How many ciphertexts the guest re-randomises in one training step over a batch of
     /// `batch_rows` rows (the masked forward, the masked gradient and the input
     /// gradient; a prediction round needs only the first), or 0 in the FateFaithful
@@ -380,20 +390,27 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// the guest later returns costs one multiplication. Call it while the guest waits
     /// (e.g. for the host's next Activations), with [`Guest::randomizers_per_step`] as a
     /// guide; the guest tops the pool up itself when it runs short, so skipping this only
-    /// moves the work onto the critical path.
+    /// moves the work onto the critical path. The randomizers come from the guest's own
+    /// stream, seeded at the host's hello, in the same order whether precomputed or drawn
+    /// on demand: precomputing changes no result and draws nothing from the caller's rng.
     ///
     /// # Errors
     /// [`Error::SessionClosed`] before the host's hello or after the session closed.
-    pub fn precompute_randomizers<R: CryptoRng + ?Sized>(
-        &mut self,
-        count: usize,
-        rng: &mut R,
-    ) -> Result<(), Error> {
+    pub fn precompute_randomizers(&mut self, count: usize) -> Result<(), Error> {
         if self.is_closed() {
             return Err(Error::SessionClosed);
         }
-        S::randomizer_pool_fill(self.randomizers()?, count, rng);
+        let (pool, rng) = self.randomizer_source()?;
+        S::randomizer_pool_fill(pool, count, rng);
         Ok(())
+    }
+
+    /// The pool and its own generator (see the `randomizer_rng` field).
+    fn randomizer_source(&mut self) -> Result<(&mut S::RandomizerPool, &mut ChaCha20Rng), Error> {
+        match (self.randomizers.as_mut(), self.randomizer_rng.as_mut()) {
+            (Some(pool), Some(rng)) => Ok((pool, rng)),
+            _ => Err(Error::SessionClosed),
+        }
     }
 
     /// The number of precomputed randomizers not yet used.
@@ -432,14 +449,11 @@ impl<S: HomomorphicScheme> Guest<S> {
 
     /// Re-randomises a ciphertext matrix the guest returns to the host from its pool,
     /// counting the ciphertexts the pool could not serve from precomputed randomizers.
-    fn rerandomize_outgoing<R: CryptoRng + ?Sized>(
-        &mut self,
-        z: &mut CtMatrix<S>,
-        rng: &mut R,
-    ) -> Result<(), Error> {
+    fn rerandomize_outgoing(&mut self, z: &mut CtMatrix<S>) -> Result<(), Error> {
         let needed = z.cts.as_slice().len();
         let short = needed.saturating_sub(self.randomizers_available());
-        z.rerandomize(self.randomizers()?, rng)?;
+        let (pool, rng) = self.randomizer_source()?;
+        z.rerandomize(pool, rng)?;
         self.randomizers_used += needed as u64;
         self.randomizers_computed_on_demand += short as u64;
         Ok(())
@@ -504,7 +518,7 @@ impl<S: HomomorphicScheme> Guest<S> {
                 Message::GradientReply(r),
             ) => self.on_gradient_reply(n, noise_w, d, d_eta, r),
             (State::AwaitAcc { n, d, d_eta, g_hat }, Message::EncryptedAcc(c)) => {
-                self.on_encrypted_acc(n, d, d_eta, g_hat, c, rng)
+                self.on_encrypted_acc(n, d, d_eta, g_hat, c)
             }
             (state, msg) => Err(Error::UnexpectedMessage {
                 expected: state.name(),
@@ -513,7 +527,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         }
     }
 
-    fn on_hello<R: CryptoRng + ?Sized>(&mut self, h: Hello, _rng: &mut R) -> Result<(), Error> {
+    fn on_hello<R: CryptoRng + ?Sized>(&mut self, h: Hello, rng: &mut R) -> Result<(), Error> {
         let mine = &self.config;
         let theirs = &h.config;
         let fields: [(&'static str, bool); 16] = [
@@ -576,6 +590,10 @@ impl<S: HomomorphicScheme> Guest<S> {
         // randomizer on a group the key owner chose hides nothing from the key owner
         // (the crate README, "Re-randomisation").
         self.randomizers = Some(S::randomizer_pool_new(&ek));
+        let mut seed = <ChaCha20Rng as SeedableRng>::Seed::default();
+        rng.fill_bytes(&mut seed);
+        self.randomizer_rng = Some(ChaCha20Rng::from_seed(seed));
+        seed.zeroize();
         self.ek = Some(ek);
         self.events.push_back(GuestEvent::SessionEstablished);
         self.state = State::Idle;
@@ -642,7 +660,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         )?;
         z.add_plain(&ek, &plain)?;
         if rerandomize && self.config.profile == Profile::Hardened {
-            self.rerandomize_outgoing(&mut z, rng)?;
+            self.rerandomize_outgoing(&mut z)?;
         }
         Ok((z, eps_b))
     }
@@ -812,7 +830,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         let mut g = gradient_product(&ek, &a_cols, &d_eta, self.bounds.d, secret)?;
         g.add_plain(&ek, &noise_w)?;
         if self.config.profile == Profile::Hardened {
-            self.rerandomize_outgoing(&mut g, rng)?;
+            self.rerandomize_outgoing(&mut g)?;
         }
         self.outbox
             .push_back(Message::MaskedGradient(RoundCiphertexts {
@@ -850,14 +868,13 @@ impl<S: HomomorphicScheme> Guest<S> {
         Ok(())
     }
 
-    fn on_encrypted_acc<R: CryptoRng + ?Sized>(
+    fn on_encrypted_acc(
         &mut self,
         n: usize,
         d: SecretMatrix,
         d_eta: SecretMatrix,
         g_hat: SecretMatrix,
         c: RoundCiphertexts,
-        rng: &mut R,
     ) -> Result<(), Error> {
         check_round(self.round, c.round)?;
         let ek = self.ek()?.clone();
@@ -870,7 +887,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         let secret = self.config.profile == Profile::Hardened;
         let mut da = input_gradient_product(&ek, &w, &d.expose(), self.bounds.d, secret)?;
         if self.config.profile == Profile::Hardened {
-            self.rerandomize_outgoing(&mut da, rng)?;
+            self.rerandomize_outgoing(&mut da)?;
         }
         debug_assert_eq!(
             da.layout,

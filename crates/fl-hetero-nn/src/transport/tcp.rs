@@ -43,14 +43,11 @@ pub struct TcpConfig {
     /// during the filling waits for at most one chunk. Filling does not count against
     /// [`Self::read_timeout`], which starts with the blocking read. Off, the guest computes
     /// every randomizer on the critical path when it re-randomises (as it does for any
-    /// shortfall anyway). Decrypted results are the same either way **only when the
-    /// guest's randomness feeds nothing but the randomizers** (no label defence, no
-    /// gradient perturbation): the filling draws from the rng passed to
-    /// [`next_guest_event`], which also draws the guest's masks and DP noise, so with a
-    /// defence on, how much the filling drew before each frame — which depends on when the
-    /// host's frames arrive — shifts the noise, and a seeded run is not reproducible. The
-    /// noise stays fresh and the privacy guarantee is unchanged. Turn the prefill off for
-    /// seeded, reproducible runs with a defence. Default: on.
+    /// shortfall anyway). The results are the same either way, and a seeded run is
+    /// reproducible whatever the host's timing: the guest draws its randomizers from its
+    /// own stream (seeded once at the host's hello), in the same order whether they are
+    /// precomputed or not, and the rng passed to [`next_guest_event`] (masks, DP noise) is
+    /// not touched by the filling. Default: on.
     pub prefill_randomizers: bool,
 }
 
@@ -249,10 +246,9 @@ pub fn prefill_chunk() -> usize {
 
 /// Fills the guest's pool towards [`Guest::randomizers_wanted`] while no frame from the host
 /// is waiting ([`TcpConfig::prefill_randomizers`]).
-fn prefill_while_waiting<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
+fn prefill_while_waiting<S: HomomorphicScheme>(
     guest: &mut Guest<S>,
     stream: &mut FramedStream,
-    rng: &mut R,
 ) -> Result<(), Error> {
     // The target depends only on the last batch size, which waiting does not change.
     let want = guest.randomizers_wanted();
@@ -266,7 +262,7 @@ fn prefill_while_waiting<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
         }
         // Stop if the pool did not grow (a scheme without a pool), rather than spin.
         guest
-            .precompute_randomizers(prefill_chunk().min(want - have), rng)
+            .precompute_randomizers(prefill_chunk().min(want - have))
             .is_ok()
             && guest.randomizers_available() > have
     })
@@ -285,7 +281,7 @@ pub fn next_guest_event<S: HomomorphicScheme, R: CryptoRng + ?Sized>(
         if let Some(e) = guest.poll_event() {
             return Ok(e);
         }
-        prefill_while_waiting(guest, stream, rng)?;
+        prefill_while_waiting(guest, stream)?;
         let msg = stream.recv()?;
         if let Err(e) = guest.handle_message(msg, rng) {
             let _ = flush_guest(guest, stream);
