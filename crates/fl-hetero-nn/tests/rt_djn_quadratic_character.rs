@@ -253,10 +253,14 @@ fn attack_with(dk: &DecryptionKey, chi: Character<'_>, what: &str) {
     ];
     for (mode, encryption) in (0u64..).zip(modes) {
         let mut fixed = (0, 0);
-        for i_star in 0..HOST_DIM {
+        for (target, i_star) in (0u64..).zip(0..HOST_DIM) {
             let (hello, act) = host_messages(dk, encryption, Some((i_star, chi)));
             for seed in 0..SESSIONS {
-                let (replies, w) = guest_reply(&hello, &act, encryption, 1000 * (mode + 1) + seed);
+                // A guest seed of its own for every (mode, target, session): replies from
+                // one guest seed share its weights and randomizers, so reusing a seed
+                // across targets would make the binomial test's trials dependent.
+                let guest_seed = 1000 * (mode + 1) + 100 * target + seed;
+                let (replies, w) = guest_reply(&hello, &act, encryption, guest_seed);
                 let (ok, total) = read_out(chi, &replies, &w, i_star);
                 fixed.0 += ok;
                 fixed.1 += total;
