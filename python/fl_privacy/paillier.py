@@ -39,6 +39,10 @@ Deliberate deviations from phe (stricter, never silently different):
   base 16, and phe silently mixes the bases into a wrong value.
 * ``raw_encrypt``'s ``r_value`` must be a unit mod n (phe computes a ciphertext that does
   not decrypt); like phe, the plaintext and r are taken mod n.
+* keys are immutable (``AttributeError`` on assigning ``n``, ``g``, ``nsquare``,
+  ``max_int`` or a private key's ``public_key``), as is an ``EncryptedNumber``'s or
+  ``EncryptedArray``'s ``public_key``: equality, hashing and pickling read them while the
+  cryptography uses the native key, so they must not diverge.
 * pickling an ``EncryptedNumber`` obfuscates it first (phe pickles the raw, possibly
   unobfuscated ciphertext, which can reveal the scalars applied to it).
 * error messages do not include plaintext values.
@@ -168,10 +172,34 @@ def generate_paillier_keypair(private_keyring=None, n_length=DEFAULT_KEYSIZE):
     return public_key, private_key
 
 
-class PaillierPublicKey:
+class _Frozen:
+    """Keys are immutable: their attributes are set once, when the key is made, and every
+    later assignment or deletion raises ``AttributeError``.
+
+    A key's Python attributes (``n``, ``public_key``) decide ``==``, hashing, pickling and the
+    keyring's lookup, while the cryptography uses the native key they were read from; if
+    user code could reassign ``key.n``, an unverified key could compare equal to (and be
+    looked up as) a verified one. Freezing keeps the two the same object's description."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        raise AttributeError(
+            "%s is immutable: %r cannot be assigned (its attributes describe the native key "
+            "the cryptography uses; make a new key instead)" % (type(self).__name__, name))
+
+    def __delattr__(self, name):
+        raise AttributeError("%s is immutable: %r cannot be deleted" % (type(self).__name__, name))
+
+    def _init(self, **attributes):
+        for name, value in attributes.items():
+            object.__setattr__(self, name, value)
+
+
+class PaillierPublicKey(_Frozen):
     """A Paillier public key (g = n + 1), phe's ``PaillierPublicKey``.
 
-    Attributes:
+    Attributes (read-only: assigning any attribute raises ``AttributeError``):
       n (int), g (int) = n + 1, nsquare (int) = n², max_int (int) = n // 3 - 1.
 
     Raises:
@@ -190,11 +218,8 @@ class PaillierPublicKey:
         return key
 
     def _set_native(self, native):
-        self._native = native
-        self.n = native.n
-        self.g = self.n + 1
-        self.nsquare = self.n * self.n
-        self.max_int = native.max_int
+        n = native.n
+        self._init(_native=native, n=n, g=n + 1, nsquare=n * n, max_int=native.max_int)
 
     def __repr__(self):
         return "<PaillierPublicKey {}>".format(hex(hash(self))[2:][:10])
@@ -374,7 +399,7 @@ class _Primes:
         return self._native.primes()[1]
 
 
-class PaillierPrivateKey(_Primes):
+class PaillierPrivateKey(_Primes, _Frozen):
     """A Paillier private key, phe's ``PaillierPrivateKey(public_key, p, q)``.
 
     The key lives in fl-paillier (constant-time CRT decryption, secrets zeroized when the
@@ -395,14 +420,12 @@ class PaillierPrivateKey(_Primes):
             raise ValueError("given public key does not match the given p and q.")
         if p == q:
             raise ValueError("p and q have to be different")
-        self.public_key = public_key
-        self._native = _native.NativePrivateKey.from_primes(p, q)
+        self._init(public_key=public_key, _native=_native.NativePrivateKey.from_primes(p, q))
 
     @classmethod
     def _from_native(cls, public_key, native):
         key = cls.__new__(cls)
-        key.public_key = public_key
-        key._native = native
+        key._init(public_key=public_key, _native=native)
         return key
 
     @staticmethod
@@ -610,16 +633,13 @@ _LEGACY_NO_ENCRYPT = (
 )
 
 
-class LegacyPaillierPublicKey:
+class LegacyPaillierPublicKey(_Frozen):
     """The public half of a :class:`LegacyPaillierPrivateKey`: ``n``, ``g``, ``nsquare`` and
     ``max_int``, for decoding (:class:`EncodedNumber`) only. It cannot encrypt: every
     encryption method raises ``TypeError``."""
 
     def __init__(self, n, max_int):
-        self.n = n
-        self.g = n + 1
-        self.nsquare = n * n
-        self.max_int = max_int
+        self._init(n=n, g=n + 1, nsquare=n * n, max_int=max_int)
 
     def __repr__(self):
         return "<LegacyPaillierPublicKey {} bits, decryption only>".format(self.n.bit_length())
@@ -638,7 +658,7 @@ class LegacyPaillierPublicKey:
     raw_encrypt = encrypt = encrypt_encoded = encrypt_many = _refuse
 
 
-class LegacyPaillierPrivateKey(_Primes):
+class LegacyPaillierPrivateKey(_Primes, _Frozen):
     """An existing private key of 1024 to 2047 bits, imported to **decrypt** data that
     already exists under it, and to move that data to a new key. Insecure by today's
     standards (about 80-bit security at 1024 bits): nothing is ever encrypted under it.
@@ -674,8 +694,7 @@ class LegacyPaillierPrivateKey(_Primes):
             stacklevel=3,
         )
         key = cls.__new__(cls)
-        key._native = native
-        key.public_key = LegacyPaillierPublicKey(native.n, native.max_int)
+        key._init(_native=native, public_key=LegacyPaillierPublicKey(native.n, native.max_int))
         return key
 
     @classmethod
@@ -992,10 +1011,16 @@ class EncryptedNumber:
         if isinstance(ciphertext, bool) or not isinstance(ciphertext, numbers.Integral):
             raise TypeError("ciphertext should be an integer")
         exponent = _exponent(exponent)
-        self.public_key = public_key
+        self._public_key = public_key
         self._c = public_key._native.ciphertext(int(ciphertext))
         self.exponent = exponent
         self._is_obfuscated = False
+
+    @property
+    def public_key(self):
+        """The :class:`PaillierPublicKey` the number is encrypted under (read-only: the
+        ciphertext is bound to that key, and decryption looks the key up by it)."""
+        return self._public_key
 
     @property
     def _EncryptedNumber__is_obfuscated(self):
@@ -1005,7 +1030,7 @@ class EncryptedNumber:
     @classmethod
     def _make(cls, public_key, c, exponent, obfuscated=False):
         number = cls.__new__(cls)
-        number.public_key = public_key
+        number._public_key = public_key
         number._c = c
         number.exponent = exponent
         number._is_obfuscated = obfuscated
@@ -1134,10 +1159,15 @@ class EncryptedArray:
         other = EncryptedArray.from_numbers(list(numbers_))
         self.__dict__.update(other.__dict__)
 
+    @property
+    def public_key(self):
+        """The :class:`PaillierPublicKey` every element is encrypted under (read-only)."""
+        return self._public_key
+
     @classmethod
     def _make(cls, public_key, native, shape, obfuscated=False):
         array = cls.__new__(cls)
-        array.public_key = public_key
+        array._public_key = public_key
         array._native = native
         array.shape = tuple(shape)
         array._is_obfuscated = obfuscated

@@ -92,6 +92,62 @@ def test_obfuscation_is_phes(keypair):
     assert keys == (public_key, private_key) and keys[1].decrypt(restored) == 2.0
 
 
+def _poses_as(impostor, genuine):
+    """Whether ``impostor`` (another modulus) passes for ``genuine`` wherever Python looks a
+    key up: ``==``, hashing (dicts, keyrings) and pickling (which rebuilds from ``.n``)."""
+    return (impostor == genuine and hash(impostor) == hash(genuine)
+            and pickle.loads(pickle.dumps(impostor)) == genuine)
+
+
+def test_keys_are_immutable_so_an_unverified_key_cannot_pose_as_a_verified_one(keypair,
+                                                                               other_keypair):
+    # Red team finding A1: with n a plain attribute, `key.n = verified.n` made an unverified
+    # key compare equal to, hash like and pickle as the verified one, while encryption still
+    # used its own native modulus.
+    public_key, private_key = keypair
+    other_public, other_private = other_keypair
+    x = public_key.encrypt(2.5)
+    batch = public_key.encrypt_many([1.0, 2.0])
+    attributes = {
+        other_public: ["n", "g", "nsquare", "max_int", "_native"],
+        other_private: ["public_key", "_native"],
+        x: ["public_key"],
+        batch: ["public_key"],
+    }
+    for obj, names in attributes.items():
+        for name in names:
+            with pytest.raises(AttributeError):
+                setattr(obj, name, getattr(public_key if obj is other_public else private_key,
+                                           name, public_key))
+            if obj in (other_public, other_private):
+                with pytest.raises(AttributeError, match="immutable"):
+                    delattr(obj, name)
+    with pytest.raises(AttributeError, match="immutable"):
+        other_public.anything_new = 1
+    assert not _poses_as(other_public, public_key)
+    assert other_private.public_key is other_public and x.public_key is public_key
+    keyring = paillier.PaillierPrivateKeyring([private_key])
+    with pytest.raises(KeyError):
+        keyring.decrypt(other_public.encrypt(1.0))
+    assert keyring.decrypt(x) == 2.5 and private_key.decrypt_many(batch).tolist() == [1.0, 2.0]
+
+    # Negative control: the same key with assignment re-enabled (the behaviour before the
+    # fix) is an impostor the checks above catch -- it passes for the verified key while it
+    # still encrypts under its own modulus, which the verified key's owner cannot decrypt.
+    class Mutable(paillier.PaillierPublicKey):
+        __setattr__ = object.__setattr__
+
+    impostor = Mutable._from_native(other_public._native)
+    assert not _poses_as(impostor, public_key)
+    impostor.n = public_key.n
+    assert _poses_as(impostor, public_key)
+    y = impostor.encrypt(1.0)
+    with pytest.raises(ValueError):
+        private_key.decrypt(y)
+    encoding = other_private.raw_decrypt(y.ciphertext())
+    assert paillier.EncodedNumber(other_public, encoding, y.exponent).decode() == 1.0
+
+
 def test_errors_a_phe_user_relies_on(keypair, other_keypair):
     public_key, private_key = keypair
     other_public, other_private = other_keypair

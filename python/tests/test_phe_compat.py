@@ -317,6 +317,11 @@ def test_a_legacy_key_is_decryption_only_and_hard_to_pick_by_accident(phe_legacy
         with pytest.raises(TypeError, match="decryption only"):
             encrypt(1)
     assert not hasattr(legacy, "encrypt") and not hasattr(legacy, "encrypt_many")
+    # Immutable like every key: its n cannot be swapped for another's.
+    for obj, name in [(legacy.public_key, "n"), (legacy.public_key, "max_int"),
+                      (legacy, "public_key"), (legacy, "_native")]:
+        with pytest.raises(AttributeError, match="immutable"):
+            setattr(obj, name, getattr(obj, name))
     with pytest.raises(TypeError, match="from_primes_insecure"):
         paillier.LegacyPaillierPrivateKey(phe_private.p, phe_private.q)
     with pytest.raises(TypeError, match="not pickled"):
