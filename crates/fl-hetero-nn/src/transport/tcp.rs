@@ -1,6 +1,8 @@
 //! TCP transport: each frame is a 4-byte big-endian length followed by the message encoding.
-//! Frames above [`TcpConfig::max_frame_bytes`] are refused before anything is allocated, and
-//! every read and write has a timeout, so a silent or hostile peer cannot hang a party.
+//! Frames above [`TcpConfig::max_frame_bytes`] are refused before anything is allocated (and
+//! a frame's buffer grows with the bytes that arrive, not with the length it announces), and
+//! each whole frame must arrive or leave within its timeout, so a silent, trickling or
+//! hostile peer cannot hang a party.
 //!
 //! While the guest waits for the host's next frame, [`next_guest_event`] fills the guest's
 //! pool of re-randomizers (hardened profile) up to [`Guest::randomizers_wanted`], one chunk
@@ -9,7 +11,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::CryptoRng;
 
@@ -25,9 +27,12 @@ use crate::scheme::HomomorphicScheme;
 pub struct TcpConfig {
     /// Largest accepted frame in bytes.
     pub max_frame_bytes: u32,
-    /// Read timeout per frame read.
+    /// Deadline for receiving one whole frame (its length prefix and body), counted from
+    /// the start of [`FramedStream::recv`]: a peer that sends a byte now and then cannot
+    /// hold the reader longer than this (each socket read waits at most the time left).
     pub read_timeout: Duration,
-    /// Write timeout per frame write.
+    /// Deadline for sending one whole frame, counted from the start of
+    /// [`FramedStream::send`]: a peer that reads slowly cannot hold the writer longer.
     pub write_timeout: Duration,
     /// Most frames received while waiting for one event.
     pub max_messages_per_event: usize,
@@ -92,7 +97,7 @@ impl FramedStream {
         })
     }
 
-    /// Sends one message.
+    /// Sends one message: the whole frame within [`TcpConfig::write_timeout`].
     pub fn send(&mut self, msg: &Message) -> Result<(), Error> {
         let body = msg.encode();
         let len = u32::try_from(body.len())
@@ -102,10 +107,9 @@ impl FramedStream {
                 len: body.len() as u64,
                 max: u64::from(self.config.max_frame_bytes),
             })?;
-        self.stream
-            .write_all(&len.to_be_bytes())
-            .map_err(TransportError::from)?;
-        self.stream.write_all(&body).map_err(TransportError::from)?;
+        let deadline = Instant::now() + self.config.write_timeout;
+        write_all_before(&mut self.stream, &len.to_be_bytes(), deadline)?;
+        write_all_before(&mut self.stream, &body, deadline)?;
         self.stream.flush().map_err(TransportError::from)?;
         let bytes = 4 + body.len() as u64;
         if self.is_host {
@@ -154,12 +158,12 @@ impl FramedStream {
         }
     }
 
-    /// Receives one message (bounded size, with timeout).
+    /// Receives one message: at most [`TcpConfig::max_frame_bytes`], the whole frame within
+    /// [`TcpConfig::read_timeout`].
     pub fn recv(&mut self) -> Result<Message, Error> {
+        let deadline = Instant::now() + self.config.read_timeout;
         let mut len = [0u8; 4];
-        self.stream
-            .read_exact(&mut len)
-            .map_err(TransportError::from)?;
+        read_exact_before(&mut self.stream, &mut len, deadline)?;
         let len = u32::from_be_bytes(len);
         if len > self.config.max_frame_bytes {
             return Err(TransportError::FrameTooLarge {
@@ -168,10 +172,16 @@ impl FramedStream {
             }
             .into());
         }
-        let mut body = vec![0u8; len as usize];
-        self.stream
-            .read_exact(&mut body)
-            .map_err(TransportError::from)?;
+        // The buffer doubles as bytes arrive (from 64 KiB), so a peer that announces a large
+        // frame and sends little makes the reader allocate at most twice what it sent.
+        let len_usize = len as usize;
+        let mut body = Vec::new();
+        while body.len() < len_usize {
+            let start = body.len();
+            let step = (len_usize - start).min(start.max(FIRST_READ_CHUNK));
+            body.resize(start + step, 0);
+            read_exact_before(&mut self.stream, &mut body[start..], deadline)?;
+        }
         let bytes = 4 + u64::from(len);
         if self.is_host {
             self.stats.guest_to_host_messages += 1;
@@ -182,6 +192,56 @@ impl FramedStream {
         }
         Ok(Message::decode(&body)?)
     }
+}
+
+/// The first chunk of a frame's body that [`FramedStream::recv`] allocates.
+const FIRST_READ_CHUNK: usize = 64 << 10;
+
+/// The time left before `deadline`, or [`TransportError::Timeout`] when none is.
+fn time_left(deadline: Instant) -> Result<Duration, TransportError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        Err(TransportError::Timeout)
+    } else {
+        Ok(left)
+    }
+}
+
+/// Fills `buf` from `stream` before `deadline`: each read waits at most the time left.
+fn read_exact_before(
+    stream: &mut TcpStream,
+    mut buf: &mut [u8],
+    deadline: Instant,
+) -> Result<(), TransportError> {
+    while !buf.is_empty() {
+        stream.set_read_timeout(Some(time_left(deadline)?))?;
+        match stream.read(buf) {
+            Ok(0) => return Err(TransportError::Closed),
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` to `stream` before `deadline`: each write waits at most the time
+/// left.
+fn write_all_before(
+    stream: &mut TcpStream,
+    mut buf: &[u8],
+    deadline: Instant,
+) -> Result<(), TransportError> {
+    while !buf.is_empty() {
+        stream.set_write_timeout(Some(time_left(deadline)?))?;
+        match stream.write(buf) {
+            Ok(0) => return Err(TransportError::Closed),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Sends every message the host has queued.
@@ -347,6 +407,104 @@ mod tests {
             s.recv().unwrap_err(),
             Error::Transport(TransportError::Closed)
         );
+    }
+
+    /// Writes `frame` to `peer` one byte every `gap`.
+    fn trickle(mut peer: TcpStream, frame: Vec<u8>, gap: Duration) -> TcpStream {
+        for b in frame {
+            std::thread::sleep(gap);
+            if peer.write_all(&[b]).is_err() {
+                break;
+            }
+        }
+        peer
+    }
+
+    fn frame_of(msg: &Message) -> Vec<u8> {
+        let body = msg.encode();
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        frame
+    }
+
+    #[test]
+    fn a_peer_trickling_bytes_cannot_stretch_a_frame_past_the_read_timeout() {
+        let frame = frame_of(&Message::Abort(7));
+        let gap = Duration::from_millis(150);
+        // Every single read gets a byte well within 300 ms, but the whole frame takes
+        // about len × 150 ms (> 0.9 s): the per-frame deadline ends it.
+        let config = TcpConfig {
+            read_timeout: Duration::from_millis(300),
+            ..TcpConfig::default()
+        };
+        let (mut s, peer) = pair(config);
+        let writer = std::thread::spawn({
+            let frame = frame.clone();
+            move || trickle(peer, frame, gap)
+        });
+        let started = Instant::now();
+        assert_eq!(
+            s.recv().unwrap_err(),
+            Error::Transport(TransportError::Timeout)
+        );
+        assert!(started.elapsed() < Duration::from_millis(300) + gap * 2);
+        drop(s);
+        drop(writer.join().unwrap());
+
+        // Control: the same trickle within a deadline long enough for the whole frame.
+        let config = TcpConfig {
+            read_timeout: Duration::from_secs(30),
+            ..TcpConfig::default()
+        };
+        let (mut s, peer) = pair(config);
+        let writer = std::thread::spawn(move || trickle(peer, frame, gap));
+        assert_eq!(s.recv().unwrap(), Message::Abort(7));
+        drop(writer.join().unwrap());
+    }
+
+    #[test]
+    fn a_slow_reader_cannot_stretch_a_frame_past_the_write_timeout() {
+        // 16 MiB, far more than the socket buffers, to a peer that reads 1 KiB every 10 ms
+        // (about 100 KiB/s: every write makes progress, but the whole takes minutes).
+        let frame = vec![0x5au8; 16 << 20];
+        let (mut s, mut peer) = pair(TcpConfig::default());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                let mut buf = vec![0u8; 1024];
+                let mut total = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                    match peer.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => total += n,
+                    }
+                }
+                total
+            }
+        });
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(500);
+        assert_eq!(
+            write_all_before(&mut s.stream, &frame, deadline).unwrap_err(),
+            TransportError::Timeout
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(reader.join().unwrap() < frame.len());
+        drop(s);
+
+        // Control: a reader that keeps up receives the whole buffer within the deadline.
+        let (mut s, mut peer) = pair(TcpConfig::default());
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            peer.read_to_end(&mut all).map(|_| all.len())
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        write_all_before(&mut s.stream, &frame, deadline).unwrap();
+        drop(s);
+        assert_eq!(reader.join().unwrap().unwrap(), frame.len());
     }
 
     #[test]
