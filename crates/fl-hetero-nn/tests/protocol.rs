@@ -78,6 +78,14 @@ fn the_guest_rerandomises_from_its_pool_one_randomizer_per_returned_ciphertext()
         let init = init(&c, 12);
         let mut pair = make_pair::<Paillier>(c, test_key(1024), &init, 21);
         pair.drive().unwrap();
+        // A batch the guest would refuse (0, above max_batch_rows) is an error, never a
+        // count (nor an overflow panic).
+        for refused in [0, c.max_batch_rows + 1, 1 << 40, usize::MAX / 2, usize::MAX] {
+            assert!(matches!(
+                pair.guest.randomizers_per_step(refused),
+                Err(Error::ApiMisuse(_))
+            ));
+        }
         let rows = 5;
         let need = pair.guest.randomizers_per_step(rows).unwrap();
         assert!(need > 0);

@@ -355,27 +355,41 @@ impl<S: HomomorphicScheme> Guest<S> {
     ///
     /// # Errors
     /// [`Error::SessionClosed`] before the host's hello; [`ApiMisuse::InvalidConfig`] when
-    /// the key cannot hold a round of `batch_rows` rows.
+    /// `batch_rows` is 0 or above the configuration's `max_batch_rows` (batches the guest
+    /// refuses), the key cannot hold a round of `batch_rows` rows, or the count exceeds
+    /// `usize` (possible on 32-bit targets).
     pub fn randomizers_per_step(&self, batch_rows: usize) -> Result<usize, Error> {
+        if batch_rows == 0 || batch_rows > self.config.max_batch_rows {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "batch_rows = {batch_rows}; the guest accepts batches of 1..={} rows \
+                     (max_batch_rows)",
+                    self.config.max_batch_rows
+                ),
+            }
+            .into());
+        }
         if self.config.profile != Profile::Hardened {
             return Ok(0);
         }
         let l = self.layouts(batch_rows)?;
         let (d_a, m) = (self.config.host_dim, self.config.out_dim);
+        // Checked: on a 32-bit target, batch_rows × out_dim can exceed usize.
         let count = |layout: Layout, rows, cols| {
             let (r, c) = layout.ciphertext_shape(rows, cols);
-            r * c
+            r.checked_mul(c)
         };
-        Ok(count(l.forward, batch_rows, m)
-            + count(
+        let total = count(l.forward, batch_rows, m)
+            .zip(count(
                 Layout {
                     axis: Axis::Rows,
                     ..l.gradient
                 },
                 d_a,
                 m,
-            )
-            + count(
+            ))
+            .and_then(|(a, b)| a.checked_add(b))
+            .zip(count(
                 Layout {
                     axis: Axis::Cols,
                     ..l.acc
@@ -383,6 +397,16 @@ impl<S: HomomorphicScheme> Guest<S> {
                 batch_rows,
                 d_a,
             ))
+            .and_then(|(a, b)| a.checked_add(b));
+        total.ok_or_else(|| {
+            ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "one step over {batch_rows} rows needs more re-randomizers than this \
+                     platform's usize can count"
+                ),
+            }
+            .into()
+        })
     }
 
     /// Precomputes `count` fresh encryptions of zero under the host's key (sⁿ mod n², s
