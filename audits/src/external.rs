@@ -307,7 +307,16 @@ mod tests {
             ("read l; echo 'hello'", "malformed"),
             (r#"read l; printf '\377\n'"#, "UTF-8"),
         ] {
-            let mut m = ExternalMechanism::start(&sh(script), t).unwrap();
+            // Only the hanging child needs the short timeout. The others answer (or exit) at
+            // once, but within 0.5 s only if `sh` starts that fast; on a loaded machine a
+            // slower start would turn their error into "timeout". A generous timeout costs
+            // nothing for them (the error comes as soon as they answer).
+            let timeout = if what == "timeout" {
+                t
+            } else {
+                Duration::from_secs(60)
+            };
+            let mut m = ExternalMechanism::start(&sh(script), timeout).unwrap();
             let err = m
                 .request(&Value::from(0), 2, OutputKind::Class(2))
                 .unwrap_err()
