@@ -42,7 +42,9 @@ Deliberate deviations from phe (stricter, never silently different):
 * keys are immutable (``AttributeError`` on assigning ``n``, ``g``, ``nsquare``,
   ``max_int`` or a private key's ``public_key``), as is an ``EncryptedNumber``'s or
   ``EncryptedArray``'s ``public_key``: equality, hashing and pickling read them while the
-  cryptography uses the native key, so they must not diverge.
+  cryptography uses the native key, so they must not diverge. ``__init__`` called again
+  raises ``TypeError``, and unpickling goes only through the constructors (a pickle that
+  carries object state is refused).
 * pickling an ``EncryptedNumber`` obfuscates it first (phe pickles the raw, possibly
   unobfuscated ciphertext, which can reveal the scalars applied to it).
 * error messages do not include plaintext values.
@@ -192,8 +194,17 @@ class _Frozen:
         raise AttributeError("%s is immutable: %r cannot be deleted" % (type(self).__name__, name))
 
     def _init(self, **attributes):
+        if vars(self):
+            # __init__ called again on a built key would re-point it at another key.
+            raise TypeError("%s is immutable: it is already constructed" % type(self).__name__)
         for name, value in attributes.items():
             object.__setattr__(self, name, value)
+
+    def __setstate__(self, state):
+        # pickle's BUILD would write `state` straight into __dict__, past __setattr__: keys
+        # are only ever rebuilt by their constructor (their __reduce__ carries no state).
+        raise TypeError("%s is rebuilt only by its constructor: a pickle with object state "
+                        "is refused" % type(self).__name__)
 
 
 class PaillierPublicKey(_Frozen):
@@ -594,7 +605,18 @@ class PaillierPrivateKeyring(Mapping):
     def __init__(self, private_keys=None):
         if private_keys is None:
             private_keys = []
-        self.__keyring = {k.public_key: k for k in private_keys}
+        self.__keyring = {}
+        for k in private_keys:
+            self.add(k)
+
+    def __reduce__(self):
+        # Rebuilt through add(), which files each key under its own public key: a pickle
+        # cannot file one key under another's public key.
+        return (PaillierPrivateKeyring, (list(self.__keyring.values()),))
+
+    def __setstate__(self, state):
+        raise TypeError("PaillierPrivateKeyring is rebuilt only by its constructor: a pickle "
+                        "with object state is refused")
 
     def __getitem__(self, key):
         return self.__keyring[key]
@@ -651,6 +673,9 @@ class LegacyPaillierPublicKey(_Frozen):
 
     def __hash__(self):
         return hash(("LegacyPaillierPublicKey", self.n))
+
+    def __reduce__(self):
+        return (LegacyPaillierPublicKey, (self.n, self.max_int))
 
     def _refuse(self, *args, **kwargs):
         raise TypeError(_LEGACY_NO_ENCRYPT)
@@ -1011,6 +1036,8 @@ class EncryptedNumber:
         if isinstance(ciphertext, bool) or not isinstance(ciphertext, numbers.Integral):
             raise TypeError("ciphertext should be an integer")
         exponent = _exponent(exponent)
+        if "_c" in vars(self):
+            raise TypeError("EncryptedNumber is already constructed: its key cannot change")
         self._public_key = public_key
         self._c = public_key._native.ciphertext(int(ciphertext))
         self.exponent = exponent
@@ -1021,6 +1048,10 @@ class EncryptedNumber:
         """The :class:`PaillierPublicKey` the number is encrypted under (read-only: the
         ciphertext is bound to that key, and decryption looks the key up by it)."""
         return self._public_key
+
+    def __setstate__(self, state):
+        raise TypeError("EncryptedNumber is rebuilt only by its constructor: a pickle with "
+                        "object state is refused")
 
     @property
     def _EncryptedNumber__is_obfuscated(self):
@@ -1141,6 +1172,8 @@ class EncryptedNumber:
     @classmethod
     def from_json(cls, public_key, data):
         """Parse pheutil's ``{"v", "e"}`` (a JSON string or dict) under ``public_key``."""
+        if not isinstance(public_key, PaillierPublicKey):
+            raise TypeError("public_key should be a PaillierPublicKey")
         if isinstance(data, Mapping):
             data = json.dumps(data)
         c, e = public_key._native.number_from_json(data)
@@ -1156,8 +1189,14 @@ class EncryptedArray:
     """
 
     def __init__(self, numbers_):
+        if "_native" in vars(self):
+            raise TypeError("EncryptedArray is already constructed: its key cannot change")
         other = EncryptedArray.from_numbers(list(numbers_))
         self.__dict__.update(other.__dict__)
+
+    def __setstate__(self, state):
+        raise TypeError("EncryptedArray is rebuilt only by its constructor: a pickle with "
+                        "object state is refused")
 
     @property
     def public_key(self):

@@ -1,5 +1,6 @@
 """The behaviour a phe user relies on, the batch calls, and every error case."""
 
+import io
 import math
 import pickle
 import threading
@@ -146,6 +147,82 @@ def test_keys_are_immutable_so_an_unverified_key_cannot_pose_as_a_verified_one(k
         private_key.decrypt(y)
     encoding = other_private.raw_decrypt(y.ciphertext())
     assert paillier.EncodedNumber(other_public, encoding, y.exponent).decode() == 1.0
+
+
+def _op(value):
+    """One pickle opcode argument (protocol 4, unframed)."""
+    return pickle.dumps(value, protocol=4)[2:-1]
+
+
+def _forged_number_pickle(genuine, impostor, ciphertext):
+    """A pickle whose only globals are those of an honest EncryptedNumber pickle
+    (``_restore_number`` and ``PaillierPublicKey``): it builds ``PaillierPublicKey(impostor.n)``
+    and then BUILDs the genuine key's n, g, nsquare and max_int into it -- pickle's BUILD
+    writes an object's state past ``__setattr__`` unless the class has ``__setstate__``."""
+    w = [b"\x80\x04", _op("fl_privacy.paillier"), _op("_restore_number"), b"\x93",
+         _op("fl_privacy.paillier"), _op("PaillierPublicKey"), b"\x93", _op(impostor.n),
+         b"\x85", b"R", b"}", b"(", _op("n"), _op(genuine.n), _op("g"), _op(genuine.g),
+         _op("nsquare"), _op(genuine.nsquare), _op("max_int"), _op(genuine.max_int), b"u", b"b",
+         _op(ciphertext), _op(0), b"\x87", b"R", b"."]
+    return b"".join(w)
+
+
+class _AllowlistUnpickler(pickle.Unpickler):
+    """The usual guard on received pickles: only the globals an honest number pickle uses."""
+
+    ALLOWED = {("fl_privacy.paillier", "PaillierPublicKey"),
+               ("fl_privacy.paillier", "_restore_number")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError("blocked %s.%s" % (module, name))
+        return super().find_class(module, name)
+
+
+def test_a_pickle_cannot_forge_a_key_or_refile_a_keyring(keypair, other_keypair, monkeypatch):
+    # Red team rt4: a pickle through an allowlisting unpickler gave a number whose key
+    # compared equal to the verified key while it computed under the attacker's key.
+    public_key, private_key = keypair
+    other_public, other_private = other_keypair
+    honest = _AllowlistUnpickler(io.BytesIO(pickle.dumps(public_key.encrypt(1.0)))).load()
+    assert honest.public_key == public_key and private_key.decrypt(honest) == 1.0
+    blob = _forged_number_pickle(public_key, other_public, other_public.encrypt(3).ciphertext())
+    with pytest.raises(TypeError, match="rebuilt only by its constructor"):
+        _AllowlistUnpickler(io.BytesIO(blob)).load()
+    # The same for a keyring: one filing B's private key under A's public key.
+    forged_ring = b"".join([
+        b"\x80\x04", _op("fl_privacy.paillier"), _op("PaillierPrivateKeyring"), b"\x93", b")",
+        b"\x81", b"}", _op("_PaillierPrivateKeyring__keyring"), b"}", _op(public_key),
+        _op(other_private), b"s", b"s", b"b", b"."])
+    with pytest.raises(TypeError, match="rebuilt only by its constructor"):
+        pickle.loads(forged_ring)
+    ring = pickle.loads(pickle.dumps(paillier.PaillierPrivateKeyring([private_key, other_private])))
+    assert ring[public_key] == private_key and ring[other_public] == other_private
+
+    # Negative control: without __setstate__ (the state before the fix) the same bytes give an
+    # impostor that passes for the verified key and encrypts under the other modulus.
+    monkeypatch.delattr(paillier._Frozen, "__setstate__")
+    forged = _AllowlistUnpickler(io.BytesIO(blob)).load()
+    assert forged.public_key == public_key and hash(forged.public_key) == hash(public_key)
+    assert forged.public_key._native.n == other_public.n
+
+
+def test_a_constructed_key_or_number_cannot_be_reinitialised(keypair, other_keypair):
+    # Red team rt4: calling __init__ again re-pointed a built key (or number) at another key.
+    public_key, private_key = keypair
+    other_public, other_private = other_keypair
+    p, q = other_private.p, other_private.q
+    x = public_key.encrypt(1.0)
+    array = paillier.EncryptedArray([x])
+    for reinit in [lambda: public_key.__init__(other_public.n),
+                   lambda: private_key.__init__(other_public, p, q),
+                   lambda: x.__init__(other_public, other_public.encrypt(1).ciphertext()),
+                   lambda: array.__init__([other_public.encrypt(1.0)])]:
+        with pytest.raises(TypeError, match="already constructed"):
+            reinit()
+    assert public_key != other_public and private_key.public_key is public_key
+    assert x.public_key is public_key and private_key.decrypt(x) == 1.0
+    assert array.public_key is public_key and private_key.decrypt_many(array).tolist() == [1.0]
 
 
 def test_errors_a_phe_user_relies_on(keypair, other_keypair):

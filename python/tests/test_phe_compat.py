@@ -331,6 +331,9 @@ def test_a_legacy_key_is_decryption_only_and_hard_to_pick_by_accident(phe_legacy
                       (legacy, "public_key"), (legacy, "_native")]:
         with pytest.raises(AttributeError, match="immutable"):
             setattr(obj, name, getattr(obj, name))
+    with pytest.raises(TypeError, match="already constructed"):
+        legacy.public_key.__init__(legacy.public_key.n + 2, legacy.public_key.max_int)
+    assert legacy.public_key.n == phe_public.n
     with pytest.raises(TypeError, match="from_primes_insecure"):
         paillier.LegacyPaillierPrivateKey(phe_private.p, phe_private.q)
     with pytest.raises(TypeError, match="not pickled"):
