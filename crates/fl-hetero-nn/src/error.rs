@@ -389,6 +389,9 @@ pub enum TransportError {
     },
     /// The peer did not finish the session within the configured number of messages.
     TooManyMessages,
+    /// An earlier send or receive on this stream failed after it had started moving a
+    /// frame, so the stream may be out of step with the peer's framing; close it.
+    Broken,
 }
 
 impl fmt::Display for TransportError {
@@ -401,6 +404,10 @@ impl fmt::Display for TransportError {
             Self::Closed => write!(f, "connection closed by the peer"),
             Self::Io { kind, detail } => write!(f, "I/O error ({kind:?}): {detail}"),
             Self::TooManyMessages => write!(f, "too many messages without progress"),
+            Self::Broken => write!(
+                f,
+                "the stream is out of step after an earlier failed send or receive; close it"
+            ),
         }
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rand::CryptoRng;
 
 use super::memory::TrafficStats;
-use crate::error::{Error, TransportError};
+use crate::error::{ApiMisuse, Error, TransportError};
 use crate::message::Message;
 use crate::protocol::{Guest, GuestEvent, Host, HostEvent};
 use crate::scheme::HomomorphicScheme;
@@ -30,9 +30,11 @@ pub struct TcpConfig {
     /// Deadline for receiving one whole frame (its length prefix and body), counted from
     /// the start of [`FramedStream::recv`]: a peer that sends a byte now and then cannot
     /// hold the reader longer than this (each socket read waits at most the time left).
+    /// Must be in (0, [`MAX_TIMEOUT`]].
     pub read_timeout: Duration,
     /// Deadline for sending one whole frame, counted from the start of
     /// [`FramedStream::send`]: a peer that reads slowly cannot hold the writer longer.
+    /// Must be in (0, [`MAX_TIMEOUT`]].
     pub write_timeout: Duration,
     /// Most frames received while waiting for one event.
     pub max_messages_per_event: usize,
@@ -77,11 +79,35 @@ pub struct FramedStream {
     pub stats: TrafficStats,
     /// Whether this end is the host (for the counters' direction).
     is_host: bool,
+    /// Set when a send or receive failed after it started moving a frame.
+    broken: bool,
 }
+
+/// The longest [`TcpConfig::read_timeout`] or [`TcpConfig::write_timeout`] accepted: 30
+/// days (a deadline must be representable; "no timeout" is not offered).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(30 * 24 * 3600);
 
 impl FramedStream {
     /// Wraps a connected stream, setting timeouts and `TCP_NODELAY`.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] when a timeout is zero or above [`MAX_TIMEOUT`];
+    /// [`Error::Transport`] when the socket options cannot be set.
     pub fn new(stream: TcpStream, config: TcpConfig, is_host: bool) -> Result<Self, Error> {
+        for (name, timeout) in [
+            ("read_timeout", config.read_timeout),
+            ("write_timeout", config.write_timeout),
+        ] {
+            if timeout.is_zero() || timeout > MAX_TIMEOUT {
+                return Err(ApiMisuse::InvalidConfig {
+                    reason: format!(
+                        "{name} = {timeout:?}; must be above zero and at most {MAX_TIMEOUT:?} \
+                         (30 days)"
+                    ),
+                }
+                .into());
+            }
+        }
         stream
             .set_read_timeout(Some(config.read_timeout))
             .map_err(TransportError::from)?;
@@ -94,11 +120,20 @@ impl FramedStream {
             config,
             stats: TrafficStats::default(),
             is_host,
+            broken: false,
         })
     }
 
     /// Sends one message: the whole frame within [`TcpConfig::write_timeout`].
+    ///
+    /// # Errors
+    /// [`TransportError::FrameTooLarge`] (nothing is sent), or a transport error once the
+    /// frame has started to leave; after the latter every later call fails with
+    /// [`TransportError::Broken`].
     pub fn send(&mut self, msg: &Message) -> Result<(), Error> {
+        if self.broken {
+            return Err(TransportError::Broken.into());
+        }
         let body = msg.encode();
         let len = u32::try_from(body.len())
             .ok()
@@ -108,9 +143,13 @@ impl FramedStream {
                 max: u64::from(self.config.max_frame_bytes),
             })?;
         let deadline = Instant::now() + self.config.write_timeout;
-        write_all_before(&mut self.stream, &len.to_be_bytes(), deadline)?;
-        write_all_before(&mut self.stream, &body, deadline)?;
-        self.stream.flush().map_err(TransportError::from)?;
+        let sent = write_all_before(&mut self.stream, &len.to_be_bytes(), deadline)
+            .and_then(|()| write_all_before(&mut self.stream, &body, deadline))
+            .and_then(|()| self.stream.flush().map_err(TransportError::from));
+        if let Err(e) = sent {
+            self.broken = true;
+            return Err(e.into());
+        }
         let bytes = 4 + body.len() as u64;
         if self.is_host {
             self.stats.host_to_guest_messages += 1;
@@ -160,7 +199,21 @@ impl FramedStream {
 
     /// Receives one message: at most [`TcpConfig::max_frame_bytes`], the whole frame within
     /// [`TcpConfig::read_timeout`].
+    ///
+    /// # Errors
+    /// A transport error (timeout, closed peer, frame too large), after which every later
+    /// call fails with [`TransportError::Broken`] (the frame may be partly read); or a
+    /// decoding error for a complete frame that is not a message (the stream stays usable).
     pub fn recv(&mut self) -> Result<Message, Error> {
+        if self.broken {
+            return Err(TransportError::Broken.into());
+        }
+        let body = self.recv_frame().inspect_err(|_| self.broken = true)?;
+        Ok(Message::decode(&body)?)
+    }
+
+    /// One frame's body, read before the deadline.
+    fn recv_frame(&mut self) -> Result<Vec<u8>, TransportError> {
         let deadline = Instant::now() + self.config.read_timeout;
         let mut len = [0u8; 4];
         read_exact_before(&mut self.stream, &mut len, deadline)?;
@@ -169,8 +222,7 @@ impl FramedStream {
             return Err(TransportError::FrameTooLarge {
                 len: u64::from(len),
                 max: u64::from(self.config.max_frame_bytes),
-            }
-            .into());
+            });
         }
         // The buffer doubles as bytes arrive (from 64 KiB), so a peer that announces a large
         // frame and sends little makes the reader allocate at most twice what it sent.
@@ -190,7 +242,7 @@ impl FramedStream {
             self.stats.host_to_guest_messages += 1;
             self.stats.host_to_guest_bytes += bytes;
         }
-        Ok(Message::decode(&body)?)
+        Ok(body)
     }
 }
 
@@ -448,6 +500,18 @@ mod tests {
             Error::Transport(TransportError::Timeout)
         );
         assert!(started.elapsed() < Duration::from_millis(300) + gap * 2);
+        // The frame is half read: the stream refuses further use instead of reading body
+        // bytes as the next length.
+        for _ in 0..2 {
+            assert_eq!(
+                s.recv().unwrap_err(),
+                Error::Transport(TransportError::Broken)
+            );
+        }
+        assert_eq!(
+            s.send(&Message::Abort(1)).unwrap_err(),
+            Error::Transport(TransportError::Broken)
+        );
         drop(s);
         drop(writer.join().unwrap());
 
@@ -505,6 +569,44 @@ mod tests {
         write_all_before(&mut s.stream, &frame, deadline).unwrap();
         drop(s);
         assert_eq!(reader.join().unwrap().unwrap(), frame.len());
+    }
+
+    #[test]
+    fn timeouts_must_be_positive_and_representable_as_deadlines() {
+        for (read, write) in [
+            (Duration::ZERO, Duration::from_secs(1)),
+            (Duration::from_secs(1), Duration::ZERO),
+            (Duration::MAX, Duration::from_secs(1)),
+            (Duration::from_secs(1), Duration::from_secs(u64::MAX / 2)),
+            (
+                MAX_TIMEOUT + Duration::from_nanos(1),
+                Duration::from_secs(1),
+            ),
+        ] {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let _peer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (ours, _) = listener.accept().unwrap();
+            let config = TcpConfig {
+                read_timeout: read,
+                write_timeout: write,
+                ..TcpConfig::default()
+            };
+            assert!(matches!(
+                FramedStream::new(ours, config, false),
+                Err(Error::ApiMisuse(ApiMisuse::InvalidConfig { .. }))
+            ));
+        }
+        // The longest accepted timeouts work end to end (a deadline 30 days out).
+        let (mut s, mut peer) = pair(TcpConfig {
+            read_timeout: MAX_TIMEOUT,
+            write_timeout: MAX_TIMEOUT,
+            ..TcpConfig::default()
+        });
+        s.send(&Message::Abort(3)).unwrap();
+        let mut frame = [0u8; 64];
+        let n = peer.read(&mut frame).unwrap();
+        peer.write_all(&frame[..n]).unwrap();
+        assert_eq!(s.recv().unwrap(), Message::Abort(3));
     }
 
     #[test]
