@@ -707,7 +707,8 @@ impl NativeArray {
 
 #[pymethods]
 impl NativeArray {
-    /// A batch from (ciphertext, exponent) pairs, all under `key`.
+    /// A batch from (ciphertext, exponent) pairs, all under `key`: a ciphertext bound to
+    /// another key is a `ValueError` (key mismatch), whatever its Python wrapper claims.
     #[staticmethod]
     fn from_pairs(
         key: &NativePublicKey,
@@ -715,7 +716,10 @@ impl NativeArray {
     ) -> PyResult<Self> {
         let items = pairs
             .iter()
-            .map(|(c, e)| number(c, *e))
+            .map(|(c, e)| {
+                key.key.check_ciphertext(&c.inner).map_err(err)?;
+                number(c, *e)
+            })
             .collect::<PyResult<_>>()?;
         Ok(Self {
             key: key.key.clone(),

@@ -223,6 +223,12 @@ def test_a_constructed_key_or_number_cannot_be_reinitialised(keypair, other_keyp
     assert public_key != other_public and private_key.public_key is public_key
     assert x.public_key is public_key and private_key.decrypt(x) == 1.0
     assert array.public_key is public_key and private_key.decrypt_many(array).tolist() == [1.0]
+    # Even a number whose private _public_key was overwritten (deliberate hacking) cannot
+    # join an array of the key it claims: the native ciphertext is bound to its own key.
+    hacked = other_public.encrypt(1.0)
+    hacked._public_key = public_key
+    with pytest.raises(ValueError, match="different key"):
+        paillier.EncryptedArray.from_numbers([public_key.encrypt(2.0), hacked])
 
 
 def test_errors_a_phe_user_relies_on(keypair, other_keypair):

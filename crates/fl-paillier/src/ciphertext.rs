@@ -302,7 +302,10 @@ impl EncryptionKey {
 
 impl EncryptionKey {
     /// Checks that `c` was made under this key (the same key object, or the same modulus).
-    pub(crate) fn check_ciphertext(&self, c: &Ciphertext) -> Result<()> {
+    ///
+    /// # Errors
+    /// [`Error::KeyMismatch`] for a ciphertext of another key.
+    pub fn check_ciphertext(&self, c: &Ciphertext) -> Result<()> {
         if Arc::ptr_eq(&c.key, &self.inner) || c.key.n_big == self.inner.n_big {
             Ok(())
         } else {
