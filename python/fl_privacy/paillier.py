@@ -174,6 +174,15 @@ def generate_paillier_keypair(private_keyring=None, n_length=DEFAULT_KEYSIZE):
     return public_key, private_key
 
 
+def _refuse_pickled_state(self, state):
+    """``__setstate__`` of keys, numbers, arrays and keyrings. pickle's BUILD would write
+    ``state`` straight into ``__dict__``, past ``__setattr__``; these objects are only ever
+    rebuilt by their constructors (their ``__reduce__`` carries no state), so a pickle that
+    carries state was not made by them."""
+    raise TypeError("%s is rebuilt only by its constructor: a pickle with object state is "
+                    "refused" % type(self).__name__)
+
+
 class _Frozen:
     """Keys are immutable: their attributes are set once, when the key is made, and every
     later assignment or deletion raises ``AttributeError``.
@@ -200,11 +209,7 @@ class _Frozen:
         for name, value in attributes.items():
             object.__setattr__(self, name, value)
 
-    def __setstate__(self, state):
-        # pickle's BUILD would write `state` straight into __dict__, past __setattr__: keys
-        # are only ever rebuilt by their constructor (their __reduce__ carries no state).
-        raise TypeError("%s is rebuilt only by its constructor: a pickle with object state "
-                        "is refused" % type(self).__name__)
+    __setstate__ = _refuse_pickled_state
 
 
 class PaillierPublicKey(_Frozen):
@@ -614,9 +619,7 @@ class PaillierPrivateKeyring(Mapping):
         # cannot file one key under another's public key.
         return (PaillierPrivateKeyring, (list(self.__keyring.values()),))
 
-    def __setstate__(self, state):
-        raise TypeError("PaillierPrivateKeyring is rebuilt only by its constructor: a pickle "
-                        "with object state is refused")
+    __setstate__ = _refuse_pickled_state
 
     def __getitem__(self, key):
         return self.__keyring[key]
@@ -1049,9 +1052,7 @@ class EncryptedNumber:
         ciphertext is bound to that key, and decryption looks the key up by it)."""
         return self._public_key
 
-    def __setstate__(self, state):
-        raise TypeError("EncryptedNumber is rebuilt only by its constructor: a pickle with "
-                        "object state is refused")
+    __setstate__ = _refuse_pickled_state
 
     @property
     def _EncryptedNumber__is_obfuscated(self):
@@ -1194,9 +1195,7 @@ class EncryptedArray:
         other = EncryptedArray.from_numbers(list(numbers_))
         self.__dict__.update(other.__dict__)
 
-    def __setstate__(self, state):
-        raise TypeError("EncryptedArray is rebuilt only by its constructor: a pickle with "
-                        "object state is refused")
+    __setstate__ = _refuse_pickled_state
 
     @property
     def public_key(self):
