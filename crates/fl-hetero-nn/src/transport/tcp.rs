@@ -142,13 +142,17 @@ impl FramedStream {
                 len: body.len() as u64,
                 max: u64::from(self.config.max_frame_bytes),
             })?;
-        let deadline = Instant::now() + self.config.write_timeout;
-        let sent = write_all_before(&mut self.stream, &len.to_be_bytes(), deadline)
-            .and_then(|()| write_all_before(&mut self.stream, &body, deadline))
-            .and_then(|()| self.stream.flush().map_err(TransportError::from));
+        let mut socket = BeforeDeadline {
+            stream: &mut self.stream,
+            deadline: Instant::now() + self.config.write_timeout,
+        };
+        let sent = socket
+            .write_all(&len.to_be_bytes())
+            .and_then(|()| socket.write_all(&body))
+            .and_then(|()| socket.flush());
         if let Err(e) = sent {
             self.broken = true;
-            return Err(e.into());
+            return Err(TransportError::from(e).into());
         }
         let bytes = 4 + body.len() as u64;
         if self.is_host {
@@ -214,9 +218,12 @@ impl FramedStream {
 
     /// One frame's body, read before the deadline.
     fn recv_frame(&mut self) -> Result<Vec<u8>, TransportError> {
-        let deadline = Instant::now() + self.config.read_timeout;
+        let mut socket = BeforeDeadline {
+            stream: &mut self.stream,
+            deadline: Instant::now() + self.config.read_timeout,
+        };
         let mut len = [0u8; 4];
-        read_exact_before(&mut self.stream, &mut len, deadline)?;
+        socket.read_exact(&mut len)?;
         let len = u32::from_be_bytes(len);
         if len > self.config.max_frame_bytes {
             return Err(TransportError::FrameTooLarge {
@@ -224,15 +231,12 @@ impl FramedStream {
                 max: u64::from(self.config.max_frame_bytes),
             });
         }
-        // The buffer doubles as bytes arrive (from 64 KiB), so a peer that announces a large
-        // frame and sends little makes the reader allocate at most twice what it sent.
-        let len_usize = len as usize;
+        // The buffer grows with the bytes that arrive (read_to_end doubles its capacity
+        // from a small probe), not with the length the peer announced.
         let mut body = Vec::new();
-        while body.len() < len_usize {
-            let start = body.len();
-            let step = (len_usize - start).min(start.max(FIRST_READ_CHUNK));
-            body.resize(start + step, 0);
-            read_exact_before(&mut self.stream, &mut body[start..], deadline)?;
+        socket.take(u64::from(len)).read_to_end(&mut body)?;
+        if body.len() != len as usize {
+            return Err(TransportError::Closed);
         }
         let bytes = 4 + u64::from(len);
         if self.is_host {
@@ -246,54 +250,41 @@ impl FramedStream {
     }
 }
 
-/// The first chunk of a frame's body that [`FramedStream::recv`] allocates.
-const FIRST_READ_CHUNK: usize = 64 << 10;
+/// The socket with a deadline: each read or write waits at most the time left before it
+/// (and fails with `TimedOut` once none is), so std's `read_exact`, `read_to_end` and
+/// `write_all` bound a whole frame, however the peer paces its bytes.
+struct BeforeDeadline<'a> {
+    stream: &'a mut TcpStream,
+    deadline: Instant,
+}
 
-/// The time left before `deadline`, or [`TransportError::Timeout`] when none is.
-fn time_left(deadline: Instant) -> Result<Duration, TransportError> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        Err(TransportError::Timeout)
-    } else {
-        Ok(left)
+impl BeforeDeadline<'_> {
+    fn time_left(&self) -> std::io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(ErrorKind::TimedOut.into())
+        } else {
+            Ok(left)
+        }
     }
 }
 
-/// Fills `buf` from `stream` before `deadline`: each read waits at most the time left.
-fn read_exact_before(
-    stream: &mut TcpStream,
-    mut buf: &mut [u8],
-    deadline: Instant,
-) -> Result<(), TransportError> {
-    while !buf.is_empty() {
-        stream.set_read_timeout(Some(time_left(deadline)?))?;
-        match stream.read(buf) {
-            Ok(0) => return Err(TransportError::Closed),
-            Ok(n) => buf = &mut buf[n..],
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
+impl Read for BeforeDeadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.stream.set_read_timeout(Some(self.time_left()?))?;
+        self.stream.read(buf)
     }
-    Ok(())
 }
 
-/// Writes all of `buf` to `stream` before `deadline`: each write waits at most the time
-/// left.
-fn write_all_before(
-    stream: &mut TcpStream,
-    mut buf: &[u8],
-    deadline: Instant,
-) -> Result<(), TransportError> {
-    while !buf.is_empty() {
-        stream.set_write_timeout(Some(time_left(deadline)?))?;
-        match stream.write(buf) {
-            Ok(0) => return Err(TransportError::Closed),
-            Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
+impl Write for BeforeDeadline<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.stream.set_write_timeout(Some(self.time_left()?))?;
+        self.stream.write(buf)
     }
-    Ok(())
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
 }
 
 /// Sends every message the host has queued.
@@ -549,9 +540,12 @@ mod tests {
             }
         });
         let started = Instant::now();
-        let deadline = started + Duration::from_millis(500);
+        let mut socket = BeforeDeadline {
+            stream: &mut s.stream,
+            deadline: started + Duration::from_millis(500),
+        };
         assert_eq!(
-            write_all_before(&mut s.stream, &frame, deadline).unwrap_err(),
+            TransportError::from(socket.write_all(&frame).unwrap_err()),
             TransportError::Timeout
         );
         assert!(started.elapsed() < Duration::from_secs(5));
@@ -565,8 +559,12 @@ mod tests {
             let mut all = Vec::new();
             peer.read_to_end(&mut all).map(|_| all.len())
         });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        write_all_before(&mut s.stream, &frame, deadline).unwrap();
+        BeforeDeadline {
+            stream: &mut s.stream,
+            deadline: Instant::now() + Duration::from_secs(60),
+        }
+        .write_all(&frame)
+        .unwrap();
         drop(s);
         assert_eq!(reader.join().unwrap().unwrap(), frame.len());
     }
