@@ -86,6 +86,13 @@ fn the_guest_rerandomises_from_its_pool_one_randomizer_per_returned_ciphertext()
                 Err(Error::ApiMisuse(_))
             ));
         }
+        // Asking for more than the pool may hold is an error, not an allocation panic.
+        for refused in [usize::MAX, 1 << 40] {
+            assert!(matches!(
+                pair.guest.precompute_randomizers(refused),
+                Err(Error::ApiMisuse(_))
+            ));
+        }
         let rows = 5;
         let need = pair.guest.randomizers_per_step(rows).unwrap();
         assert!(need > 0);

@@ -375,29 +375,25 @@ impl<S: HomomorphicScheme> Guest<S> {
         let l = self.layouts(batch_rows)?;
         let (d_a, m) = (self.config.host_dim, self.config.out_dim);
         // Checked: on a 32-bit target, batch_rows × out_dim can exceed usize.
-        let count = |layout: Layout, rows, cols| {
+        let count = |layout: Layout, rows: usize, cols: usize| {
             let (r, c) = layout.ciphertext_shape(rows, cols);
             r.checked_mul(c)
         };
-        let total = count(l.forward, batch_rows, m)
-            .zip(count(
-                Layout {
-                    axis: Axis::Rows,
-                    ..l.gradient
-                },
-                d_a,
-                m,
-            ))
-            .and_then(|(a, b)| a.checked_add(b))
-            .zip(count(
-                Layout {
-                    axis: Axis::Cols,
-                    ..l.acc
-                },
-                batch_rows,
-                d_a,
-            ))
-            .and_then(|(a, b)| a.checked_add(b));
+        let gradient = Layout {
+            axis: Axis::Rows,
+            ..l.gradient
+        };
+        let acc = Layout {
+            axis: Axis::Cols,
+            ..l.acc
+        };
+        let total = [
+            count(l.forward, batch_rows, m),
+            count(gradient, d_a, m),
+            count(acc, batch_rows, d_a),
+        ]
+        .into_iter()
+        .try_fold(0usize, |sum, part| sum.checked_add(part?));
         total.ok_or_else(|| {
             ApiMisuse::InvalidConfig {
                 reason: format!(
@@ -419,10 +415,32 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// on demand: precomputing changes no result and draws nothing from the caller's rng.
     ///
     /// # Errors
-    /// [`Error::SessionClosed`] before the host's hello or after the session closed.
+    /// [`Error::SessionClosed`] before the host's hello or after the session closed;
+    /// [`ApiMisuse::InvalidConfig`] when the pool would hold more than one training step's
+    /// need at `max_batch_rows` rows without packing (an upper bound of any step's need).
     pub fn precompute_randomizers(&mut self, count: usize) -> Result<(), Error> {
         if self.is_closed() {
             return Err(Error::SessionClosed);
+        }
+        self.ek()?;
+        let (rows, d_a, m) = (
+            self.config.max_batch_rows,
+            self.config.host_dim,
+            self.config.out_dim,
+        );
+        let capacity = rows
+            .saturating_mul(m)
+            .saturating_add(d_a.saturating_mul(m))
+            .saturating_add(rows.saturating_mul(d_a));
+        let room = capacity.saturating_sub(self.randomizers_available());
+        if count > room {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "count = {count}; the pool holds at most {capacity} randomizers (one step \
+                     over max_batch_rows = {rows} rows, unpacked), {room} more now"
+                ),
+            }
+            .into());
         }
         let (pool, rng) = self.randomizer_source()?;
         S::randomizer_pool_fill(pool, count, rng);
