@@ -183,6 +183,13 @@ def _refuse_pickled_state(self, state):
                     "refused" % type(self).__name__)
 
 
+def _refuse_reinit(obj):
+    """Raises ``TypeError`` when ``__init__`` is called again on a built key, number or
+    array (it would re-point the object at another key)."""
+    if vars(obj):
+        raise TypeError("%s is already constructed: its key cannot change" % type(obj).__name__)
+
+
 class _Frozen:
     """Keys are immutable: their attributes are set once, when the key is made, and every
     later assignment or deletion raises ``AttributeError``.
@@ -203,9 +210,7 @@ class _Frozen:
         raise AttributeError("%s is immutable: %r cannot be deleted" % (type(self).__name__, name))
 
     def _init(self, **attributes):
-        if vars(self):
-            # __init__ called again on a built key would re-point it at another key.
-            raise TypeError("%s is immutable: it is already constructed" % type(self).__name__)
+        _refuse_reinit(self)
         for name, value in attributes.items():
             object.__setattr__(self, name, value)
 
@@ -1039,8 +1044,7 @@ class EncryptedNumber:
         if isinstance(ciphertext, bool) or not isinstance(ciphertext, numbers.Integral):
             raise TypeError("ciphertext should be an integer")
         exponent = _exponent(exponent)
-        if "_c" in vars(self):
-            raise TypeError("EncryptedNumber is already constructed: its key cannot change")
+        _refuse_reinit(self)
         self._public_key = public_key
         self._c = public_key._native.ciphertext(int(ciphertext))
         self.exponent = exponent
@@ -1190,8 +1194,7 @@ class EncryptedArray:
     """
 
     def __init__(self, numbers_):
-        if "_native" in vars(self):
-            raise TypeError("EncryptedArray is already constructed: its key cannot change")
+        _refuse_reinit(self)
         other = EncryptedArray.from_numbers(list(numbers_))
         self.__dict__.update(other.__dict__)
 
