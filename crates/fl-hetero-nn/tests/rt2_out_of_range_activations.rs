@@ -55,25 +55,8 @@ fn host_messages(
     rows: usize,
     forge: Option<usize>,
 ) -> (Message, Message) {
-    let share = Matrix::from_fn(HOST_DIM, OUT_DIM, |i, j| {
-        0.05 * (i as f64) - 0.03 * (j as f64)
-    });
-    let mut rng = ChaCha20Rng::seed_from_u64(7);
-    let mut host = Host::<Paillier>::new(
-        config(packing),
-        common::copy_key(dk),
-        Some(&share),
-        &mut rng,
-    )
-    .unwrap();
-    let hello = host.poll_message().unwrap();
-    let a = Matrix::from_fn(rows, HOST_DIM, |r, c| {
-        0.25 * (r as f64) - 0.5 * (c as f64) + 0.125
-    });
-    let ids: Vec<u64> = (0..rows as u64).collect();
-    host.start_round(Purpose::Predict, &a, &ids, &mut rng)
-        .unwrap();
-    let mut act = host.poll_message().unwrap();
+    let (hello, mut act, mut rng) =
+        common::host_hello_and_predict_activations(config(packing), dk, rows);
     if let (Some(i_star), Message::Activations(a)) = (forge, &mut act) {
         let ek = dk.encryption_key();
         let m = &mut a.by_rows;

@@ -27,8 +27,7 @@
 
 mod common;
 
-use fl_hetero_nn::Purpose;
-use fl_hetero_nn::{Encryption, Guest, Host, Matrix, Message, Paillier, Profile, ProtocolConfig};
+use fl_hetero_nn::{Encryption, Guest, Matrix, Message, Paillier, Profile, ProtocolConfig};
 use fl_paillier::{BigUint, Ciphertext, DecryptionKey, DjnEncryptor, DjnPublic, keygen};
 use fl_stats::{Alternative, binomial_test};
 use num_bigint::BigInt;
@@ -98,26 +97,7 @@ fn host_messages(
     encryption: Encryption,
     tamper: Option<(usize, Character<'_>)>,
 ) -> (Message, Message) {
-    let share = Matrix::from_fn(HOST_DIM, OUT_DIM, |i, j| {
-        0.05 * (i as f64) - 0.03 * (j as f64)
-    });
-    let mut rng = ChaCha20Rng::seed_from_u64(7);
-    let mut host = Host::<Paillier>::new(
-        config(encryption),
-        common::copy_key(dk),
-        Some(&share),
-        &mut rng,
-    )
-    .unwrap();
-    let Some(hello) = host.poll_message() else {
-        panic!("expected the hello")
-    };
-    let a = Matrix::from_fn(5, HOST_DIM, |r, c| {
-        0.25 * (r as f64) - 0.5 * (c as f64) + 0.125
-    });
-    host.start_round(Purpose::Predict, &a, &[0, 1, 2, 3, 4], &mut rng)
-        .unwrap();
-    let mut act = host.poll_message().unwrap();
+    let (hello, mut act, _) = common::host_hello_and_predict_activations(config(encryption), dk, 5);
     if let (Some((i_star, chi)), Message::Activations(a)) = (tamper, &mut act) {
         let n = dk.encryption_key().n().clone();
         let n2 = &n * &n;

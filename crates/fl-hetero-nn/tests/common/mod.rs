@@ -262,3 +262,26 @@ pub(crate) fn host_train_round_over_tcp<S: HomomorphicScheme>(
     };
     exact
 }
+
+/// A host's hello and one prediction round's Activations over `rows` rows (a fixed share
+/// and activation pattern, the host's rng seeded with 7), for the probes that tamper with
+/// what the host sends; the rng is returned as the round left it.
+pub(crate) fn host_hello_and_predict_activations(
+    config: ProtocolConfig,
+    dk: &fl_paillier::DecryptionKey,
+    rows: usize,
+) -> (Message, Message, ChaCha20Rng) {
+    let (d_a, m) = (config.host_dim, config.out_dim);
+    let share = Matrix::from_fn(d_a, m, |i, j| 0.05 * (i as f64) - 0.03 * (j as f64));
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let mut host =
+        Host::<fl_hetero_nn::Paillier>::new(config, copy_key(dk), Some(&share), &mut rng).unwrap();
+    let hello = host.poll_message().unwrap();
+    let a = Matrix::from_fn(rows, d_a, |r, c| {
+        0.25 * (r as f64) - 0.5 * (c as f64) + 0.125
+    });
+    host.start_round(Purpose::Predict, &a, &ids(rows), &mut rng)
+        .unwrap();
+    let activations = host.poll_message().unwrap();
+    (hello, activations, rng)
+}
