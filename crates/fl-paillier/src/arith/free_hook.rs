@@ -36,8 +36,9 @@ impl FreeHookAllocator {
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged (`alloc`
-// as `alloc_zeroed`, which has the same contract), so `System`'s guarantees hold; `dealloc` only reads (through the hook) and then zeroes the
-// block while it is still allocated, before freeing it.
+// as `alloc_zeroed`, which has the same contract), so `System`'s guarantees hold; `dealloc`
+// only reads (through the hook) and then zeroes the block while it is still allocated,
+// before freeing it.
 unsafe impl GlobalAlloc for FreeHookAllocator {
     /// Every block is handed out zeroed, so that all of its bytes are initialised when
     /// `dealloc` shows them to the hook (a `Vec`'s spare capacity included).
