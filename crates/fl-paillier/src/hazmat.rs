@@ -158,11 +158,29 @@ impl KernelProbe {
 /// Makes the x86-64 BMI2/ADX kernel ([`Engine::X86Adx`]) available when the CPU reports
 /// BMI2 but not ADX. **Only for running under valgrind**, whose JIT executes `adcx` and
 /// `adox` on any host while its emulated CPU hides ADX from feature detection (the
-/// constant-time harness calls it to check that kernel under memcheck). On a real CPU
-/// without ADX the kernel then dies on an illegal instruction. Process-wide and permanent.
-pub fn assume_cpu_has_adx_under_valgrind() {
+/// constant-time harness calls it to check that kernel under memcheck). Process-wide and
+/// permanent. Does nothing on other architectures.
+///
+/// # Safety
+///
+/// From this call on, engine detection ([`Engine::is_available`], [`Engine::available`])
+/// and every key built on [`Engine::X86Adx`] or [`Engine::Avx2`] treat the CPU as having
+/// ADX when it reports BMI2, and the kernel's inline assembly executes `mulx`, `adcx` and
+/// `adox` without the run-time ADX check that otherwise guards it. The caller must guarantee that whatever
+/// executes this process for the rest of its life executes those instructions: a CPU
+/// with BMI2 and ADX, or valgrind's JIT (which executes them on any x86-64 host).
+/// Executing them on a CPU without ADX is undefined behaviour (in practice an
+/// illegal-instruction fault, but the compiler is entitled to assume it never happens).
+// `unsafe fn`: the caller takes over the ADX check (see `# Safety`); the lint's only
+// exception in this module.
+#[allow(unsafe_code)]
+pub unsafe fn assume_cpu_has_adx_under_valgrind() {
     #[cfg(target_arch = "x86_64")]
-    crate::arith::adx::assume_adx();
+    // SAFETY: our caller guarantees, per this function's contract, that `adcx`, `adox`
+    // and `mulx` execute in this process, which is `assume_adx`'s requirement.
+    unsafe {
+        crate::arith::adx::assume_adx();
+    }
 }
 
 /// The n-th roots of [`DecryptionKey::prove_correct`] as n's limbs, before their conversion

@@ -15,10 +15,11 @@
 //! **One of fl-paillier's `unsafe` modules** (SECURITY.md names each). Its `unsafe` blocks
 //! are the `asm!` blocks themselves, each reachable only through an [`Adx`] token (which
 //! exists only after `is_x86_feature_detected!` confirmed `bmi2` and `adx` on the running
-//! CPU) and each preceded by the bounds checks that keep its memory accesses inside the
-//! slices it was given. The assembly is straight-line in the values: the loop count and the
-//! entry point depend on the row length only; there is no branch or address derived from a
-//! word of an operand.
+//! CPU or, with the `hazmat` feature, confirmed `bmi2` after the caller of the `unsafe`
+//! `hazmat::assume_cpu_has_adx_under_valgrind` vouched for ADX) and each preceded by the
+//! bounds checks that keep its memory accesses inside the slices it was given. The
+//! assembly is straight-line in the values: the loop count and the entry point depend on
+//! the row length only; there is no branch or address derived from a word of an operand.
 
 #![allow(unsafe_code)]
 
@@ -92,8 +93,9 @@ macro_rules! entry {
     };
 }
 
-/// Proof that the running CPU has BMI2 (`mulx`) and ADX (`adcx`, `adox`): the only way to
-/// reach the assembly.
+/// Proof that the running CPU has BMI2 (`mulx`) and ADX (`adcx`, `adox`) — or, after the
+/// `unsafe` `assume_adx` (hazmat, valgrind only), that its caller vouched for ADX: the
+/// only way to reach the assembly.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Adx(());
 
@@ -108,9 +110,16 @@ fn row_shape(n: usize) -> (usize, usize) {
 #[cfg(feature = "hazmat")]
 static ASSUME_ADX: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
-/// See [`ASSUME_ADX`].
+/// See [`ASSUME_ADX`]: from this call on, [`Adx::detect`] hands out tokens on any CPU
+/// that reports BMI2.
+///
+/// # Safety
+///
+/// Whatever executes this process from now on must execute `mulx`, `adcx` and `adox` (a
+/// CPU with BMI2 and ADX, or valgrind's JIT): the [`Adx`] token is the assembly's only
+/// guard. `hazmat::assume_cpu_has_adx_under_valgrind` passes this on to its caller.
 #[cfg(feature = "hazmat")]
-pub(crate) fn assume_adx() {
+pub(crate) unsafe fn assume_adx() {
     ASSUME_ADX.store(true, core::sync::atomic::Ordering::Relaxed);
 }
 
