@@ -6,12 +6,17 @@
 //! on these live in the parent module.
 //!
 //! **One of fl-paillier's `unsafe` modules** (SECURITY.md names each). Every `unsafe` block
-//! here is one of two kinds, each with its `SAFETY:` comment: an unaligned vector load or
-//! store whose bounds are checked before, or the call of a `#[target_feature(enable =
-//! "avx2")]` function, reachable only through an [`Avx2`] token, which exists only after
-//! `is_x86_feature_detected!("avx2")` confirmed AVX2 on the running CPU. The code is
-//! straight-line in the values: loop bounds depend on the digit count only, no branch or
-//! index is derived from a digit, and the carries are propagated over every digit.
+//! here is one of three kinds, each with its `SAFETY:` comment: an unaligned vector load
+//! or store, only in [`load4`] and [`store4`], which take a 4-word chunk of the slice by
+//! safe indexing (`as_chunks`), so the bounds are checked in every build (release
+//! included) on public lengths, and an out-of-range index panics rather than touch memory
+//! outside the slice; a volatile write that wipes a kernel's own accumulator; or the call
+//! of a `#[target_feature(enable = "avx2")]` function, reachable only through an [`Avx2`]
+//! token, which exists only after `is_x86_feature_detected!("avx2")` confirmed AVX2 on the
+//! running CPU. The public entry points check their slices' lengths first and return
+//! without writing when they do not fit, so the load and store checks never fire. The code
+//! is straight-line in the values: loop bounds depend on the digit count only, no branch
+//! or index is derived from a digit, and the carries are propagated over every digit.
 
 #![allow(unsafe_code)]
 
@@ -121,21 +126,34 @@ impl Avx2 {
     }
 }
 
-/// Loads the 4 words at `x[4·j ..]`.
-#[inline(always)]
+/// Loads the 4 words `x[4·j .. 4·j + 4]` (chunk j of `x`'s 4-word chunks).
+///
+/// Bounds-checked in every build: panics (before any memory access) if `x` has fewer
+/// than 4·j + 4 words. The check compares public values only — `x.len()` and `j` are
+/// derived from the digit count and the table's entry count, which are functions of the
+/// key size and the window, never from a digit — so it is not a secret-dependent branch,
+/// and the callers' own length checks (`amm_x8`, `sqr_x8`, `masked_select`,
+/// `masked_select_flat`) keep it from ever firing. `#[target_feature]`: only the AVX2
+/// kernels call it safely; anything else needs an [`Avx2`] token and an `unsafe` call.
+#[target_feature(enable = "avx2")]
+#[inline]
 fn load4(x: &[u64], j: usize) -> __m256i {
-    debug_assert!(x.len() >= 4 * j + 4);
-    // SAFETY: the callers index j with 4·j + 4 ≤ |x| (checked in `amm_x8`,
-    // `masked_select` and `masked_select_flat` from the lengths).
-    unsafe { _mm256_loadu_si256(x.as_ptr().add(4 * j).cast()) }
+    let w: &[u64; 4] = &x.as_chunks::<4>().0[j];
+    // SAFETY: `w` is 4 initialised words (32 bytes) of `x`, exactly what the unaligned
+    // load reads; this function is compiled with AVX2, which the caller has (the
+    // `#[target_feature]` contract).
+    unsafe { _mm256_loadu_si256(w.as_ptr().cast()) }
 }
 
-/// Stores 4 words at `x[4·j ..]`.
-#[inline(always)]
+/// Stores 4 words at `x[4·j .. 4·j + 4]`. Bounds-checked in every build as [`load4`]
+/// (panics before writing anything if `x` has fewer than 4·j + 4 words).
+#[target_feature(enable = "avx2")]
+#[inline]
 fn store4(x: &mut [u64], j: usize, v: __m256i) {
-    debug_assert!(x.len() >= 4 * j + 4);
-    // SAFETY: as `load4`.
-    unsafe { _mm256_storeu_si256(x.as_mut_ptr().add(4 * j).cast(), v) }
+    let w: &mut [u64; 4] = &mut x.as_chunks_mut::<4>().0[j];
+    // SAFETY: `w` is 4 words (32 bytes) of `x`, borrowed mutably, exactly what the
+    // unaligned store writes; compiled with AVX2 as `load4`.
+    unsafe { _mm256_storeu_si256(w.as_mut_ptr().cast(), v) }
 }
 
 /// The multi-buffer AMM in radix 2^R, operand scanning over b: per digit row bᵢ (two
@@ -161,8 +179,10 @@ fn amm_x8_kernel<const R: i32>(
     let mut t = vec![zero; 2 * k];
     let (a0l, a0h) = (load4(a, 0), load4(a, 1));
     let m0 = load4(m, 0);
-    for i in 0..k {
-        let (bl, bh) = (load4(b, 2 * i), load4(b, 2 * i + 1));
+    // Row by row over b's K digit rows (8 words each: `b` has exactly 8K words), so that
+    // the loads' bounds are evident to the compiler.
+    for bi in b.chunks_exact(8) {
+        let (bl, bh) = (load4(bi, 0), load4(bi, 1));
         let t0l = _mm256_add_epi64(t[0], _mm256_mul_epu32(a0l, bl));
         let t0h = _mm256_add_epi64(t[1], _mm256_mul_epu32(a0h, bh));
         let yl = _mm256_and_si256(_mm256_mul_epu32(t0l, k0v), mask);
@@ -237,9 +257,10 @@ fn sqr_x8_kernel<const R: i32>(k: usize, out: &mut [u64], a: &[u64], m: &[u64], 
     // see that every product is a single `vpmuludq` (without them it multiplied some
     // operands as full 64-bit values).
     let mask2 = _mm256_set1_epi64x((1i64 << (R + 1)) - 1);
-    for i in 0..k {
-        let ail = _mm256_and_si256(load4(a, 2 * i), mask);
-        let aih = _mm256_and_si256(load4(a, 2 * i + 1), mask);
+    // Row by row over a's K digit rows (`a` has exactly 8K words).
+    for (i, ai) in a.chunks_exact(8).enumerate() {
+        let ail = _mm256_and_si256(load4(ai, 0), mask);
+        let aih = _mm256_and_si256(load4(ai, 1), mask);
         let row = &mut p[2 * i..2 * (i + k)];
         let mut xl = _mm256_add_epi64(row[0], cl);
         let mut xh = _mm256_add_epi64(row[1], ch);
@@ -327,5 +348,42 @@ fn masked_select_flat_kernel(dst: &mut [u64], words: &[u64], masks: &[u64]) {
             acc = _mm256_or_si256(acc, _mm256_and_si256(x, _mm256_set1_epi64x(mask as i64)));
         }
         store4(dst, v, acc);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Avx2, load4, store4};
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    /// `load4` and `store4` check their bounds in every build: chunk j needs 4·j + 4 words,
+    /// and a slice one word short panics before any access (with the former
+    /// `debug_assert!`, a release build read and wrote one word past the slice).
+    #[test]
+    fn load4_and_store4_refuse_a_chunk_past_the_slice() {
+        if Avx2::detect().is_none() {
+            println!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let x: Vec<u64> = (1..=7).collect();
+        let mut y = vec![0u64; 7];
+        // SAFETY: `Avx2::detect` confirmed AVX2 on this CPU, the feature `load4` is
+        // compiled for (as in every block below).
+        let v = unsafe { load4(&x, 0) };
+        // SAFETY: as above (AVX2 detected).
+        unsafe { store4(&mut y, 0, v) };
+        assert_eq!(y, [1, 2, 3, 4, 0, 0, 0], "chunk 0 (in bounds) round-trips");
+        // Chunk 1 would be words 4..8 of 7.
+        // SAFETY: as above (AVX2 detected).
+        let load = catch_unwind(|| unsafe { load4(&x, 1) });
+        assert!(load.is_err(), "load4 read past the slice");
+        // SAFETY: as above (AVX2 detected).
+        let store = catch_unwind(AssertUnwindSafe(|| unsafe { store4(&mut y, 1, v) }));
+        assert!(store.is_err(), "store4 wrote past the slice");
+        assert_eq!(y, [1, 2, 3, 4, 0, 0, 0], "a refused store writes nothing");
+        // An index whose 4·j overflows usize (and wraps to a small offset in release).
+        // SAFETY: as above (AVX2 detected).
+        let far = catch_unwind(|| unsafe { load4(&x, usize::MAX / 4 + 1) });
+        assert!(far.is_err(), "load4 with an index past usize::MAX / 4");
     }
 }

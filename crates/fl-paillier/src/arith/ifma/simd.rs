@@ -3,13 +3,18 @@
 //! `rsaz-avx512`, and the 512-bit masked table scan, written with `core::arch` intrinsics.
 //! The digit layout and the kernel built on these lives in the parent module.
 //!
-//! **One of fl-paillier's `unsafe` modules** (with `arith/barrier.rs`, `arith/adx/asm.rs` and
-//! `arith/avx2/simd.rs`;
-//! SECURITY.md names each). Every `unsafe` block here is one of two kinds, each with its `SAFETY:`
-//! comment: an unaligned vector load or store whose bounds are asserted just before, or the
-//! call of a `#[target_feature]` kernel, which is only reachable through an [`Ifma`] token,
-//! and a token exists only after `is_x86_feature_detected!` has confirmed `avx512f` and
-//! `avx512ifma` on the running CPU.
+//! **One of fl-paillier's `unsafe` modules** (with `arith/barrier.rs`, `arith/adx/asm.rs`
+//! and `arith/avx2/simd.rs`; SECURITY.md names each). Every `unsafe` block here is one of
+//! three kinds, each with its `SAFETY:` comment: an unaligned vector load or store, only in
+//! [`load_at`] and [`store_at`], which take an 8-word chunk of the slice by safe indexing
+//! (`as_chunks`), and in [`load`], which `assert!`s the slice's length first, so the bounds
+//! are checked in every build (release included) on public lengths, and an out-of-range
+//! index panics rather than touch memory outside the slice; a volatile write that wipes a
+//! kernel's own accumulator; or the call of a `#[target_feature]` kernel, which is only
+//! reachable through an [`Ifma`] token, and a token exists only after
+//! `is_x86_feature_detected!` has confirmed `avx512f` and `avx512ifma` on the running CPU.
+//! The public entry points check their slices' lengths first and return without writing
+//! when they do not fit, so the load and store checks never fire.
 //!
 //! Numbers are K = 8·V digits of 52 bits in u64 words (V 512-bit vectors), with R = 2^(52K).
 //! [`Ifma::amm`] computes a value ≡ a·b·R⁻¹ (mod m) below 2m from a, b < 2m, given
@@ -216,8 +221,7 @@ fn masked_select_flat_kernel(dst: &mut [u64], words: &[u64], masks: &[u64]) {
             let x = load_at(words, e * vectors + v);
             acc = _mm512_or_si512(acc, _mm512_and_si512(x, _mm512_set1_epi64(mask as i64)));
         }
-        // SAFETY: dst.len() = 8·vectors and v < vectors.
-        unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(8 * v).cast(), acc) };
+        store_at(dst, v, acc);
     }
 }
 
@@ -231,8 +235,7 @@ fn gather_x8_kernel(dst: &mut [u64], words: &[u64], k: usize, masks: &[u64]) {
             let digit = _mm512_set1_epi64(words[e * k + j] as i64);
             acc = _mm512_or_si512(acc, _mm512_and_si512(digit, lane_masks));
         }
-        // SAFETY: dst.len() = 8·K (checked in `gather_x8`) and j < K.
-        unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(8 * j).cast(), acc) };
+        store_at(dst, j, acc);
     }
 }
 
@@ -245,19 +248,39 @@ fn masked_select_kernel<T: AsRef<[u64]>>(dst: &mut [u64], table: &[T], masks: &[
             let x = load_at(entry.as_ref(), v);
             acc = _mm512_or_si512(acc, _mm512_and_si512(x, _mm512_set1_epi64(mask as i64)));
         }
-        // SAFETY: dst.len() = 8·vectors and v < vectors.
-        unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(8 * v).cast(), acc) };
+        store_at(dst, v, acc);
     }
 }
 
-/// Loads the 8 words at `x[8·j ..]` (bounds checked by the caller).
-#[inline(always)]
+/// Loads the 8 words `x[8·j .. 8·j + 8]` (chunk j of `x`'s 8-word chunks).
+///
+/// Bounds-checked in every build: panics (before any memory access) if `x` has fewer
+/// than 8·j + 8 words. The check compares public values only — `x.len()` and `j` are
+/// derived from the digit count and the table's entry count, which are functions of the
+/// key size and the window, never from a digit — so it is not a secret-dependent branch,
+/// and the callers' own length checks (`amm_x8`, `sqr_x8`, `masked_select`,
+/// `masked_select_flat`, `gather_x8`) keep it from ever firing. `#[target_feature]`: only
+/// the AVX-512 kernels call it safely; anything else needs an [`Ifma`] token and an
+/// `unsafe` call.
+#[target_feature(enable = "avx512f")]
+#[inline]
 fn load_at(x: &[u64], j: usize) -> __m512i {
-    debug_assert!(x.len() >= 8 * j + 8);
-    // SAFETY: the callers index j < K with x.len() ≥ 8·K (checked in `amm_x8`,
-    // `masked_select`, `masked_select_flat` and `gather_x8`, whose masks are 8 words per
-    // entry).
-    unsafe { _mm512_loadu_si512(x.as_ptr().add(8 * j).cast()) }
+    let w: &[u64; 8] = &x.as_chunks::<8>().0[j];
+    // SAFETY: `w` is 8 initialised words (64 bytes) of `x`, exactly what the unaligned
+    // load reads; this function is compiled with AVX-512F, which the caller has (the
+    // `#[target_feature]` contract).
+    unsafe { _mm512_loadu_si512(w.as_ptr().cast()) }
+}
+
+/// Stores 8 words at `x[8·j .. 8·j + 8]`. Bounds-checked in every build as [`load_at`]
+/// (panics before writing anything if `x` has fewer than 8·j + 8 words).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn store_at(x: &mut [u64], j: usize, v: __m512i) {
+    let w: &mut [u64; 8] = &mut x.as_chunks_mut::<8>().0[j];
+    // SAFETY: `w` is 8 words (64 bytes) of `x`, borrowed mutably, exactly what the
+    // unaligned store writes; compiled with AVX-512F as `load_at`.
+    unsafe { _mm512_storeu_si512(w.as_mut_ptr().cast(), v) }
 }
 
 /// The multi-buffer AMM: per digit row bᵢ (a vector of 8 digits), the accumulator row t
@@ -304,8 +327,7 @@ fn amm_x8_kernel(k: usize, out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], k0:
         let x = _mm512_add_epi64(*tj, carry);
         carry = _mm512_srli_epi64(x, 52);
         let d = _mm512_and_si512(x, mask52);
-        // SAFETY: out.len() ≥ 8·K (checked in `amm_x8`) and j < K.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * j).cast(), d) };
+        store_at(out, j, d);
     }
     // The accumulator held eight secret products (interleaved, digits not normalised):
     // wipe it before it is freed.
@@ -385,9 +407,7 @@ fn amm_x2<const V: usize>(
     }
     for (out, lanes) in [(&mut *out_a, &acc), (&mut *out_b, &bcc)] {
         for (v, x) in lanes.iter().enumerate() {
-            // SAFETY: |out| ≥ 8·V (checked at entry), so words 8v..8v+8 are in bounds; the
-            // store is unaligned.
-            unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * v).cast(), *x) };
+            store_at(out, v, *x);
         }
         let mut c = 0u64;
         for d in &mut out[..k] {
@@ -473,8 +493,7 @@ fn sqr_x8_kernel(k: usize, out: &mut [u64], a: &[u64], m: &[u64], k0: u64) {
         let x = _mm512_add_epi64(p[k + j], carry);
         carry = _mm512_srli_epi64(x, 52);
         let d = _mm512_and_si512(x, mask52);
-        // SAFETY: out.len() ≥ 8·K (checked in `sqr_x8`) and j < K.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * j).cast(), d) };
+        store_at(out, j, d);
     }
     // The accumulator held partial products of secret values: wipe it.
     for v in &mut p {
@@ -484,13 +503,18 @@ fn sqr_x8_kernel(k: usize, out: &mut [u64], a: &[u64], m: &[u64], k0: u64) {
     }
 }
 
-/// Loads word slice `x[8·v .. 8·v + 8]` for every v < V.
+/// Loads word slice `x[8·v .. 8·v + 8]` for every v < V. Bounds-checked in every build:
+/// panics (before any load) if `x` has fewer than 8·V words, a public length (V is the
+/// kernel's vector count). `#[inline(always)]` rather than `#[target_feature]` (the two
+/// cannot be combined), so that the V vectors stay in registers in `amm_x1` and `amm_x2`,
+/// its only callers, which are compiled with AVX-512F.
 #[inline(always)]
 fn load<const V: usize>(x: &[u64]) -> [__m512i; V] {
     assert!(x.len() >= 8 * V);
     core::array::from_fn(|v| {
         // SAFETY: x.len() ≥ 8·V (asserted above), so words 8v..8v+8 are in bounds; the load
-        // is unaligned.
+        // is unaligned. Only `amm_x1` and `amm_x2` call this, and they are compiled with
+        // (and reachable only on a CPU with) AVX-512F.
         unsafe { _mm512_loadu_si512(x.as_ptr().add(8 * v).cast()) }
     })
 }
@@ -549,14 +573,53 @@ fn amm_x1<const V: usize>(out: &mut [u64], a: &[u64], b: &[u64], m: &[u64], k0: 
         }
     }
     for (v, lanes) in acc.iter().enumerate() {
-        // SAFETY: out.len() ≥ 8·V (checked at entry), so words 8v..8v+8 are in bounds; the
-        // store is unaligned.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * v).cast(), *lanes) };
+        store_at(out, v, *lanes);
     }
     let mut c = 0u64;
     for d in &mut out[..k] {
         let t = *d + c;
         *d = t & MASK52;
         c = t >> 52;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Ifma, load, load_at, store_at};
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    /// `load_at`, `store_at` and `load` check their bounds in every build: chunk j needs
+    /// 8·j + 8 words, and a slice one word short panics before any access (with the
+    /// former `debug_assert!`, a release build read and wrote one word past the slice).
+    #[test]
+    fn load_at_and_store_at_refuse_a_chunk_past_the_slice() {
+        if Ifma::detect().is_none() {
+            println!("skipped: this CPU has no AVX-512 IFMA");
+            return;
+        }
+        let x: Vec<u64> = (1..=15).collect();
+        let mut y = vec![0u64; 15];
+        // SAFETY: `Ifma::detect` confirmed avx512f (and avx512ifma) on this CPU, the
+        // feature `load_at` is compiled for (as in every block below).
+        let v = unsafe { load_at(&x, 0) };
+        // SAFETY: as above (avx512f detected).
+        unsafe { store_at(&mut y, 0, v) };
+        assert_eq!(y[..8], x[..8], "chunk 0 (in bounds) round-trips");
+        assert_eq!(y[8..], [0; 7]);
+        // Chunk 1 would be words 8..16 of 15.
+        // SAFETY: as above (avx512f detected).
+        let load_1 = catch_unwind(|| unsafe { load_at(&x, 1) });
+        assert!(load_1.is_err(), "load_at read past the slice");
+        // SAFETY: as above (avx512f detected).
+        let store = catch_unwind(AssertUnwindSafe(|| unsafe { store_at(&mut y, 1, v) }));
+        assert!(store.is_err(), "store_at wrote past the slice");
+        assert_eq!(y[8..], [0; 7], "a refused store writes nothing");
+        // An index whose 8·j overflows usize (and wraps to offset 0 in release).
+        // SAFETY: as above (avx512f detected).
+        let far = catch_unwind(|| unsafe { load_at(&x, usize::MAX / 8 + 1) });
+        assert!(far.is_err(), "load_at with an index past usize::MAX / 8");
+        // Two vectors from 15 words (`load` is safe to call; AVX-512F was detected above).
+        let two = catch_unwind(|| load::<2>(&x));
+        assert!(two.is_err(), "load read past the slice");
     }
 }
