@@ -50,7 +50,10 @@
 //!
 //! No `unsafe` here: the allocator that hands each freed block to the scan is
 //! fl-paillier's `FreeHookAllocator` (feature `insecure-free-hook`, in the crate's
-//! `arith/` `unsafe` modules; SECURITY.md).
+//! `arith/` `unsafe` modules; SECURITY.md). Its hook (`scanner::on_free`) records hits
+//! and never panics on purpose (the tests fail afterwards, outside the allocator); a
+//! panic in it (a scanner bug) would abort this test binary with the allocator's
+//! one-line message instead of unwinding out of `dealloc` (`tests/free_hook_abort.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
 
 mod common;

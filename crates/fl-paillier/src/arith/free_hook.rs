@@ -13,15 +13,40 @@
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// What [`abort_after_hook_panic`] writes to stderr.
+const HOOK_PANIC_MESSAGE: &[u8] = b"fl-paillier FreeHookAllocator: the free hook panicked; \
+aborting (a panic must not unwind out of GlobalAlloc::dealloc)\n";
+
+/// Writes [`HOOK_PANIC_MESSAGE`] to stderr and aborts the process. Allocates nothing: the
+/// message is static and `Stderr` is unbuffered (and, unlike `eprintln!`, not redirected
+/// to the test harness's capture buffer), so the write is one `write` system call.
+#[cold]
+#[inline(never)]
+fn abort_after_hook_panic() -> ! {
+    // Best effort: the process aborts whether or not the message got out.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), HOOK_PANIC_MESSAGE);
+    std::process::abort()
+}
 
 /// The system allocator, with `hook` called on the bytes of every block before it is
 /// scrubbed (volatile zeroing) and freed. `realloc` is the trait's default (allocate,
 /// copy, free through these methods), so a buffer abandoned by a growing `Vec` reaches the
 /// hook too.
 ///
-/// The hook runs inside the allocator: it must not panic, and any allocation it makes
-/// re-enters [`GlobalAlloc::dealloc`] (and so the hook) — guard against recursion in the
-/// hook (a thread-local flag), as the zeroization test does.
+/// The hook runs inside the allocator, so any allocation it frees re-enters
+/// [`GlobalAlloc::dealloc`] (and so the hook) — guard against recursion in the hook (a
+/// thread-local flag), as the zeroization test does.
+///
+/// **A hook that panics aborts the process.** Unwinding out of `GlobalAlloc::dealloc` is
+/// undefined behaviour ("It's undefined behavior if global allocators unwind", says
+/// [`GlobalAlloc`]), so `dealloc` runs the hook under [`std::panic::catch_unwind`] and, if it panics,
+/// writes one line to stderr (`fl-paillier FreeHookAllocator: the free hook panicked;
+/// aborting`, from a static string through the unbuffered `Stderr`, so nothing is
+/// allocated) and calls [`std::process::abort`]; the block is neither scrubbed nor freed
+/// and no code after the free runs. A test whose hook finds a problem should record it
+/// and fail afterwards, as the zeroization test does, rather than panic in the hook.
 #[derive(Debug)]
 pub struct FreeHookAllocator {
     hook: fn(&[u8]),
@@ -38,7 +63,7 @@ impl FreeHookAllocator {
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged (`alloc`
 // as `alloc_zeroed`, which has the same contract), so `System`'s guarantees hold; `dealloc`
 // only reads (through the hook) and then zeroes the block while it is still allocated,
-// before freeing it.
+// before freeing it, and never unwinds (a panicking hook aborts the process).
 unsafe impl GlobalAlloc for FreeHookAllocator {
     /// Every block is handed out zeroed, so that all of its bytes are initialised when
     /// `dealloc` shows them to the hook (a `Vec`'s spare capacity included).
@@ -61,7 +86,15 @@ unsafe impl GlobalAlloc for FreeHookAllocator {
             // `alloc_zeroed`, and `realloc`, whose default allocates through `alloc`), so
             // bytes the program never wrote (a `Vec`'s spare capacity) read as 0.
             let block = unsafe { core::slice::from_raw_parts_mut(ptr, layout.size()) };
-            (self.hook)(block);
+            // The hook must not unwind out of `dealloc` (undefined behaviour): a panic
+            // aborts the process (see the type's docs). The payload is leaked, not
+            // dropped: dropping it would free it through this allocator, re-entering the
+            // hook that just panicked.
+            let hook = self.hook;
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(block))) {
+                core::mem::forget(payload);
+                abort_after_hook_panic();
+            }
             // Scrub every block before the system allocator gets it back: a later
             // allocation that reuses it without overwriting all of it must not carry an
             // earlier owner's data into a later scan. Volatile writes (zeroize): plain

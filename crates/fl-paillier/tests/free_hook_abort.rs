@@ -1,0 +1,125 @@
+//! `FreeHookAllocator` never unwinds out of `GlobalAlloc::dealloc` (which would be
+//! undefined behaviour): a hook that panics aborts the process, after one line on stderr.
+//!
+//! The usual re-exec pattern: each parent test runs this test binary again as a child
+//! (only [`child_frees_a_block`], with [`CHILD_ENV`] set), whose allocator's hook panics
+//! on the child's marked block when asked to. The parent checks how the child ended: by
+//! `abort` (SIGABRT on Unix) with the allocator's message, not by a panic's exit code
+//! 101 or a clean exit; and, as the control, that the same child with a quiet hook frees
+//! the same block and exits 0.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed unwrap is a failed test
+
+use std::cell::Cell;
+use std::process::{Command, Output};
+
+/// Set in the child's environment: `panic` (the hook panics on the marked block) or
+/// `quiet` (it does not).
+const CHILD_ENV: &str = "FL_PAILLIER_FREE_HOOK_ABORT_CHILD";
+
+/// The marked block: 64 bytes of this value.
+const MARK: u8 = 0x5a;
+
+/// What the child prints once the free returned.
+const SURVIVED: &str = "child: the free returned";
+
+/// The line the allocator writes before aborting.
+const ALLOCATOR_MESSAGE: &str = "FreeHookAllocator: the free hook panicked; aborting";
+
+thread_local! {
+    /// Whether this thread's next free of a marked block panics in the hook.
+    static PANIC_ON_MARKED_FREE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The allocator's hook: panics on a marked block if this thread asked for it (once).
+fn hook(block: &[u8]) {
+    let armed = PANIC_ON_MARKED_FREE.try_with(|p| p.get()).unwrap_or(false);
+    if armed && block.len() == 64 && block.iter().all(|&b| b == MARK) {
+        let _ = PANIC_ON_MARKED_FREE.try_with(|p| p.set(false));
+        panic!("the test's free hook panics on the marked block");
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: fl_paillier::FreeHookAllocator = fl_paillier::FreeHookAllocator::new(hook);
+
+/// The child's body (a no-op in the parent): frees the marked block, with the hook set to
+/// panic on it if [`CHILD_ENV`] is `panic`.
+#[test]
+fn child_frees_a_block() {
+    let Ok(mode) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let block = std::hint::black_box(vec![MARK; 64]);
+    PANIC_ON_MARKED_FREE.with(|p| p.set(mode == "panic"));
+    drop(block);
+    println!("{SURVIVED}");
+}
+
+/// Runs this binary as a child in `mode`.
+fn run_child(mode: &str) -> Output {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_frees_a_block",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, mode)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_panicking_free_hook_aborts_the_process() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    let out = run_child("panic");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report = format!(
+        "status {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(
+        stderr.contains("the test's free hook panics on the marked block"),
+        "the hook did not run or did not panic: {report}"
+    );
+    assert!(!out.status.success(), "the child survived: {report}");
+    assert!(!stdout.contains(SURVIVED), "the free returned: {report}");
+    assert_ne!(
+        out.status.code(),
+        Some(101),
+        "the panic unwound out of dealloc into the test harness: {report}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        const SIGABRT: i32 = 6;
+        assert_eq!(out.status.signal(), Some(SIGABRT), "not an abort: {report}");
+    }
+    assert!(
+        stderr.contains(ALLOCATOR_MESSAGE),
+        "the allocator's line is missing: {report}"
+    );
+}
+
+#[test]
+fn a_quiet_free_hook_lets_the_child_exit_normally() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    let out = run_child("quiet");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report = format!(
+        "status {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(out.status.success(), "the control child failed: {report}");
+    assert!(
+        stdout.contains(SURVIVED),
+        "the free did not return: {report}"
+    );
+    assert!(!stderr.contains(ALLOCATOR_MESSAGE), "{report}");
+}
