@@ -37,6 +37,14 @@ pub fn keys1024() -> &'static [DecryptionKey] {
     KEYS.get_or_init(|| on_every_engine(&keygen(1024, &mut rng(3)).unwrap()))
 }
 
+/// A 2048-bit key (seed 2048: the key of `examples/ct_harness.rs`, whose primes it
+/// lists) on the portable engine. Key generation takes about a second in release builds
+/// and much longer in debug ones: for the release-mode timing test (tests/dudect.rs).
+pub fn key2048() -> &'static DecryptionKey {
+    static KEY: OnceLock<DecryptionKey> = OnceLock::new();
+    KEY.get_or_init(|| keygen(2048, &mut rng(2048)).unwrap())
+}
+
 /// The 512-bit test key on the portable engine (for tests of key handling rather than
 /// arithmetic).
 pub fn key512() -> &'static DecryptionKey {
