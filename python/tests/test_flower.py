@@ -32,20 +32,39 @@ from fl_privacy import ldp, signds  # noqa: E402
 from fl_privacy.flower import (  # noqa: E402
     FLOWER_VERSION,
     LaplaceEvalMod,
+    PrivateClientApp,
     SignDSMod,
     SignDSStrategy,
     cluster_scores,
     clustering_metrics,
 )
+from fl_privacy.flower import _records  # noqa: E402
+from fl_privacy.flower._records import (  # noqa: E402
+    REFUSED_APP,
+    REFUSED_BUDGET,
+    REFUSED_LAW,
+    REFUSED_LEGACY,
+    REFUSED_NOT_SIGNDS,
+)
 from fl_privacy.flower.signds import (  # noqa: E402
+    HANDSHAKE_RECORD,
     METRIC_EPSILON,
     METRIC_EPSILON_TOTAL,
     METRIC_REPORT_BYTES,
     REPORT_KEY,
     REPORT_RECORD,
+    RoundFailed,
 )
 
 FIXTURE = Path(__file__).parent / "data" / "signds_rust_reports.json"
+
+
+@pytest.fixture
+def client_log(monkeypatch):
+    """What the mods write to the client's own log (the refusals' details)."""
+    lines = []
+    monkeypatch.setattr(_records, "log", lambda level, fmt, *args: lines.append(fmt % args))
+    return lines
 
 
 @pytest.fixture(autouse=True)
@@ -74,13 +93,33 @@ def test_readme_flower_blocks_run():
 
 
 class FakeGrid:
-    """The part of Flower's Grid that strategies use to sample nodes."""
+    """The part of Flower's Grid that strategies use: sampling nodes, and sending messages
+    to the ClientApps in ``apps`` (node id → ClientApp) with their ``contexts``. Every reply
+    that reaches the server is kept in :attr:`received` (what a hostile server reads)."""
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, apps=None, contexts=None):
         self.nodes = list(nodes)
+        self.apps = apps or {}
+        self.contexts = contexts or {}
+        self.received = []
 
     def get_node_ids(self):
         return self.nodes
+
+    def send_and_receive(self, messages, timeout=None):
+        replies = [self._run(m) for m in messages]
+        self.received.extend(replies)
+        return replies
+
+    def _run(self, message):
+        """As a SuperNode runs a ClientApp: an exception becomes an error reply quoting it."""
+        from flwr.app import Error
+
+        node = message.metadata.dst_node_id
+        try:
+            return self.apps[node](message, self.contexts[node])
+        except Exception as e:  # noqa: BLE001 - Flower replies with any exception's text
+            return Message(Error(code=2, reason="%s:<'%s'>" % (type(e), e)), reply_to=message)
 
 
 def model(seed, shape=(5, 8)):
@@ -112,15 +151,16 @@ def make_train_app(step_seed, extra_metrics=True):
 
 
 def client_app(mod, train):
-    app = ClientApp(mods=[mod])
+    app = PrivateClientApp(mods=[mod])
     app.train()(train)
     return app
 
 
 def run_round(strategy, apps, contexts, arrays, server_round):
-    grid = FakeGrid(sorted(contexts))
+    """One train round through the strategy (handshake included); (aggregate, replies)."""
+    grid = FakeGrid(sorted(contexts), apps, contexts)
     messages = list(strategy.configure_train(server_round, arrays, ConfigRecord(), grid))
-    replies = [apps[m.metadata.dst_node_id](m, contexts[m.metadata.dst_node_id]) for m in messages]
+    replies = grid.send_and_receive(messages)
     return strategy.aggregate_train(server_round, replies), replies
 
 
@@ -164,12 +204,13 @@ def test_forward_metrics_is_explicit():
             for n in contexts}
     _, replies = run_round(strategy, apps, contexts, model(1), 1)
     assert all(r.content.metric_records["metrics"]["train-loss"] == 0.5 for r in replies)
-    # Asking to forward a metric the app does not return is an error, not a silent drop.
+    # Asking to forward a metric the app does not return is an error, not a silent drop:
+    # no report is accepted, so the round (and the run) fails with one line.
     apps = {n: client_app(SignDSMod(forward_metrics=["accuracy"], **PARAMS), make_train_app(1))
             for n in contexts}
-    (_, metrics), replies = run_round(SignDSStrategy(**PARAMS), apps, contexts, model(1), 1)
-    assert all(r.has_error() and "accuracy" in r.error.reason for r in replies)
-    assert metrics["signds-accepted"] == 0 and metrics["signds-rejected"] == 2
+    with pytest.raises(RoundFailed, match=r"round 1 failed: no report accepted \(2 replies: 2 x "
+                       + re.escape(REFUSED_APP)):
+        run_round(SignDSStrategy(**PARAMS), apps, contexts, model(1), 1)
 
 
 def test_strategy_equals_fl_signds_server_on_the_same_reports():
@@ -207,7 +248,11 @@ def test_rust_encoded_reports_are_aggregated_by_the_python_strategy():
     def aggregate(reports):
         strategy = SignDSStrategy(expected_clients=len(clients), **params)
         start = ArrayRecord({"w": Array(np.linspace(-1, 1, d, dtype=np.float32).reshape(4, 10))})
-        messages = list(strategy.configure_train(1, start, ConfigRecord(), FakeGrid([1, 2, 3])))
+        # The three clients' mods answer the handshake; their reports are the Rust ones.
+        nodes = [1, 2, 3]
+        grid = FakeGrid(nodes, {n: client_app(SignDSMod(**params), make_train_app(0)) for n in nodes},
+                        {n: context(n) for n in nodes})
+        messages = list(strategy.configure_train(1, start, ConfigRecord(), grid))
         config = messages[0].content["config"]
         assert (config["signds-dimension"], config["signds-output-dimension"]) == (d, fx["output_dimension"])
         assert config["signds-r-est"] == fx["broadcast"]["r_est"]
@@ -256,15 +301,25 @@ def test_rust_encoded_reports_are_aggregated_by_the_python_strategy():
     assert not np.allclose(got_bad, got, rtol=0, atol=1e-7)
 
 
-def test_client_refuses_a_server_with_another_law():
+def test_client_refuses_a_server_with_another_law(client_log):
     contexts = {n: context(n) for n in (1, 2)}
     strategy = SignDSStrategy(top_k_fraction=0.25, epsilon=50.0)
-    apps = {n: client_app(SignDSMod(**PARAMS), make_train_app(1)) for n in contexts}
-    (arrays, metrics), replies = run_round(strategy, apps, contexts, model(1), 1)
-    assert all(r.has_error() and "differs from this client's" in r.error.reason for r in replies)
-    assert metrics["signds-accepted"] == 0 and metrics["signds-rejected"] == 2
-    # Nothing accepted: the model is unchanged.
-    np.testing.assert_array_equal(arrays["weight"].numpy(), model(1)["weight"].numpy())
+    trained = []
+    apps = {n: client_app(SignDSMod(**PARAMS), lambda m, c: trained.append(m) or
+                          make_train_app(1)(m, c)) for n in contexts}
+    # The handshake finds the other law: no train message is sent, the round fails.
+    with pytest.raises(RoundFailed, match="0 of the 2 sampled nodes run SignDSMod"):
+        run_round(strategy, apps, contexts, model(1), 1)
+    assert trained == []
+    # A train message that claims another law anyway is refused by the mod, with the fixed
+    # text; the detail is in the client's log.
+    message = Message(RecordDict({"arrays": model(1), "config": ConfigRecord({
+        "server-round": 1, "signds-r-est": 1e-5, "signds-phase": "growth",
+        "signds-dimension": 45, "signds-output-dimension": 999})}),
+        dst_node_id=1, message_type=MessageType.TRAIN)
+    reply = apps[1](message, contexts[1])
+    assert reply.error.reason == REFUSED_LAW and trained == []
+    assert any("differs from this client's" in line and "999" in line for line in client_log)
 
 
 def test_each_client_reports_what_its_own_parameters_spend():
@@ -291,28 +346,29 @@ def test_budget_stops_participation():
     strategy = SignDSStrategy(**PARAMS)
     arrays = model(3)
     accepted = []
-    for r in range(1, 5):
+    for r in range(1, 3):
         (arrays, metrics), replies = run_round(strategy, apps, contexts, arrays, r)
         accepted.append(metrics["signds-accepted"])
-    assert accepted == [2, 2, 0, 0]
-    assert "budget exhausted" in replies[0].error.reason
+    assert accepted == [2, 2]
+    # Round 3 would take both clients past their budget: both refuse, the run stops.
+    with pytest.raises(RoundFailed, match="round 3 failed: no report accepted \\(2 replies: 2 x "
+                       + re.escape(REFUSED_BUDGET)):
+        run_round(strategy, apps, contexts, arrays, 3)
 
 
-def test_mod_passes_other_messages_and_rejects_bad_replies():
+def test_mod_rejects_bad_messages_and_replies(client_log):
     mod = SignDSMod(**PARAMS)
-    msg = Message(RecordDict({"config": ConfigRecord({"x": 1})}), dst_node_id=1,
-                  message_type=MessageType.QUERY)
-    seen = []
-    mod(msg, context(1), lambda m, c: seen.append(m) or m)
-    assert seen == [msg]
     # A train message without the strategy's keys is refused.
     train = Message(RecordDict({"arrays": model(0), "config": ConfigRecord({"server-round": 1})}),
                     dst_node_id=1, message_type=MessageType.TRAIN)
     reply = mod(train, context(1), make_train_app(0))
-    assert reply.has_error() and "SignDSStrategy" in reply.error.reason
+    assert reply.error.reason == REFUSED_NOT_SIGNDS
+    assert "SignDSStrategy" in client_log[-1]
     # A reply that changes the model's layout, or lacks num-examples, is refused.
     strategy = SignDSStrategy(**PARAMS)
-    train = list(strategy.configure_train(1, model(0), ConfigRecord(), FakeGrid([1, 2])))[0]
+    apps = {n: client_app(SignDSMod(**PARAMS), make_train_app(0)) for n in (1, 2)}
+    grid = FakeGrid([1, 2], apps, {n: context(n) for n in (1, 2)})
+    train = list(strategy.configure_train(1, model(0), ConfigRecord(), grid))[0]
 
     def wrong_shape(m, c):
         return Message(RecordDict({"arrays": model(0, shape=(4, 8)),
@@ -322,14 +378,53 @@ def test_mod_passes_other_messages_and_rejects_bad_replies():
         return Message(RecordDict({"arrays": model(0), "metrics": MetricRecord({"loss": 1.0})}),
                        reply_to=m)
 
-    assert "same keys, shapes" in mod(train, context(1), wrong_shape).error.reason
-    assert "num-examples" in mod(train, context(1), no_count).error.reason
+    assert mod(train, context(1), wrong_shape).error.reason == REFUSED_APP
+    assert "same keys, shapes" in client_log[-1]
+    assert mod(train, context(1), no_count).error.reason == REFUSED_APP
+    assert "num-examples" in client_log[-1]
     with pytest.raises(TypeError, match="unknown SignDS parameters"):
         SignDSMod(eps=1.0)
     with pytest.raises(ValueError, match="epsilon_budget"):
-        SignDSMod(epsilon_budget=float("nan"))
+        SignDSMod(epsilon_budget=float("nan"), **PARAMS)
     with pytest.raises(ValueError, match="expected_clients"):
-        SignDSStrategy(expected_clients=0)
+        SignDSStrategy(expected_clients=0, **PARAMS)
+
+
+@pytest.mark.parametrize("build, error, named", [
+    (lambda: SignDSStrategy(epsilon="10"), TypeError, "epsilon"),
+    (lambda: SignDSMod(epsilon="10"), TypeError, "epsilon"),
+    (lambda: SignDSMod(epsilon=-1.0), ValueError, "epsilon"),
+    (lambda: SignDSStrategy(epsilon=float("nan")), ValueError, "epsilon"),
+    (lambda: SignDSMod(), TypeError, "epsilon is required"),
+    (lambda: SignDSStrategy(top_k_fraction=0.2), TypeError, "epsilon is required"),
+    (lambda: SignDSMod(epsilon=10.0, top_k_fraction=1.5), ValueError, "top_k_fraction"),
+    (lambda: SignDSMod(epsilon=10.0, magrr_epsilon=-2.0), ValueError, "magrr_epsilon"),
+    (lambda: SignDSStrategy(epsilon=10.0, global_learning_rate=-1.0), ValueError,
+     "global_learning_rate"),
+    (lambda: SignDSStrategy(epsilon=10.0, fraction_evaluate=2), ValueError, "fraction_evaluate"),
+    (lambda: SignDSStrategy(epsilon=10.0, min_train_nodes=-1), ValueError, "min_train_nodes"),
+    (lambda: SignDSStrategy(epsilon=10.0, step_rule="paper"), ValueError, "step_rule"),
+    (lambda: SignDSStrategy(epsilon=10.0, handshake_timeout=0), ValueError, "handshake_timeout"),
+    (lambda: SignDSStrategy(epsilon=10.0, target_delta=1.0), ValueError, "target_delta"),
+    (lambda: SignDSMod(epsilon=10.0, epsilon_budget="5"), TypeError, "epsilon_budget"),
+    (lambda: SignDSMod(epsilon=10.0, allow_unprotected="evaluate"), TypeError, "allow_unprotected"),
+    (lambda: SignDSMod(epsilon=10.0, allow_unprotected=["fit"]), ValueError, "allow_unprotected"),
+    (lambda: SignDSMod(epsilon=10.0, forward_metrics="loss"), TypeError, "forward_metrics"),
+    (lambda: LaplaceEvalMod("1"), TypeError, "epsilon"),
+    (lambda: LaplaceEvalMod(-1.0), ValueError, "epsilon"),
+    (lambda: LaplaceEvalMod(1.0, allow_unprotected=["training"]), ValueError, "allow_unprotected"),
+])
+def test_constructors_check_every_argument_when_built(build, error, named):
+    """Every mistake is an error when the object is built, naming the argument — not at
+    round 1 under a traceback, nor as error replies from every client."""
+    with pytest.raises(error, match=named):
+        build()
+
+
+def test_upstream_defaults_only_by_name():
+    mod = SignDSMod(profile="mindspore")
+    strategy = SignDSStrategy(profile="mindspore")
+    assert mod is not None and strategy is not None
 
 
 # --- Laplace evaluation ---------------------------------------------------------------
@@ -367,15 +462,16 @@ def test_laplace_mod_releases_only_the_noisy_vector():
     np.testing.assert_array_equal(ratio, np.round(ratio))
 
 
-def test_laplace_mod_fails_closed():
+def test_laplace_mod_fails_closed(client_log):
     for bad in ([0.9, 0.9], [float("nan"), 0.1], [-0.5, 1.0]):
         reply = evaluate_app(bad)(evaluate_message(), context(1))
-        assert reply.has_error() and "LaplaceEvalMod" in reply.error.reason
+        assert reply.error.reason == REFUSED_APP
+        assert "LaplaceEvalMod" in client_log[-1]
     app = ClientApp(mods=[LaplaceEvalMod(1.0)])
     app.evaluate()(lambda m, c: Message(RecordDict({"metrics": MetricRecord({"num-examples": 1})}),
                                         reply_to=m))
     reply = app(evaluate_message(), context(1))
-    assert reply.has_error() and "probabilities" in reply.error.reason
+    assert reply.error.reason == REFUSED_APP and "probabilities" in client_log[-1]
     for bad_eps in (0.0, -1.0, float("inf"), float("nan")):
         with pytest.raises(ValueError):
             LaplaceEvalMod(bad_eps)
@@ -450,3 +546,287 @@ def test_server_clusters_the_noisy_vectors():
     assert metrics["calinski-harabasz"] == ch and metrics["silhouette"] == s
     assert metrics["laplace-epsilon"] <= 50.0
     assert s > 0.5  # at ε = 50 the three groups stay apart
+
+
+# --- A hostile server: everything that reaches it ------------------------------------
+
+#: A value of the client's local data (a label sum) that must never reach the server.
+SECRET = 31337.4242
+
+
+def _everything(replies):
+    """Every number and string in the replies that reached the server."""
+    seen = []
+    for reply in replies:
+        if reply.has_error():
+            seen.append(reply.error.reason)
+            continue
+        for name, record in reply.content.items():
+            seen.append(name)
+            if isinstance(record, ArrayRecord):
+                seen.extend(float(v) for a in record.values() for v in a.numpy().ravel())
+            else:
+                for key, value in record.items():
+                    seen.append(key)
+                    seen.extend(value if isinstance(value, list) else [value])
+    return seen
+
+
+def leaked(replies, *secrets):
+    """Whether any secret (a number, or a string inside a text) reached the server."""
+    for item in _everything(replies):
+        for secret in secrets:
+            if isinstance(item, (bytes, str)):
+                if str(secret) in str(item):
+                    return True
+            elif isinstance(item, (int, float)) and not isinstance(secret, str) and item == secret:
+                return True
+    return False
+
+
+def leaky_app(mods, *, allow=False):
+    """A ClientApp that answers every category with local data: train returns its model and
+    the label sum, evaluate and query the label sum; `allow` registers also functions that
+    raise or reply with an error quoting the secret."""
+    app = PrivateClientApp(mods=mods)
+
+    @app.train()
+    def train(msg, ctxt):
+        reply = make_train_app(5)(msg, ctxt)
+        reply.content["metrics"]["label-sum"] = SECRET
+        return reply
+
+    @app.evaluate()
+    def evaluate(msg, ctxt):
+        return Message(RecordDict({"metrics": MetricRecord(
+            {"num-examples": 3, "label-sum": SECRET, "probabilities": [0.5, 0.5]})}), reply_to=msg)
+
+    @app.query()
+    def query(msg, ctxt):
+        return Message(RecordDict({"metrics": MetricRecord({"label-sum": SECRET})}), reply_to=msg)
+
+    @app.query("stats")
+    def stats(msg, ctxt):
+        return Message(RecordDict({"metrics": MetricRecord({"label-sum": SECRET})}), reply_to=msg)
+
+    @app.evaluate("crash")
+    def crash(msg, ctxt):
+        raise ValueError("label sum %r is odd" % SECRET)
+
+    @app.query("error")
+    def error(msg, ctxt):
+        from flwr.app import Error
+
+        return Message(Error(code=0, reason="label sum %r" % SECRET), reply_to=msg)
+
+    return app
+
+
+def hostile_messages(node):
+    """What a hostile server sends besides SignDS rounds: evaluations of models it chose,
+    queries (default and named actions), crafted train configs, legacy messages."""
+    crafted = {"server-round": 1, "signds-r-est": float("nan"), "signds-phase": "growth",
+               "signds-dimension": 45, "signds-output-dimension": 11}
+    return [
+        Message(RecordDict({"arrays": model(9), "config": ConfigRecord({"server-round": 1})}),
+                dst_node_id=node, message_type=MessageType.EVALUATE),
+        Message(RecordDict({"arrays": model(9), "config": ConfigRecord({"server-round": 1})}),
+                dst_node_id=node, message_type=MessageType.EVALUATE + ".crash"),
+        Message(RecordDict({"config": ConfigRecord({"x": 1})}), dst_node_id=node,
+                message_type=MessageType.QUERY),
+        Message(RecordDict({"config": ConfigRecord({"x": 1})}), dst_node_id=node,
+                message_type=MessageType.QUERY + ".stats"),
+        Message(RecordDict({"config": ConfigRecord({"x": 1})}), dst_node_id=node,
+                message_type=MessageType.QUERY + ".error"),
+        Message(RecordDict({"arrays": model(9), "config": ConfigRecord(crafted)}),
+                dst_node_id=node, message_type=MessageType.TRAIN),
+        Message(RecordDict({"arrays": model(9), "config": ConfigRecord(
+            dict(crafted, **{"signds-r-est": 1e-5, "signds-output-dimension": 3}))}),
+                dst_node_id=node, message_type=MessageType.TRAIN),
+        Message(RecordDict({"arrays": model(9), "config": ConfigRecord({"server-round": 1})}),
+                dst_node_id=node, message_type=MessageType.TRAIN),
+        Message(RecordDict({"fitins.parameters": model(9), "fitins.config": ConfigRecord({})}),
+                dst_node_id=node, message_type=MessageType.TRAIN),
+    ]
+
+
+@pytest.mark.parametrize("order", ["signds-outer", "laplace-outer", "signds-only"])
+def test_a_hostile_server_reads_nothing_raw(order, client_log):
+    """Every message a hostile server can send, to clients with the mods as documented:
+    nothing of the local data reaches it (refusals carry fixed texts; the details are in the
+    client's log). Control: the same server against mods that let evaluate and query
+    replies through (allow_unprotected, i.e. what SignDSMod did before) reads the secret."""
+    signds_mod = SignDSMod(**PARAMS)
+    laplace_mod = LaplaceEvalMod(1.0, rng=ldp.SeededRng(3))
+    mods = {"signds-outer": [signds_mod, laplace_mod], "laplace-outer": [laplace_mod, signds_mod],
+            "signds-only": [signds_mod]}[order]
+    app = leaky_app(mods)
+    grid = FakeGrid([1], {1: app}, {1: context(1)})
+    replies = grid.send_and_receive(hostile_messages(1))
+    assert all(r.has_error() for r in replies if r.metadata.message_type != "evaluate"
+               or order == "signds-only"), [r.error.reason if r.has_error() else "content"
+                                            for r in replies]
+    assert not leaked(grid.received, SECRET, "31337")
+    reasons = {r.error.reason for r in replies if r.has_error()}
+    fixed = {getattr(_records, n) for n in dir(_records) if n.startswith("REFUSED_")}
+    fixed |= {_records.REFUSED_CATEGORY % c for c in ("train", "evaluate", "query")}
+    assert reasons <= fixed, reasons - fixed
+    assert REFUSED_LEGACY in reasons and REFUSED_NOT_SIGNDS in reasons and REFUSED_LAW in reasons
+    # The client's own log has the details (the secret included, for the one who owns it).
+    assert any("31337" in line for line in client_log)
+    if order != "signds-only":  # the default evaluate reached LaplaceEvalMod: a release
+        evaluated = replies[0].content.metric_records["metrics"]
+        assert set(evaluated) == {"num-examples", "probabilities", "laplace-epsilon"}
+    # A SignDS round still works on the same apps.
+    one_node = dict(min_train_nodes=1, min_available_nodes=1, **PARAMS)
+    (arrays, metrics), _ = run_round(SignDSStrategy(**one_node), {1: app}, {1: context(1)},
+                                     model(0), 1)
+    assert metrics["signds-accepted"] == 1
+
+    # Control: with evaluate and query let through, the same server reads the secret.
+    open_app = leaky_app([SignDSMod(allow_unprotected=("evaluate", "query"), **PARAMS)])
+    open_grid = FakeGrid([1], {1: open_app}, {1: context(1)})
+    open_grid.send_and_receive(hostile_messages(1)[:4])
+    assert leaked(open_grid.received, SECRET)
+
+
+def test_error_texts_never_quote_the_vector(client_log):
+    """An app returning logits instead of probabilities: the server reads a fixed text, not
+    the values (previously "probability vector[1] = -1.25 is invalid"). Control: the
+    values are in the client's log."""
+    app = ClientApp(mods=[LaplaceEvalMod(1.0)])
+    app.evaluate()(lambda m, c: Message(RecordDict({"metrics": MetricRecord(
+        {"num-examples": 1, "probabilities": [2.65, -1.25]})}), reply_to=m))
+    grid = FakeGrid([1], {1: app}, {1: context(1)})
+    (reply,) = grid.send_and_receive([evaluate_message()])
+    assert reply.error.reason == REFUSED_APP
+    assert not leaked(grid.received, "-1.25", "2.65", -1.25, 2.65, "1.4")
+    assert any("-1.25" in line for line in client_log)
+
+
+def test_a_client_without_the_mod_never_receives_a_train_message():
+    """The strategy trains only nodes whose SignDSMod answered its handshake: a ClientApp
+    without the mod (a plain ClientApp, or PrivateClientApp with no SignDSMod) is sent no
+    train message, so its model never leaves; the round fails with one line. Control: the
+    same apps with the mod train and are aggregated."""
+    trained = []
+
+    def train(m, c):
+        trained.append(c.node_id)
+        return make_train_app(6)(m, c)
+
+    plain = ClientApp()
+    plain.train()(train)
+    without = PrivateClientApp(mods=[LaplaceEvalMod(1.0)])
+    without.train()(train)
+    contexts = {1: context(1), 2: context(2)}
+    grid = FakeGrid([1, 2], {1: plain, 2: without}, contexts)
+    with pytest.raises(RoundFailed, match=r"round 1 failed: 0 of the 2 sampled nodes run SignDSMod"):
+        SignDSStrategy(**PARAMS).configure_train(1, model(0), ConfigRecord(), grid)
+    assert trained == []
+    assert not any(isinstance(r, ArrayRecord) for m in grid.received if m.has_content()
+                   for r in m.content.values())
+    # One node with the mod, one without: only the first is trained (min_train_nodes=1).
+    mixed = {1: client_app(SignDSMod(**PARAMS), train), 2: without}
+    (_, metrics), replies = run_round(SignDSStrategy(min_train_nodes=1, **PARAMS), mixed,
+                                      contexts, model(0), 1)
+    assert trained == [1] and metrics["signds-accepted"] == 1 and len(replies) == 1
+
+
+def test_legacy_api_gets_a_clear_error(client_log):
+    """Flower's legacy API (client_fn + NumPyClient; a strategy in ServerAppComponents):
+    an error that says so, not Flower's KeyError 'fitins.parameters' or AttributeError."""
+    from flwr.client import NumPyClient
+
+    class Legacy(NumPyClient):
+        def fit(self, parameters, config):
+            return parameters, 10, {"label-sum": SECRET}
+
+    app = ClientApp(client_fn=lambda context: Legacy().to_client(), mods=[SignDSMod(**PARAMS)])
+    contexts = {1: context(1)}
+    strategy = SignDSStrategy(min_train_nodes=1, min_available_nodes=1, **PARAMS)
+    grid = FakeGrid([1], {1: app}, contexts)
+    with pytest.raises(RoundFailed, match=re.escape(REFUSED_LEGACY)):
+        strategy.aggregate_train(1, grid.send_and_receive(
+            list(strategy.configure_train(1, model(0), ConfigRecord(), grid))))
+    assert not leaked(grid.received, SECRET)
+    assert any("legacy API" in line and "fitins" in line for line in client_log)
+    with pytest.raises(TypeError, match="legacy API"):
+        strategy.initialize_parameters(client_manager=None)
+    with pytest.raises(TypeError, match="legacy API"):
+        strategy.configure_fit(1, None, None)
+
+
+# --- Privacy accounting ---------------------------------------------------------------
+
+
+def _hockey_stick(k, eps0, eps):
+    """δ(ε) by brute force: the hockey-stick divergence of k-fold binary randomized
+    response at ε0 (the worst pair for k-fold ε0-DP), enumerating all 2^k outcomes."""
+    import itertools
+
+    p = math.exp(eps0) / (1 + math.exp(eps0))
+    total = 0.0
+    for outcome in itertools.product((0, 1), repeat=k):
+        ones = sum(outcome)
+        P = p ** ones * (1 - p) ** (k - ones)
+        Q = (1 - p) ** ones * p ** (k - ones)
+        total += max(0.0, P - math.exp(eps) * Q)
+    return total
+
+
+def test_optimal_composition_equals_the_worst_pair():
+    from fl_privacy.flower.accounting import optimal_composition_delta, optimal_composition_epsilon
+
+    for k, eps0 in ((1, 1.0), (5, 0.5), (10, 2.0), (12, 0.1)):
+        for eps in (0.0, 0.3, 1.0, 2.5, 7.0):
+            assert optimal_composition_delta(eps, k, eps0) == pytest.approx(
+                _hockey_stick(k, eps0, eps), rel=1e-9, abs=1e-15)
+    # Control: the same brute force at another ε0 differs.
+    assert optimal_composition_delta(1.0, 10, 2.0) != pytest.approx(_hockey_stick(10, 1.9, 1.0))
+    # ε at δ is the inverse, and below both basic and advanced composition for many rounds.
+    k, eps0, delta = 100, 0.5, 1e-6
+    eps = optimal_composition_epsilon(delta, k, eps0)
+    assert optimal_composition_delta(eps, k, eps0) <= delta < optimal_composition_delta(
+        eps * (1 - 1e-6), k, eps0)
+    advanced = eps0 * math.sqrt(2 * k * math.log(1 / delta)) + k * eps0 * (math.exp(eps0) - 1)
+    assert eps < min(k * eps0, advanced)
+
+
+def test_accountant_speaks_flowers_protocol():
+    from fl_privacy.flower import PureEpsilonAccountant, PureEpsilonEvent
+
+    accountant = PureEpsilonAccountant(target_delta=1e-5, max_epsilon=30.0)
+    accountant.compose(PureEpsilonEvent(10.0), count=2)
+    assert accountant.num_releases == 2 and accountant.get_epsilon(0.0) == 20.0
+    assert accountant.get_delta(20.0) == 0.0 and 0 < accountant.get_delta(19.0) < 1
+    spent = accountant.get_privacy_spent()
+    assert spent.num_releases == 2 and spent.epsilon <= 20.0
+    assert accountant.would_exceed(PureEpsilonEvent(10.0), count=2)
+    assert not accountant.would_exceed(PureEpsilonEvent(1.0))
+    restored = PureEpsilonAccountant(target_delta=1e-5)
+    restored.load_state_dict(accountant.state_dict())
+    assert restored.get_epsilon(0.0) == 20.0
+    with pytest.raises(ValueError, match="epsilon"):
+        accountant.compose(PureEpsilonEvent(float("inf")))
+    try:
+        from flwr.supercore.privacy_accounting import GaussianPrivacyEvent, PrivacyConfig
+    except ImportError:  # Flower before 1.42 has no PrivacyAccountant
+        return
+    assert isinstance(accountant.config, PrivacyConfig)
+    with pytest.raises(TypeError, match="Gaussian"):
+        accountant.compose(GaussianPrivacyEvent(1.0, 1, 1))
+
+
+def test_strategy_ledger_counts_every_report_received():
+    contexts = {n: context(n) for n in (1, 2)}
+    apps = {n: client_app(SignDSMod(**PARAMS), make_train_app(8)) for n in contexts}
+    strategy = SignDSStrategy(target_delta=1e-6, **PARAMS)
+    arrays = model(1)
+    per_round = sum(signds.Client(45, **PARAMS).privacy)
+    for r in range(1, 4):
+        (arrays, metrics), _ = run_round(strategy, apps, contexts, arrays, r)
+    assert metrics["signds-epsilon-ledger-max"] == pytest.approx(3 * per_round)
+    assert metrics["signds-epsilon-optimal-max"] <= metrics["signds-epsilon-ledger-max"]
+    assert strategy.privacy_spent(1, 0.0).epsilon == pytest.approx(3 * per_round)
+    assert strategy.privacy_spent(99).epsilon == 0.0

@@ -33,7 +33,8 @@ except ImportError as e:  # pragma: no cover - depends on the installation
     ) from e
 
 from fl_privacy.flower.laplace import LaplaceEvalMod, cluster_scores, clustering_metrics
-from fl_privacy.flower.signds import SignDSMod, SignDSStrategy
+from fl_privacy.flower.accounting import PureEpsilonAccountant, PureEpsilonEvent
+from fl_privacy.flower.signds import PrivateClientApp, RoundFailed, SignDSMod, SignDSStrategy
 
 #: The Flower release this module is tested with (the ``flower`` extra pins it).
 FLOWER_VERSION = "1.42.0"
@@ -41,6 +42,10 @@ FLOWER_VERSION = "1.42.0"
 __all__ = [
     "FLOWER_VERSION",
     "LaplaceEvalMod",
+    "PrivateClientApp",
+    "PureEpsilonAccountant",
+    "PureEpsilonEvent",
+    "RoundFailed",
     "SignDSMod",
     "SignDSStrategy",
     "cluster_scores",

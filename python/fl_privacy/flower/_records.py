@@ -1,12 +1,56 @@
 """Helpers shared by the Flower strategy and mods: flattening models, reading replies,
-error replies."""
+the mods' refusals (error replies with a fixed text) and the mark that a reply was made
+by one of fl_privacy's mods."""
 
+import weakref
 from logging import ERROR
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Error, Message, MetricRecord
-from flwr.common.constant import ErrorCode
 from flwr.common import log
+from flwr.common.constant import ErrorCode
+
+#: The error code of the mods' refusals (Flower < 1.22 has no MOD_FAILED_PRECONDITION).
+REFUSAL_CODE = getattr(ErrorCode, "MOD_FAILED_PRECONDITION", ErrorCode.UNKNOWN)
+
+#: Flower's legacy API, named in the refusals and the local log.
+LEGACY_API = ("Flower's legacy API (client_fn with NumPyClient/Client, fitins/evaluateins "
+              "messages, ServerAppComponents) is not supported: fl_privacy.flower works on "
+              "the Message API only (a ClientApp with @app.train()/@app.evaluate(), a "
+              "ServerApp with @app.main() calling strategy.start())")
+
+# Every text an error reply of the mods can carry: a closed set of fixed strings, none
+# computed from the client's data (the details go to the client's own log). A refusal
+# still tells the server that the client refused; which of these it is depends on the
+# configuration, the message the server sent and the round count, which the server knows.
+REFUSED_CATEGORY = ("fl_privacy: this client answers no %s message that an fl_privacy mod "
+                    "does not protect")
+REFUSED_LEGACY = "fl_privacy: " + LEGACY_API
+REFUSED_APP = ("fl_privacy: the ClientApp's reply could not be protected, so nothing of it "
+               "was sent (the reason is in the client's log)")
+REFUSED_NOT_SIGNDS = "fl_privacy SignDSMod: not a SignDSStrategy train message"
+REFUSED_LAW = "fl_privacy SignDSMod: the server's SignDS law (d, h) differs from this client's"
+REFUSED_BUDGET = "fl_privacy SignDSMod: this client's privacy budget is exhausted"
+REFUSED_HANDSHAKE = "fl_privacy SignDSMod: malformed handshake"
+REFUSED_NO_MOD = "fl_privacy: this ClientApp has no SignDSMod, so it takes part in no SignDS round"
+
+#: Replies made by fl_privacy's mods in this process (their own reports, releases and
+#: refusals), so that an outer mod forwards what an inner one protected.
+_PROTECTED = weakref.WeakSet()
+#: Messages whose reply an fl_privacy mod further out is about to protect, so that an inner
+#: mod lets them through to the app (mods=[SignDSMod, LaplaceEvalMod] or the reverse).
+_GUARDED = weakref.WeakSet()
+
+
+def protected(reply):
+    """Marks ``reply`` as made by an fl_privacy mod and returns it."""
+    _PROTECTED.add(reply)
+    return reply
+
+
+def is_protected(reply):
+    """Whether ``reply`` was made by an fl_privacy mod (a report, a release, a refusal)."""
+    return reply in _PROTECTED
 
 
 def message_category(msg):
@@ -14,10 +58,81 @@ def message_category(msg):
     return msg.metadata.message_type.split(".", 1)[0]
 
 
-def error_reply(msg, reason):
-    """A reply to ``msg`` carrying an error (Flower's way for a mod to refuse)."""
-    log(ERROR, reason)
-    return Message(Error(code=ErrorCode.MOD_FAILED_PRECONDITION, reason=reason), reply_to=msg)
+def refuse(msg, public, detail):
+    """A reply to ``msg`` carrying an error with the fixed text ``public`` (one of the
+    ``REFUSED_*`` strings); ``detail``, which may name local values, goes to this process's
+    log only."""
+    log(ERROR, "%s: %s", public, detail)
+    return protected(Message(Error(code=REFUSAL_CODE, reason=public), reply_to=msg))
+
+
+#: The record-name prefixes of Flower's legacy messages ("fitins.parameters", ...).
+_LEGACY_RECORDS = ("fitins", "evaluateins", "getparametersins", "getpropertiesins")
+
+
+def _legacy_name(name):
+    return "." in str(name) and str(name).split(".", 1)[0] in _LEGACY_RECORDS
+
+
+def is_legacy(msg):
+    """Whether ``msg`` is one of Flower's legacy messages (fitins, evaluateins, ...)."""
+    names = list(msg.content.keys()) if msg.has_content() else []
+    legacy_type = msg.metadata.message_type in ("get_parameters", "get_properties")
+    return legacy_type or any(_legacy_name(n) for n in names)
+
+
+def call_app(msg, ctxt, call_next, who):
+    """Runs the rest of the ClientApp for a message the calling mod protects: ``(reply,
+    None)``, or ``(None, refusal)`` when it raised or replied with an error (whose text,
+    which may quote local data, is logged here and never sent) or an inner fl_privacy mod
+    refused."""
+    _GUARDED.add(msg)
+    try:
+        out = call_next(msg, ctxt)
+    except Exception as e:  # noqa: BLE001 - any exception of the app is a refusal
+        if isinstance(e, KeyError) and any(_legacy_name(a) for a in e.args):
+            return None, refuse(msg, REFUSED_LEGACY, "%s: the wrapped ClientApp raised %r: "
+                                "it uses %s" % (who, e, LEGACY_API))
+        return None, refuse(msg, REFUSED_APP, "%s: the wrapped ClientApp raised %s: %s"
+                            % (who, type(e).__name__, e))
+    if is_protected(out):
+        return (None, out) if out.has_error() else (out, None)
+    if out.has_error():
+        return None, refuse(msg, REFUSED_APP, "%s: the wrapped ClientApp replied with an error "
+                            "(code %s): %s" % (who, out.error.code, out.error.reason))
+    return out, None
+
+
+def guard(msg, ctxt, call_next, who, allow_unprotected):
+    """A mod's answer to a message category it does not protect: the reply of an inner
+    fl_privacy mod, or the app's reply where the user named the category in
+    ``allow_unprotected``; otherwise a refusal."""
+    if msg in _GUARDED:  # an outer fl_privacy mod protects this reply
+        return call_next(msg, ctxt)
+    category = message_category(msg)
+    if is_legacy(msg):
+        return refuse(msg, REFUSED_LEGACY, "%s received a legacy %r message: %s"
+                      % (who, msg.metadata.message_type, LEGACY_API))
+    out, refusal = call_app(msg, ctxt, call_next, who)
+    if refusal is not None:
+        return refusal
+    if is_protected(out) or category in allow_unprotected:
+        return out
+    return refuse(msg, REFUSED_CATEGORY % category,
+                  "%s refused to send the ClientApp's %r reply: no fl_privacy mod protects it "
+                  "(name the category in allow_unprotected=... to send it as it is)"
+                  % (who, category))
+
+
+def check_categories(name, value):
+    """``allow_unprotected``: a tuple of message categories ("train", "evaluate", "query")."""
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise TypeError("%s must be a list of message categories (str), got %r" % (name, value))
+    unknown = set(value) - {"train", "evaluate", "query"}
+    if unknown:
+        raise ValueError("%s: unknown message categories %s (allowed: train, evaluate, query)"
+                         % (name, sorted(unknown)))
+    return tuple(value)
 
 
 def single_record(content, kind, what):

@@ -8,8 +8,10 @@ over the client's evaluation samples, as upstream's client sends). The mod repla
 fl-ldp's exact lattice Laplace release of it (``fl_privacy.ldp.Laplace``) before the reply
 leaves, and drops everything else the app returned except the example count and the
 metrics named in ``forward_metrics``. It fails closed: a missing or invalid vector is an
-error reply, never an upload of raw data (upstream uploads the raw vector when its checks
-fail).
+error reply with a fixed text (the reason, which may quote the vector, stays in the
+client's log), never an upload of raw data (upstream uploads the raw vector when its checks
+fail). Other messages (train, query) are answered only through an inner fl_privacy mod
+(SignDSMod) or where the user named their category in ``allow_unprotected``.
 
 The server labels each noisy vector by its argmax and computes the Calinski–Harabasz and
 mean silhouette scores of that clustering with fl-stats (``fl_stats::cluster``, the same
@@ -24,11 +26,24 @@ client and evaluation round; rounds compose.
 """
 
 import numpy as np
-from flwr.app import MessageType, MetricRecord, RecordDict
+from flwr.app import Message, MessageType, MetricRecord, RecordDict
 
 from fl_privacy import _native
 from fl_privacy import ldp as _ldp
-from fl_privacy.flower._records import client_weight, error_reply, message_category, single_record
+from fl_privacy.flower._records import (
+    REFUSED_APP,
+    REFUSED_LEGACY,
+    LEGACY_API,
+    call_app,
+    check_categories,
+    client_weight,
+    guard,
+    is_legacy,
+    message_category,
+    protected,
+    refuse,
+    single_record,
+)
 
 __all__ = ["METRIC_EPSILON", "LaplaceEvalMod", "cluster_scores", "clustering_metrics"]
 
@@ -40,21 +55,33 @@ class LaplaceEvalMod:
     """A ClientApp mod that privatises the evaluate reply's probability vector.
 
     ``epsilon``, ``calibration``, ``tolerance`` and ``timing`` are fl_privacy.ldp.Laplace's
-    (they are checked here, before any round). ``rng`` as in SignDSMod: None (OS
-    randomness) for real data; a SeededRng or callable(context) for tests.
+    (they are checked here, before any round). ``allow_unprotected``: message categories
+    ("train", "query") whose replies the app may send as they are where no inner fl_privacy
+    mod protects them (outside the privacy claim; default none: refused). ``rng`` as in
+    SignDSMod: None (OS randomness) for real data; a SeededRng or callable(context) for tests.
     """
 
     def __init__(self, epsilon, *, key="probabilities", calibration="simplex", tolerance=1e-4,
-                 timing="exact", forward_metrics=(), weighted_by_key="num-examples", rng=None):
+                 timing="exact", forward_metrics=(), weighted_by_key="num-examples",
+                 allow_unprotected=(), rng=None):
         self._options = dict(epsilon=epsilon, calibration=calibration, tolerance=tolerance,
                              timing=timing)
         # Validates ε, calibration, tolerance and timing now (ValueError naming the value).
-        _ldp.Laplace(dimension=2, **self._options)
+        try:
+            _ldp.Laplace(dimension=2, **self._options)
+        except (TypeError, ValueError) as e:
+            raise type(e)("LaplaceEvalMod: %s" % e) from None
         if rng is not None and not (isinstance(rng, _ldp.SeededRng) or callable(rng)):
-            raise TypeError("rng must be None, a SeededRng or a callable(context) -> SeededRng")
+            raise TypeError("LaplaceEvalMod: rng must be None, a SeededRng or a "
+                            "callable(context) -> SeededRng")
+        if not isinstance(key, str) or not isinstance(weighted_by_key, str):
+            raise TypeError("LaplaceEvalMod: key and weighted_by_key must be str")
+        if isinstance(forward_metrics, str) or not all(isinstance(m, str) for m in forward_metrics):
+            raise TypeError("LaplaceEvalMod: forward_metrics must be a list of metric names (str)")
         self._key = key
         self._forward = tuple(forward_metrics)
         self._weight_key = weighted_by_key
+        self._allow = check_categories("LaplaceEvalMod: allow_unprotected", allow_unprotected)
         self._rng = rng
         self._mechanisms = {}
 
@@ -65,10 +92,13 @@ class LaplaceEvalMod:
 
     def __call__(self, msg, ctxt, call_next):
         if message_category(msg) != MessageType.EVALUATE:
-            return call_next(msg, ctxt)
-        out = call_next(msg, ctxt)
-        if out.has_error():
-            return out
+            return guard(msg, ctxt, call_next, "LaplaceEvalMod", self._allow)
+        if is_legacy(msg):
+            return refuse(msg, REFUSED_LEGACY, "LaplaceEvalMod received a legacy evaluate "
+                          "message: %s" % LEGACY_API)
+        out, refusal = call_app(msg, ctxt, call_next, "LaplaceEvalMod")
+        if refusal is not None:
+            return refusal
         try:
             _, metrics = single_record(out.content, MetricRecord, "the ClientApp's evaluate reply")
             if self._key not in metrics:
@@ -87,11 +117,10 @@ class LaplaceEvalMod:
             if self._weight_key in metrics:
                 reply[self._weight_key] = client_weight(metrics, self._weight_key)
         except (TypeError, ValueError) as e:
-            return error_reply(msg, "LaplaceEvalMod: %s" % e)
+            return refuse(msg, REFUSED_APP, "LaplaceEvalMod: %s" % e)
         reply[self._key] = [float(v) for v in release.output]
         reply[METRIC_EPSILON] = float(release.epsilon)
-        out.content = RecordDict({"metrics": MetricRecord(reply)})
-        return out
+        return protected(Message(RecordDict({"metrics": MetricRecord(reply)}), reply_to=msg))
 
 
 def cluster_scores(points):

@@ -6,7 +6,9 @@ flattened in the ArrayRecord's key order) into one fl-signds report and replies 
 the report's wire bytes (fl-signds' versioned wire format, ``Report::encode`` in Rust) and
 the client's example count n_i — the weights, and every other metric the wrapped app
 returned, are dropped unless ``forward_metrics`` names them. The reply's metrics carry the
-privacy the report spent this round and the client's running total.
+privacy the report spent this round and the client's running total. Every other message
+(evaluate, query) is answered only through an inner fl_privacy mod (LaplaceEvalMod) or where
+the user named its category in ``allow_unprotected``; errors leave as fixed texts.
 
 The strategy is Flower's FedAvg with SignDS aggregation: it broadcasts fl-signds' step-size
 state (r_est, phase) in the train config, validates every report with fl-signds' server
@@ -18,38 +20,62 @@ Privacy (docs/proofs/fl-signds/selection.md and magrr.md): one report is
 *realised* ε and ε_RR that fl-signds computes (each at most the requested value). Across
 rounds basic composition applies: after T reports a client has spent T·(ε + ε_RR), the
 running total in the metrics. Not covered: n_i (sent in the clear, as upstream's SignDS
-does), any metric listed in ``forward_metrics``, and the fact of participating.
+does), any metric listed in ``forward_metrics``, replies of a category named in
+``allow_unprotected``, the fact of participating or of refusing (which of the fixed refusal
+texts is sent depends on the configuration and the round count, not on local data; an app
+whose reply is invalid for some data and valid for other data reveals that one bit), and
+timing.
 """
 
 from logging import INFO, WARNING
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, MessageType, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
 from flwr.common import log
 from flwr.serverapp.strategy import FedAvg
 
 from fl_privacy import ldp as _ldp
 from fl_privacy import signds as _signds
 from fl_privacy.flower._records import (
+    LEGACY_API,
+    REFUSED_BUDGET,
+    REFUSED_HANDSHAKE,
+    REFUSED_LAW,
+    REFUSED_LEGACY,
+    REFUSED_NO_MOD,
+    REFUSED_NOT_SIGNDS,
+    REFUSED_APP,
+    call_app,
+    check_categories,
     client_weight,
-    error_reply,
     flatten,
+    guard,
+    is_legacy,
     message_category,
+    protected,
+    refuse,
     same_layout,
     single_record,
     unflatten,
 )
+from fl_privacy.flower.accounting import PureEpsilonAccountant, PureEpsilonEvent
 
 __all__ = [
     "CONFIG_DIMENSION",
     "CONFIG_OUTPUT_DIMENSION",
     "CONFIG_PHASE",
     "CONFIG_R_EST",
+    "HANDSHAKE_ACTION",
+    "HANDSHAKE_PROTOCOL",
+    "HANDSHAKE_RECORD",
     "METRIC_EPSILON",
     "METRIC_EPSILON_TOTAL",
     "METRIC_REPORT_BYTES",
     "REPORT_KEY",
     "REPORT_RECORD",
+    "PrivateClientApp",
+    "RoundFailed",
     "SignDSMod",
     "SignDSStrategy",
 ]
@@ -68,26 +94,89 @@ METRIC_EPSILON_TOTAL = "signds-epsilon-total"
 METRIC_REPORT_BYTES = "signds-report-bytes"
 #: Where the mod keeps its running total in the ClientApp's Context.state.
 STATE_RECORD = "fl-privacy-signds"
+#: The capability handshake: a query message of action HANDSHAKE_ACTION whose ConfigRecord
+#: of this name holds ``protocol`` = HANDSHAKE_PROTOCOL and the model's dimension; SignDSMod
+#: answers it itself (the app is not called) with its law (d, h) and ε per report. Flower
+#: runs a ClientApp's mods only around registered functions: :class:`PrivateClientApp`
+#: registers one for this action (or register any with ``app.query(HANDSHAKE_ACTION)``).
+HANDSHAKE_ACTION = "fl_privacy_handshake"
+HANDSHAKE_TYPE = "query." + HANDSHAKE_ACTION
+HANDSHAKE_RECORD = "fl-privacy-handshake"
+HANDSHAKE_PROTOCOL = "fl-privacy/signds/1"
 
 #: The keyword parameters that fix a client's law (fl_privacy.signds' names).
 _LAW_PARAMS = ("top_k_fraction", "epsilon", "threshold_ratio", "output_dimension",
                "magrr_epsilon", "profile")
+#: The dimension of the model built when the parameters are checked (a constructor cannot
+#: know the model's): every parameter's domain is checked, K and h again at the first round.
+_PROBE_DIMENSION = 10_000
 
 
 def _check_params(params, allowed, who):
+    """Refuses unknown names and a missing ε; builds a probe client so that every value is
+    checked now (TypeError / ValueError naming the parameter), not at round 1."""
     unknown = set(params) - set(allowed)
     if unknown:
         raise TypeError("%s: unknown SignDS parameters %s (allowed: %s)"
                         % (who, sorted(unknown), sorted(allowed)))
+    if params.get("epsilon") is None and params.get("profile") != "mindspore":
+        raise TypeError("%s: epsilon is required (the selection's ε per report; ε_RR is "
+                        "magrr_epsilon, 5 unless given). Upstream's defaults (ε = 100) only "
+                        "by name: profile=\"mindspore\"" % who)
+    try:
+        _signds.Client(_PROBE_DIMENSION, **{k: v for k, v in params.items() if k in _LAW_PARAMS})
+    except (TypeError, ValueError) as e:
+        raise type(e)("%s: %s" % (who, e)) from None
+
+
+class RoundFailed(RuntimeError):
+    """A SignDS round that cannot go on (no report accepted, no client running SignDSMod):
+    raised by :class:`SignDSStrategy`, it stops the ServerApp, so the run ends as failed with
+    this one line."""
+
+
+class PrivateClientApp(ClientApp):
+    """Flower's ``ClientApp`` that answers fl_privacy's capability handshake.
+
+    Flower runs a ClientApp's ``mods`` only around the functions registered on it; this
+    subclass registers one for the handshake query (``query.fl_privacy_handshake``), so
+    that the :class:`SignDSMod` among ``mods`` answers it and :class:`SignDSStrategy`
+    sends train messages to this node. Without a SignDSMod the handshake is refused (and
+    the strategy sends this node nothing to train). Use it as ``ClientApp``::
+
+        app = PrivateClientApp(mods=[SignDSMod(epsilon=10.0), LaplaceEvalMod(1.0)])
+
+        @app.train()
+        def train(msg, context): ...
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.query(HANDSHAKE_ACTION)(_handshake_without_mod)
+
+
+def _handshake_without_mod(msg, ctxt):
+    """The handshake reached the app: no SignDSMod is installed."""
+    return refuse(msg, REFUSED_NO_MOD, "the SignDS handshake reached the ClientApp: no "
+                  "SignDSMod among its mods, so it answers no SignDS round")
 
 
 class SignDSMod:
     """A ClientApp mod that uploads a SignDS report instead of the trained model.
 
-    Keyword parameters are fl_privacy.signds.Client's (``top_k_fraction``, ``epsilon``,
+    Keyword parameters are fl_privacy.signds.Client's (``epsilon``, required, ``top_k_fraction``,
     ``threshold_ratio``, ``output_dimension``, ``magrr_epsilon``, ``profile``; omitted ones
-    keep upstream's defaults): the client decides what it spends; the mod refuses to
-    answer (error reply) when the server's law (d, h) differs from its own.
+    keep upstream's defaults; upstream's ε = 100 only with ``profile="mindspore"``), checked
+    here: the client decides what it spends; the mod refuses to answer when the server's law
+    (d, h) differs from its own.
+
+    What leaves the client through this mod: for a train message, the report, n_i and the
+    privacy metrics; for the strategy's handshake (a query), the law and ε per report; for
+    every other message, the reply of an inner fl_privacy mod (e.g. :class:`LaplaceEvalMod`
+    for evaluate), or the app's own reply only for the categories named in
+    ``allow_unprotected`` (e.g. ``("evaluate",)``: outside the privacy claim); otherwise a
+    refusal. Refusals are error replies with a fixed text (``_records.REFUSED_*``); the
+    reason, which may quote local values, goes to the client's log only.
 
     ``epsilon_budget``: when set, the mod refuses a round whose report would take the
     running total above it. ``forward_metrics``: names of the wrapped app's metrics to
@@ -98,18 +187,28 @@ class SignDSMod:
     """
 
     def __init__(self, *, epsilon_budget=None, forward_metrics=(), weighted_by_key="num-examples",
-                 rng=None, **params):
+                 allow_unprotected=(), rng=None, **params):
         _check_params(params, _LAW_PARAMS, "SignDSMod")
         if epsilon_budget is not None:
+            if isinstance(epsilon_budget, bool) or not isinstance(epsilon_budget, (int, float)):
+                raise TypeError("SignDSMod: epsilon_budget must be a number, got %s"
+                                % type(epsilon_budget).__name__)
             epsilon_budget = float(epsilon_budget)
             if not epsilon_budget > 0 or not np.isfinite(epsilon_budget):
-                raise ValueError("epsilon_budget must be a finite number > 0, got %r" % epsilon_budget)
+                raise ValueError("SignDSMod: epsilon_budget must be a finite number > 0, got %r"
+                                 % epsilon_budget)
+        if isinstance(forward_metrics, str) or not all(isinstance(m, str) for m in forward_metrics):
+            raise TypeError("SignDSMod: forward_metrics must be a list of metric names (str)")
+        if not isinstance(weighted_by_key, str):
+            raise TypeError("SignDSMod: weighted_by_key must be a str")
         if rng is not None and not (isinstance(rng, _ldp.SeededRng) or callable(rng)):
-            raise TypeError("rng must be None, a SeededRng or a callable(context) -> SeededRng")
+            raise TypeError("SignDSMod: rng must be None, a SeededRng or a callable(context) -> "
+                            "SeededRng")
         self._params = dict(params)
         self._budget = epsilon_budget
         self._forward = tuple(forward_metrics)
         self._weight_key = weighted_by_key
+        self._allow = check_categories("SignDSMod: allow_unprotected", allow_unprotected)
         self._rng = rng
         self._clients = {}
 
@@ -119,8 +218,14 @@ class SignDSMod:
         return self._clients[dimension]
 
     def __call__(self, msg, ctxt, call_next):
-        if message_category(msg) != MessageType.TRAIN:
-            return call_next(msg, ctxt)
+        category = message_category(msg)
+        if msg.metadata.message_type == HANDSHAKE_TYPE:
+            return self._handshake(msg)
+        if category != MessageType.TRAIN:
+            return guard(msg, ctxt, call_next, "SignDSMod", self._allow)
+        if is_legacy(msg):
+            return refuse(msg, REFUSED_LEGACY, "SignDSMod received a legacy train message: %s"
+                          % LEGACY_API)
         try:
             _, global_record = single_record(msg.content, ArrayRecord, "the train message")
             _, config = single_record(msg.content, ConfigRecord, "the train message")
@@ -131,28 +236,27 @@ class SignDSMod:
                                  "server" % missing)
             global_flat, layout = flatten(global_record)
             client = self._client(global_flat.size)
-            dimension, _, output_dimension, _ = client.law
-            if (int(config[CONFIG_DIMENSION]), int(config[CONFIG_OUTPUT_DIMENSION])) != (
-                    dimension, output_dimension):
-                raise ValueError(
-                    "the server's SignDS law (d = %s, h = %s) differs from this client's "
-                    "(d = %d, h = %d): use the same SignDS parameters on both sides"
-                    % (config[CONFIG_DIMENSION], config[CONFIG_OUTPUT_DIMENSION], dimension,
-                       output_dimension))
             broadcast = _signds.Broadcast(float(config[CONFIG_R_EST]), str(config[CONFIG_PHASE]))
         except (TypeError, ValueError) as e:
-            return error_reply(msg, "SignDSMod: %s" % e)
+            return refuse(msg, REFUSED_NOT_SIGNDS, "SignDSMod: %s" % e)
+        dimension, _, output_dimension, _ = client.law
+        if (config[CONFIG_DIMENSION], config[CONFIG_OUTPUT_DIMENSION]) != (dimension, output_dimension):
+            return refuse(msg, REFUSED_LAW,
+                          "SignDSMod: the server's SignDS law (d = %r, h = %r) differs from this "
+                          "client's (d = %d, h = %d): use the same SignDS parameters on both sides"
+                          % (config[CONFIG_DIMENSION], config[CONFIG_OUTPUT_DIMENSION], dimension,
+                             output_dimension))
 
         spent, rounds = _read_state(ctxt)
         per_round = sum(client.privacy)
         if self._budget is not None and spent + per_round > self._budget:
-            return error_reply(
-                msg, "SignDSMod: privacy budget exhausted: %.6g spent over %d rounds, one more "
-                     "report costs %.6g, budget %.6g" % (spent, rounds, per_round, self._budget))
+            return refuse(msg, REFUSED_BUDGET,
+                          "SignDSMod: privacy budget exhausted: %.6g spent over %d rounds, one more "
+                          "report costs %.6g, budget %.6g" % (spent, rounds, per_round, self._budget))
 
-        out = call_next(msg, ctxt)
-        if out.has_error():
-            return out
+        out, refusal = call_app(msg, ctxt, call_next, "SignDSMod")
+        if refusal is not None:
+            return refusal
         try:
             _, local_record = single_record(out.content, ArrayRecord, "the ClientApp's reply")
             local_flat, local_layout = flatten(local_record)
@@ -169,7 +273,7 @@ class SignDSMod:
             update = local_flat - global_flat
             report = client.encode(update, broadcast, rng=self._rng_for(ctxt))
         except (TypeError, ValueError) as e:
-            return error_reply(msg, "SignDSMod: %s" % e)
+            return refuse(msg, REFUSED_APP, "SignDSMod: %s" % e)
 
         total = spent + report.epsilon
         _write_state(ctxt, total, rounds + 1)
@@ -180,11 +284,34 @@ class SignDSMod:
             METRIC_EPSILON_TOTAL: float(total),
             METRIC_REPORT_BYTES: len(report.data),
         })
-        out.content = RecordDict({
+        return protected(Message(RecordDict({
             REPORT_RECORD: ConfigRecord({REPORT_KEY: report.data}),
             "metrics": MetricRecord(reply_metrics),
-        })
-        return out
+        }), reply_to=msg))
+
+    def _handshake(self, msg):
+        """The answer to the strategy's capability query: the law for the dimension it
+        names and ε per report (configuration only: the app is not called)."""
+        request = msg.content.config_records.get(HANDSHAKE_RECORD) if msg.has_content() else None
+        request = request if request is not None else {}
+        dimension = request.get(CONFIG_DIMENSION)
+        if request.get("protocol") != HANDSHAKE_PROTOCOL or isinstance(dimension, bool) \
+                or not isinstance(dimension, int) or dimension < 1:
+            return refuse(msg, REFUSED_HANDSHAKE, "SignDSMod: a handshake for protocol %r and "
+                          "dimension %r (this mod speaks %s)"
+                          % (request.get("protocol"), dimension, HANDSHAKE_PROTOCOL))
+        try:
+            client = self._client(dimension)
+        except (TypeError, ValueError) as e:
+            return refuse(msg, REFUSED_LAW, "SignDSMod: no SignDS law for d = %d: %s"
+                          % (dimension, e))
+        d, _, h, _ = client.law
+        return protected(Message(RecordDict({HANDSHAKE_RECORD: ConfigRecord({
+            "protocol": HANDSHAKE_PROTOCOL,
+            CONFIG_DIMENSION: int(d),
+            CONFIG_OUTPUT_DIMENSION: int(h),
+            METRIC_EPSILON: float(sum(client.privacy)),
+        })}), reply_to=msg))
 
     def _rng_for(self, ctxt):
         if self._rng is None or isinstance(self._rng, _ldp.SeededRng):
@@ -206,25 +333,56 @@ def _write_state(ctxt, total, rounds):
 class SignDSStrategy(FedAvg):
     """Flower's FedAvg with SignDS aggregation on fl-signds' server.
 
-    ``expected_clients`` is fl-signds' N_exp (reports expected per round; None: the
-    number of nodes sampled in the first round). ``step_rule`` is "code" (g = 3·N_exp·r_est,
-    upstream's code) or "docs" (2·N_exp·r_est). The SignDS keyword parameters are
-    fl_privacy.signds.Server's, and must be the clients' (the strategy sends d and h and the
-    mod checks them). FedAvg's sampling and key options are accepted as keywords; training
-    replies must come from :class:`SignDSMod`. Evaluation is FedAvg's.
+    The SignDS keyword parameters are fl_privacy.signds.Server's (``epsilon`` required, or
+    ``profile="mindspore"`` for upstream's defaults), checked here, and must be the
+    clients' (the strategy sends d and h and the mod checks them). ``expected_clients`` is
+    fl-signds' N_exp (reports expected per round; None: the number of nodes sampled in the
+    first round). ``step_rule`` is "code" (g = 3·N_exp·r_est, upstream's code) or "docs"
+    (2·N_exp·r_est). FedAvg's sampling and key options are accepted as keywords;
+    ``fraction_evaluate`` defaults to 0 (clients evaluate only where asked, and their
+    replies leave only through an fl_privacy mod such as :class:`LaplaceEvalMod`).
+
+    Before a node's first train message the strategy sends it a capability handshake (a
+    query, answered by :class:`SignDSMod` itself, ``handshake_timeout`` seconds): only
+    nodes whose mod answered with the strategy's law (d, h) receive train messages, so a
+    client without the mod never uploads a model. A round with no accepted report — or in
+    which fewer than ``min_train_nodes`` sampled nodes passed the handshake — raises
+    :class:`RoundFailed`, which stops the run with one line.
 
     :attr:`epsilon_per_round` is fl-signds' realised ε + ε_RR of one report under these
     parameters (``signds-epsilon-round`` in the round's metrics). Each client spends what its
     own mod's parameters say (they fix the same h, but ε_RR may differ): the metrics also
     give the largest per-round ε (``signds-epsilon-reported-max``) and running total
-    (``signds-epsilon-total-max``) that the accepted clients reported.
+    (``signds-epsilon-total-max``) that the accepted clients reported. The server's own
+    ledger, one :class:`~fl_privacy.flower.accounting.PureEpsilonAccountant` per node
+    (:meth:`privacy_spent`, :attr:`accountants`), composes every report it received:
+    ``signds-epsilon-ledger-max`` (basic composition, δ = 0) and, at ``target_delta``,
+    ``signds-epsilon-optimal-max`` (the optimal composition bound).
     """
 
     def __init__(self, *, expected_clients=None, step_rule="code", fraction_train=1.0,
-                 fraction_evaluate=1.0, min_train_nodes=2, min_evaluate_nodes=2,
+                 fraction_evaluate=0.0, min_train_nodes=2, min_evaluate_nodes=2,
                  min_available_nodes=2, weighted_by_key="num-examples", arrayrecord_key="arrays",
-                 configrecord_key="config", evaluate_metrics_aggr_fn=None, **params):
+                 configrecord_key="config", evaluate_metrics_aggr_fn=None, handshake_timeout=60.0,
+                 target_delta=1e-6, **params):
         _check_params(params, _LAW_PARAMS + ("global_learning_rate",), "SignDSStrategy")
+        for name, value in (("fraction_train", fraction_train),
+                            ("fraction_evaluate", fraction_evaluate)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0.0 <= value <= 1.0:
+                raise ValueError("SignDSStrategy: %s must be a number in [0, 1], got %r"
+                                 % (name, value))
+        for name, value in (("min_train_nodes", min_train_nodes),
+                            ("min_evaluate_nodes", min_evaluate_nodes),
+                            ("min_available_nodes", min_available_nodes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError("SignDSStrategy: %s must be an int >= 0, got %r" % (name, value))
+        if isinstance(handshake_timeout, bool) or not isinstance(handshake_timeout, (int, float)) \
+                or not (np.isfinite(handshake_timeout) and handshake_timeout > 0):
+            raise ValueError("SignDSStrategy: handshake_timeout must be a number of seconds > 0, "
+                             "got %r" % (handshake_timeout,))
+        # Checks target_delta (ValueError naming it).
+        PureEpsilonAccountant(target_delta=target_delta)
         super().__init__(
             fraction_train=fraction_train,
             fraction_evaluate=fraction_evaluate,
@@ -237,30 +395,63 @@ class SignDSStrategy(FedAvg):
             evaluate_metrics_aggr_fn=evaluate_metrics_aggr_fn,
         )
         if expected_clients is not None:
+            if isinstance(expected_clients, bool) or not isinstance(expected_clients, (int, float)):
+                raise TypeError("SignDSStrategy: expected_clients must be a number, got %s"
+                                % type(expected_clients).__name__)
             expected_clients = float(expected_clients)
             if not (np.isfinite(expected_clients) and expected_clients > 0):
-                raise ValueError("expected_clients must be finite and > 0, got %r" % expected_clients)
+                raise ValueError("SignDSStrategy: expected_clients must be finite and > 0, got %r"
+                                 % expected_clients)
         if step_rule not in ("code", "docs"):
-            raise ValueError('step_rule must be "code" or "docs", got %r' % (step_rule,))
+            raise ValueError('SignDSStrategy: step_rule must be "code" or "docs", got %r'
+                             % (step_rule,))
+        try:  # global_learning_rate and the server's own checks, now rather than at round 1
+            _signds.Server(_PROBE_DIMENSION, 1.0, step_rule, **params)
+        except (TypeError, ValueError) as e:
+            raise type(e)("SignDSStrategy: %s" % e) from None
         self._params = dict(params)
         self._law_params = {k: v for k, v in params.items() if k in _LAW_PARAMS}
         self._expected = expected_clients
         self._step_rule = step_rule
+        self._handshake_timeout = float(handshake_timeout)
+        self._target_delta = float(target_delta)
         self._server = None
         self._client_law = None
         self._global = None
         self._layout = None
+        self._verified = set()
+        self._accountants = {}
         self.epsilon_per_round = None
+
+    # Flower's legacy strategy interface (ServerAppComponents, server_fn): a clear error
+    # instead of an AttributeError deep in Flower's server loop.
+    def initialize_parameters(self, *args, **kwargs):
+        """Not supported: SignDSStrategy runs on Flower's Message API only."""
+        raise TypeError("SignDSStrategy: " + LEGACY_API)
+
+    configure_fit = aggregate_fit = initialize_parameters
 
     def summary(self):
         super().summary()
-        log(INFO, "\t└──> SignDS: %s, N_exp %s, step rule %s", self._params or "upstream defaults",
+        log(INFO, "\t└──> SignDS: %s, N_exp %s, step rule %s", self._params,
             self._expected if self._expected is not None else "(first round's sample)", self._step_rule)
 
     @property
     def server(self):
         """The fl_privacy.signds.Server (None before the first round)."""
         return self._server
+
+    @property
+    def accountants(self):
+        """The server's ledger: node id → PureEpsilonAccountant of the reports received."""
+        return dict(self._accountants)
+
+    def privacy_spent(self, node_id, delta=None):
+        """Flower's ``PrivacySpent`` of one node's reports received so far (at ``delta``,
+        default ``target_delta``; basic composition at δ = 0)."""
+        accountant = self._accountants.get(node_id) or PureEpsilonAccountant(
+            target_delta=self._target_delta)
+        return accountant.get_privacy_spent(delta)
 
     def _ensure_server(self, dimension, grid):
         if self._server is not None:
@@ -271,12 +462,45 @@ class SignDSStrategy(FedAvg):
         expected = self._expected
         if expected is None:
             nodes = len(list(grid.get_node_ids()))
-            expected = float(max(int(nodes * self.fraction_train), self.min_train_nodes))
+            expected = float(max(int(nodes * self.fraction_train), self.min_train_nodes, 1))
         self._server = _signds.Server(dimension, expected, self._step_rule, **self._params)
         probe = _signds.Client(dimension, **self._law_params)
         self._client_law = probe.law
         self.epsilon_per_round = float(sum(probe.privacy))
         self._expected = expected
+
+    def _handshake(self, server_round, nodes, grid):
+        """Sends the capability query to the nodes not yet verified; adds those whose
+        SignDSMod answered with this strategy's law to the verified set."""
+        pending = [n for n in nodes if n not in self._verified]
+        if not pending:
+            return
+        d, _, h, _ = self._client_law
+        request = RecordDict({HANDSHAKE_RECORD: ConfigRecord({
+            "protocol": HANDSHAKE_PROTOCOL, CONFIG_DIMENSION: int(d)})})
+        messages = [Message(request, dst_node_id=n, message_type=HANDSHAKE_TYPE)
+                    for n in pending]
+        for reply in grid.send_and_receive(messages, timeout=self._handshake_timeout):
+            node = reply.metadata.src_node_id
+            if reply.has_error():
+                log(WARNING, "SignDSStrategy round %d: node %s fails the SignDS handshake (no "
+                    "train message is sent to it; its ClientApp must be "
+                    "fl_privacy.flower.PrivateClientApp(mods=[SignDSMod(...), ...])): %s",
+                    server_round, node, reply.error.reason)
+                continue
+            answer = reply.content.config_records.get(HANDSHAKE_RECORD) \
+                if reply.has_content() else None
+            if answer is None or answer.get("protocol") != HANDSHAKE_PROTOCOL:
+                log(WARNING, "SignDSStrategy round %d: node %s answered the handshake without "
+                    "SignDSMod (no train message is sent to it)", server_round, node)
+                continue
+            if (answer.get(CONFIG_DIMENSION), answer.get(CONFIG_OUTPUT_DIMENSION)) != (d, h):
+                log(WARNING, "SignDSStrategy round %d: node %s runs another SignDS law (d = %r, "
+                    "h = %r; the strategy's: d = %d, h = %d): no train message is sent to it",
+                    server_round, node, answer.get(CONFIG_DIMENSION),
+                    answer.get(CONFIG_OUTPUT_DIMENSION), d, h)
+                continue
+            self._verified.add(node)
 
     def configure_train(self, server_round, arrays, config, grid):
         flat, layout = flatten(arrays)
@@ -287,29 +511,62 @@ class SignDSStrategy(FedAvg):
         config[CONFIG_PHASE] = broadcast.phase
         config[CONFIG_DIMENSION] = int(self._client_law[0])
         config[CONFIG_OUTPUT_DIMENSION] = int(self._client_law[2])
-        return super().configure_train(server_round, arrays, config, grid)
+        messages = list(super().configure_train(server_round, arrays, config, grid))
+        sampled = [m.metadata.dst_node_id for m in messages]
+        self._handshake(server_round, sampled, grid)
+        kept = [m for m in messages if m.metadata.dst_node_id in self._verified]
+        if messages and len(kept) < max(1, min(self.min_train_nodes, len(messages))):
+            raise RoundFailed("SignDS round %d failed: %d of the %d sampled nodes run SignDSMod "
+                              "with this strategy's law (at least %d needed): every ClientApp "
+                              "must be fl_privacy.flower.PrivateClientApp(mods=[SignDSMod(...)]) "
+                              "with the strategy's SignDS parameters" % (server_round, len(kept), len(messages),
+                                             max(1, min(self.min_train_nodes, len(messages)))))
+        return kept
 
     def aggregate_train(self, server_round, replies):
         if self._server is None:
             raise RuntimeError("aggregate_train before configure_train")
-        valid, failed = self._check_and_log_replies(list(replies), is_train=True, validate=False)
+        replies = list(replies)
         round_ = self._server.begin_round()
-        rejected = len(failed)
+        rejected = 0
+        reasons = {}
         totals, spent, sizes = [], [], []
-        for msg in valid:
+        for msg in replies:
+            node = msg.metadata.src_node_id
+            if msg.has_error():
+                rejected += 1
+                reasons[msg.error.reason] = reasons.get(msg.error.reason, 0) + 1
+                log(WARNING, "SignDSStrategy round %d: node %s replied with an error: %s",
+                    server_round, node, msg.error.reason)
+                continue
             try:
                 data, weight, metrics = _read_report(msg.content, self.weighted_by_key)
+            except (TypeError, ValueError, OverflowError) as e:
+                rejected += 1
+                reasons["malformed reply"] = reasons.get("malformed reply", 0) + 1
+                log(WARNING, "SignDSStrategy: rejected the reply of node %s: %s", node, e)
+                continue
+            # The report left the client: its ε is spent whether or not it is accepted.
+            epsilon = float(metrics.get(METRIC_EPSILON, self.epsilon_per_round))
+            if np.isfinite(epsilon) and epsilon > 0:
+                self._accountants.setdefault(node, PureEpsilonAccountant(
+                    target_delta=self._target_delta)).compose(PureEpsilonEvent(epsilon))
+            try:
                 round_.ingest(data, weight)
             except (TypeError, ValueError, OverflowError) as e:
                 rejected += 1
-                log(WARNING, "SignDSStrategy: rejected the report of node %s: %s",
-                    msg.metadata.src_node_id, e)
+                reasons["invalid report"] = reasons.get("invalid report", 0) + 1
+                log(WARNING, "SignDSStrategy: rejected the report of node %s: %s", node, e)
                 continue
             sizes.append(len(data))
             if METRIC_EPSILON_TOTAL in metrics:
                 totals.append(float(metrics[METRIC_EPSILON_TOTAL]))
             if METRIC_EPSILON in metrics:
                 spent.append(float(metrics[METRIC_EPSILON]))
+        if round_.accepted == 0:
+            why = "; ".join("%d x %s" % (n, r) for r, n in sorted(reasons.items()))
+            raise RoundFailed("SignDS round %d failed: no report accepted (%d replies%s)"
+                              % (server_round, len(replies), ": " + why if why else ""))
         weights = self._global.copy()
         summary = self._server.finish_round(round_, weights)
         arrays = unflatten(weights, self._layout)
@@ -325,6 +582,12 @@ class SignDSStrategy(FedAvg):
             record["signds-epsilon-reported-max"] = max(spent)
         if totals:
             record["signds-epsilon-total-max"] = max(totals)
+        if self._accountants:
+            ledgers = self._accountants.values()
+            record["signds-epsilon-ledger-max"] = max(a.get_epsilon(0.0) for a in ledgers)
+            record["signds-epsilon-optimal-max"] = max(a.get_epsilon(self._target_delta)
+                                                       for a in ledgers)
+            record["signds-delta"] = self._target_delta
         if sizes:
             record[METRIC_REPORT_BYTES] = float(np.mean(sizes))
         return arrays, MetricRecord(record)
