@@ -314,19 +314,32 @@ pub const EXTERNAL_MECHANISMS: &[&str] = &[
 /// Parses `std::env::args` and runs the command; the process exit status.
 #[must_use]
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    ExitCode::from(main_with_args(std::env::args_os()))
+}
+
+/// Parses `args` (the program's name first, as `std::env::args_os` gives them) and runs the
+/// command, printing what `fl-audit` prints; the exit status (0 pass, 1 fail, 2 usage error;
+/// clap's 0 for `--help` and `--version`). `main` is this with the process's arguments; the
+/// Python package's `fl-audit` script calls it in-process.
+#[must_use]
+pub fn main_with_args<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
             // clap: 0 for --help/--version, 2 for usage errors.
-            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(EXIT_USAGE));
+            return u8::try_from(e.exit_code()).unwrap_or(EXIT_USAGE);
         }
     };
     match execute(cli.command) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(e) => {
             eprintln!("fl-audit: {e}");
-            ExitCode::from(e.exit_code())
+            e.exit_code()
         }
     }
 }

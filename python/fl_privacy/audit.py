@@ -36,7 +36,6 @@ import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,7 +45,7 @@ import numpy as np
 
 from fl_privacy import _checks, _native
 
-__all__ = ["LAW_OPTIONS", "MECHANISMS", "AuditResult", "ShardedAuditResult", "audit",
+__all__ = ["LAW_OPTIONS", "MECHANISMS", "AuditResult", "ShardedAuditResult", "audit", "main",
            "merge_shards", "run_on_ray", "serve", "shard_arguments"]
 
 #: The mechanisms the external protocol (and so :func:`audit`) supports.
@@ -264,15 +263,30 @@ class ShardedAuditResult(NamedTuple):
     counts: List[str]
 
 
+def main(argv=None):
+    """The ``fl-audit`` command line, built into this package (``fl-audit ...`` after ``pip
+    install``, or ``python -m fl_privacy.audit ...``): the same code and the same output
+    and exit status as the Rust binary ``cargo build --release -p fl-audit`` builds."""
+    import signal
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    # Ctrl-C stops the command as it stops the binary (Python's handler would only run
+    # once the native call returns).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    sys.stdout.flush()
+    return _native.fl_audit_main(["fl-audit"] + [str(a) for a in args])
+
+
 def _fl_audit_binary(binary):
-    """The fl-audit executable: ``binary``, else ``$FL_AUDIT_BIN``, else ``fl-audit`` on
-    the PATH."""
-    found = binary or os.environ.get("FL_AUDIT_BIN") or shutil.which("fl-audit")
-    if not found:
-        raise FileNotFoundError(
-            "no fl-audit binary: pass binary=..., set FL_AUDIT_BIN or put fl-audit on the PATH "
-            "(cargo build --release -p fl-audit)")
-    return str(found)
+    """The fl-audit command, as a list: ``[binary]``, else ``[$FL_AUDIT_BIN]``, else this
+    package's own (``python -m fl_privacy.audit``, which needs nothing but the pip install)."""
+    found = binary or os.environ.get("FL_AUDIT_BIN")
+    if found:
+        return [str(found)]
+    # `python -m` would import fl_privacy from the working directory first when it holds
+    # the source tree (python/ of a checkout, which has no compiled extension): drop it.
+    return [sys.executable, "-c", "import sys; sys.path[:] = [p for p in sys.path if p not in "
+            "('', '.')]; from fl_privacy.audit import main; sys.exit(main(sys.argv[1:]))"]
 
 
 def _option_value(value):
@@ -324,19 +338,21 @@ def shard_arguments(shard, shards, counts_out, *, suite=None, mechanism=None, ep
     return args + common + ["--"] + [str(a) for a in mechanism_command]
 
 
-def _run_fl_audit(binary, args):
-    """Runs fl-audit; (exit status, stdout, stderr)."""
-    done = subprocess.run([binary] + list(args), capture_output=True, text=True, check=False)
+def _run_fl_audit(command, args):
+    """Runs fl-audit (``command``: :func:`_fl_audit_binary`'s list); (exit status, stdout,
+    stderr)."""
+    done = subprocess.run(list(command) + list(args), capture_output=True, text=True,
+                          check=False)
     return done.returncode, done.stdout, done.stderr
 
 
-def _draw_shard(binary, args, counts_name):
+def _draw_shard(command, args, counts_name):
     """A Ray task: draws one shard in a scratch directory of the worker and returns the
     counts file's bytes (so that workers need no shared file system)."""
     with tempfile.TemporaryDirectory(prefix="fl-audit-shard-") as scratch:
         path = os.path.join(scratch, counts_name)
         args = [path if a == "{counts_out}" else a for a in args]
-        code, out, err = _run_fl_audit(binary, args)
+        code, out, err = _run_fl_audit(command, args)
         if code != 0:
             return code, out, err, b""
         with open(path, "rb") as f:
@@ -351,9 +367,9 @@ def merge_shards(counts, out, *, binary=None):
       ValueError: when fl-audit refuses the files (a shard missing or twice, another run's
         shard, a corrupted file), with fl-audit's one-line message.
     """
-    binary = _fl_audit_binary(binary)
+    command = _fl_audit_binary(binary)
     counts = [str(c) for c in counts]
-    code, stdout, stderr = _run_fl_audit(binary, ["merge"] + counts + ["--out", str(out)])
+    code, stdout, stderr = _run_fl_audit(command, ["merge"] + counts + ["--out", str(out)])
     if code not in (0, 1):
         raise ValueError(stderr.strip() or "fl-audit merge failed with status %d" % code)
     report = json.loads(pathlib.Path(out, "report.json").read_text())
@@ -374,9 +390,11 @@ def run_on_ray(shards, *, out, counts_dir=None, binary=None, num_cpus=1, suite=N
     each shard's seed is derived from the run seed and its index alone.
 
     Ray is used if installed (``pip install ray``, or the ``flower`` extra, which brings
-    it); the cluster is the one ``ray.init`` already connected to, else a local one. Every
-    worker needs the fl-audit binary at the same path (``binary``, ``$FL_AUDIT_BIN`` or
-    ``fl-audit`` on the PATH) and, for an external audit, ``mechanism_command``.
+    it); the cluster is the one ``ray.init`` already connected to, else a local one. Each
+    task runs this package's own fl-audit (``python -m fl_privacy.audit`` with the worker's
+    Python: ``pip install fl_privacy`` on every node is all it needs), or the binary named
+    by ``binary`` or ``$FL_AUDIT_BIN`` (at the same path on every node); an external audit
+    also needs ``mechanism_command`` on every node.
 
     Args:
       shards: the number of shards (Ray tasks).
@@ -396,7 +414,7 @@ def run_on_ray(shards, *, out, counts_dir=None, binary=None, num_cpus=1, suite=N
     """
     import ray  # optional dependency: only this function needs it
 
-    binary = _fl_audit_binary(binary)
+    command = _fl_audit_binary(binary)
     shards = _checks.integer("shards", shards, 1, _checks.U64_MAX)
     audit_args = dict(suite=suite, mechanism=mechanism, epsilon=epsilon,
                       mechanism_command=mechanism_command, samples=samples, seed=seed,
@@ -408,7 +426,7 @@ def run_on_ray(shards, *, out, counts_dir=None, binary=None, num_cpus=1, suite=N
     if not ray.is_initialized():
         ray.init()
     task = ray.remote(num_cpus=num_cpus)(_draw_shard)
-    futures = [task.remote(binary, args, "shard-%d.json" % i)
+    futures = [task.remote(command, args, "shard-%d.json" % i)
                for i, args in enumerate(arguments)]
     paths = []
     for i, (code, _stdout, stderr, data) in enumerate(ray.get(futures)):
@@ -419,3 +437,7 @@ def run_on_ray(shards, *, out, counts_dir=None, binary=None, num_cpus=1, suite=N
         path.write_bytes(data)
         paths.append(str(path))
     return merge_shards(paths, out, binary=binary)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

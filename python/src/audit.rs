@@ -110,8 +110,18 @@ pub(crate) fn audit_external(
 }
 
 /// Registers the audit function and the mechanisms it supports.
+/// The `fl-audit` command line in this process: `argv` as the binary's (the program's name
+/// first), its output on this process's stdout and stderr (file descriptors 1 and 2, not
+/// Python's `sys.stdout`); returns the exit status. The GIL is released while it runs.
+/// The Python package's `fl-audit` script and `python -m fl_privacy.audit` are this.
+#[pyfunction]
+fn fl_audit_main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| fl_audit::cli::main_with_args(argv))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(audit_external, m)?)?;
+    m.add_function(wrap_pyfunction!(fl_audit_main, m)?)?;
     m.add("EXTERNAL_MECHANISMS", EXTERNAL_MECHANISMS.to_vec())?;
     Ok(())
 }

@@ -263,3 +263,26 @@ def test_in_process_audit_equals_fl_audit_external(tmp_path, sampler_eps):
     assert ours[0].split(" against ")[0] == cli_lines[0].split(" against ")[0]
     assert ours[0].split("`: ")[1] == cli_lines[0].split("`: ")[1]
     assert result.passed == (cli.returncode == 0)
+
+
+def test_the_packages_fl_audit_is_the_binarys(tmp_path):
+    """``python -m fl_privacy.audit`` (the ``fl-audit`` script pip installs) is the command
+    line: the same report, summary and exit statuses as the Rust binary where it is built
+    (FL_AUDIT_BIN), and 2 for a usage error."""
+    args = ["run", "--suite", "rr-binary", "--samples", "20000", "--seed", "3", "--out", "report"]
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "theirs").mkdir()
+    ours = subprocess.run([sys.executable, "-m", "fl_privacy.audit"] + args,
+                          capture_output=True, text=True, cwd=tmp_path / "ours")
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout.splitlines()[-1].startswith("PASS: ")
+    bad = subprocess.run([sys.executable, "-m", "fl_privacy.audit", "run", "--alpha", "2"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and "--alpha" in bad.stderr
+    binary = os.environ.get("FL_AUDIT_BIN")
+    if binary and os.path.isfile(binary):
+        theirs = subprocess.run([binary] + args, capture_output=True, text=True,
+                                cwd=tmp_path / "theirs")
+        assert theirs.returncode == 0 and theirs.stdout == ours.stdout
+        assert (tmp_path / "ours" / "report" / "report.json").read_bytes() == \
+            (tmp_path / "theirs" / "report" / "report.json").read_bytes()

@@ -6,7 +6,8 @@ previous output with probability 0.2). Every verdict is reproducible: the extern
 is seeded per shard through ``{seed}``, fl-audit's samplers from the run seed; α = 10^-3.
 
 Skipped only where Ray is not installed (the ``flower`` extra brings it; ``.ci/run`` runs
-this file in the Flower step) or the fl-audit binary is not built.
+this file in the Flower step); the comparisons with the Rust binary where it is not built
+(the pip-only test needs nothing but the package).
 """
 
 import json
@@ -25,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MECHANISM = ROOT / "audits" / "examples" / "mechanism_correct.py"
 BINARY = os.environ.get("FL_AUDIT_BIN") or str(ROOT / "target" / "release" / "fl-audit")
 
-pytestmark = pytest.mark.skipif(
+needs_binary = pytest.mark.skipif(
     not os.path.isfile(BINARY), reason="fl-audit is not built (set FL_AUDIT_BIN)")
 
 SHARDS = 3
@@ -64,6 +65,7 @@ def in_one_process(tmp_path, **audit_args):
     return audit.merge_shards(paths, tmp_path / "local-report", binary=BINARY)
 
 
+@needs_binary
 @pytest.mark.parametrize("repeat, passes", [(0.0, True), (0.2, False)])
 def test_external_shards_on_ray_equal_the_single_process_merge(cluster, tmp_path, repeat,
                                                                  passes):
@@ -81,6 +83,7 @@ def test_external_shards_on_ray_equal_the_single_process_merge(cluster, tmp_path
     assert (tmp_path / "ray-report" / "report.html").is_file()
 
 
+@needs_binary
 def test_run_shards_on_ray_equal_the_run_drawn_in_one_process(cluster, tmp_path):
     on_ray = audit.run_on_ray(SHARDS, out=tmp_path / "ray-report", binary=BINARY,
                               suite="rr-binary", samples=20_000, seed=5)
@@ -92,6 +95,7 @@ def test_run_shards_on_ray_equal_the_run_drawn_in_one_process(cluster, tmp_path)
     assert on_ray.report == single
 
 
+@needs_binary
 def test_a_failing_shard_or_merge_is_an_error(cluster, tmp_path):
     bad = external()
     bad["classes"] = 0  # rejected by the law: every shard fails
@@ -106,3 +110,21 @@ def test_a_failing_shard_or_merge_is_an_error(cluster, tmp_path):
         audit.shard_arguments(3, 3, one, **external())
     with pytest.raises(TypeError):
         audit.shard_arguments(0, 3, one, suite="rr-binary", mechanism="rr-kary")
+
+
+def test_run_on_ray_from_pip_alone(cluster, tmp_path, monkeypatch):
+    """No binary, no FL_AUDIT_BIN: each Ray task runs the package's own fl-audit
+    (``python -m fl_privacy.audit``), and the merge equals that command's own
+    ``run --shards N`` in one process, byte for byte in report.json."""
+    monkeypatch.delenv("FL_AUDIT_BIN", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")  # no fl-audit on the PATH either
+    on_ray = audit.run_on_ray(SHARDS, out=tmp_path / "ray-report", suite="rr-binary",
+                              samples=20_000, seed=5)
+    subprocess.run([sys.executable, "-m", "fl_privacy.audit", "run", "--suite", "rr-binary",
+                    "--samples", "20000", "--seed", "5", "--shards", str(SHARDS), "--out",
+                    str(tmp_path / "single")], check=True, capture_output=True, cwd=tmp_path)
+    single = (tmp_path / "single" / "report.json").read_bytes()
+    assert on_ray.passed, on_ray.summary
+    assert (tmp_path / "ray-report" / "report.json").read_bytes() == single
+    # The summary is the verdict line whole (the UNDER-POWERED qualifier included when due).
+    assert on_ray.summary.splitlines()[-1].startswith("PASS: ")

@@ -211,32 +211,39 @@ def toml_value(v):
     return "'%s'" % v
 
 
-def flwr_run(name, connection, run_config, env, procs, timeout, federation_config=None):
-    """`flwr run` of this app; waits for the ServerApp's results file."""
-    results = Path(run_config["results-path"])
-    if results.exists():
+def flwr_run(name, connection, run_config, env, procs, timeout, federation_config=None,
+             expect_failure=False):
+    """`flwr run` of this app through fl_privacy's `fl-privacy-flwr-run` (which exits 1
+    with one line when the run fails); the ServerApp's results, or with `expect_failure`
+    the (exit status, last line) of a run that must fail."""
+    results = Path(run_config.get("results-path", "")) if run_config.get("results-path") else None
+    if results is not None and results.exists():
         results.unlink()
-    argv = [str(BIN / "flwr"), "run", str(APP), connection, "--stream",
+    argv = [sys.executable, "-m", "fl_privacy.flower.run", str(APP), connection, "--stream",
             "--run-config", " ".join("%s=%s" % (k, toml_value(v)) for k, v in run_config.items())]
     if federation_config:
         argv += ["--federation-config",
                  " ".join("%s=%s" % (k, toml_value(v)) for k, v in federation_config.items())]
-    print("flwr run %s: %s" % (name, " ".join(argv[2:])), flush=True)
+    print("flwr run %s: %s" % (name, " ".join(argv[4:])), flush=True)
     started = time.monotonic()
     proc = procs.start("flwr-run-" + name, argv, env)
-    while not results.exists():
+    while proc.poll() is None:
         procs.check_alive(skip=proc)
         if time.monotonic() - started > timeout:
             raise TimeoutError("run %s did not finish within %ds; log:\n%s"
                                % (name, timeout, procs.tail("flwr-run-" + name)))
-        if proc.poll() is not None and not results.exists():
-            # `flwr run --stream` returns when the run ends; give the file a moment.
-            time.sleep(2)
-            if not results.exists():
-                raise RuntimeError("run %s ended without results; log:\n%s"
-                                   % (name, procs.tail("flwr-run-" + name, 80)))
         time.sleep(0.5)
-    time.sleep(0.5)
+    last = (procs.tail("flwr-run-" + name, 1) or "").strip()
+    if expect_failure:
+        print("run %s: exit status %d, last line: %s" % (name, proc.returncode, last), flush=True)
+        return proc.returncode, last
+    if proc.returncode != 0:
+        raise RuntimeError("run %s failed (exit status %d): %s\nlog:\n%s"
+                           % (name, proc.returncode, last, procs.tail("flwr-run-" + name, 80)))
+    for _ in range(20):  # the ServerApp wrote the file before the run finished
+        if results.exists():
+            break
+        time.sleep(0.5)
     record = json.loads(results.read_text())
     print("run %s finished in %.1fs" % (name, time.monotonic() - started), flush=True)
     return record
@@ -418,6 +425,44 @@ def deployment(args):
     return 1 if check.failed else 0
 
 
+def mistakes(args):
+    """Runs that must fail: SignDSStrategy with clients that lack SignDSMod, and a negative
+    ε; each must end with exit status 1 and one line saying why (and nothing trained)."""
+    sys.path.insert(0, str(APP))
+    work = Path(tempfile.mkdtemp(prefix="flower-mistakes-"))
+    home = work / "flwr-home"
+    port = free_port()
+    write_connection(home, "sim", port)
+    env = environment(home)
+    check = Checks()
+    nodes = 4
+    cases = [
+        ("no-signds-mod", {"mistake": "no-signds-mod"},
+         "SignDS round 1 failed: 0 of the %d sampled nodes run SignDSMod" % nodes),
+        ("negative-epsilon", {"epsilon": -1.0}, "SignDSStrategy: "),
+    ]
+    try:
+        with Processes(work) as procs:
+            procs.start("superlink", [str(BIN / "flower-superlink"), "--insecure", "--simulation",
+                                      "--disable-runtime-dependency-installation",
+                                      "--host", "127.0.0.1", "--port", str(port)], env)
+            wait_health(port, procs, 60)
+            for name, overrides, want in cases:
+                run_config = {"strategy": "signds", "num-server-rounds": 2, "min-nodes": nodes,
+                              "results-path": str(work / (name + ".json"))}
+                run_config.update(overrides)
+                code, last = flwr_run(name, "sim", run_config, env, procs, args.timeout, {
+                    "num-supernodes": nodes, "client-resources-num-cpus": 1,
+                    "init-args-num-cpus": args.cpus}, expect_failure=True)
+                check(code == 1, "%s: fl-privacy-flwr-run exits 1 (%d)" % (name, code))
+                check(last.startswith("fl-privacy-flwr-run: run ") and "finished:failed" in last
+                      and want in last, "%s: its last line says why: %s" % (name, last))
+                check(not (work / (name + ".json")).exists(), "%s: no results written" % name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if check.failed else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -434,10 +479,14 @@ def main():
     dep = sub.add_parser("deployment")
     dep.add_argument("--rounds", type=int, default=5)
     dep.add_argument("--timeout", type=float, default=300)
+    bad = sub.add_parser("mistakes", help="runs that must fail with exit status 1 and one line")
+    bad.add_argument("--cpus", type=int, default=os.cpu_count() or 2)
+    bad.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
     # `timeout` and CI cancel with SIGTERM: unwind, so every started process is stopped.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    sys.exit(simulation(args) if args.command == "simulation" else deployment(args))
+    sys.exit({"simulation": simulation, "deployment": deployment,
+              "mistakes": mistakes}[args.command](args))
 
 
 if __name__ == "__main__":

@@ -8,11 +8,9 @@ privatises before it leaves (the server clusters the noisy vectors).
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict
-from flwr.clientapp import ClientApp
-
 from digits_app import task
 from fl_privacy import ldp
-from fl_privacy.flower import LaplaceEvalMod, SignDSMod
+from fl_privacy.flower import LaplaceEvalMod, PrivateClientApp, SignDSMod
 
 _MODS = {}
 
@@ -30,9 +28,13 @@ def _seeded(context, salt):
 
 
 def signds_mod(msg, context, call_next):
-    """SignDSMod configured from the run config (mods are built once per parameter set)."""
+    """SignDSMod configured from the run config (mods are built once per parameter set).
+    With ``strategy = "fedavg"`` (the non-private baseline) training replies are sent as
+    they are: the run config names that choice, as ``allow_unprotected`` does for the mod.
+    ``mistake = "no-signds-mod"`` leaves SignDSMod out under SignDSStrategy (CI checks that
+    the run then fails, with no model uploaded)."""
     cfg = context.run_config
-    if cfg["strategy"] != "signds":
+    if cfg["strategy"] == "fedavg" or cfg.get("mistake", "") == "no-signds-mod":
         return call_next(msg, context)
     key = ("signds", float(cfg["top-k-fraction"]), float(cfg["epsilon"]))
     if key not in _MODS:
@@ -43,13 +45,17 @@ def signds_mod(msg, context, call_next):
 
 def laplace_mod(msg, context, call_next):
     """LaplaceEvalMod with the run config's laplace-epsilon."""
-    key = ("laplace", float(context.run_config["laplace-epsilon"]))
+    key = ("laplace", float(context.run_config["laplace-epsilon"]), context.run_config["strategy"])
     if key not in _MODS:
-        _MODS[key] = LaplaceEvalMod(key[1], rng=lambda ctx: _seeded(ctx, 2))
+        # Training replies are protected by SignDSMod (outside this mod) under SignDS, and
+        # are the non-private baseline's raw models under FedAvg: named here, explicitly.
+        allow = ("train",) if context.run_config["strategy"] == "fedavg" else ()
+        _MODS[key] = LaplaceEvalMod(key[1], allow_unprotected=allow,
+                                    rng=lambda ctx: _seeded(ctx, 2))
     return _MODS[key](msg, context, call_next)
 
 
-app = ClientApp(mods=[signds_mod, laplace_mod])
+app = PrivateClientApp(mods=[signds_mod, laplace_mod])
 
 
 def _model(msg):
