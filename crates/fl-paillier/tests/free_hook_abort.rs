@@ -55,10 +55,22 @@ fn child_frees_a_block() {
     println!("{SURVIVED}");
 }
 
-/// Runs this binary as a child in `mode`; `None` (the test is skipped, with a line on
-/// stdout) where the host cannot execute it: a cross-compiled binary run under qemu-user
-/// (`.ci/run`'s aarch64 step) without binfmt_misc gets ENOEXEC when it executes itself.
-fn run_child(mode: &str) -> Option<Output> {
+/// Runs this binary as a child in `mode`: its output, stdout, stderr and a report of all
+/// three for assertion messages; `None` (the test is skipped, with a line on stdout) where
+/// the host cannot execute it: a cross-compiled binary run under qemu-user (`.ci/run`'s
+/// aarch64 step) without binfmt_misc gets ENOEXEC when it executes itself.
+fn run_child(mode: &str) -> Option<(Output, String, String, String)> {
+    let out = spawn_child(mode)?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = format!(
+        "status {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    Some((out, stdout, stderr, report))
+}
+
+fn spawn_child(mode: &str) -> Option<Output> {
     const ENOEXEC: i32 = 8;
     let spawned = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -83,15 +95,9 @@ fn a_panicking_free_hook_aborts_the_process() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return;
     }
-    let Some(out) = run_child("panic") else {
+    let Some((out, stdout, stderr, report)) = run_child("panic") else {
         return;
     };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let report = format!(
-        "status {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
     assert!(
         stderr.contains("the test's free hook panics on the marked block"),
         "the hook did not run or did not panic: {report}"
@@ -120,15 +126,9 @@ fn a_quiet_free_hook_lets_the_child_exit_normally() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return;
     }
-    let Some(out) = run_child("quiet") else {
+    let Some((out, stdout, stderr, report)) = run_child("quiet") else {
         return;
     };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let report = format!(
-        "status {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
     assert!(out.status.success(), "the control child failed: {report}");
     assert!(
         stdout.contains(SURVIVED),

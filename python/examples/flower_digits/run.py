@@ -203,6 +203,25 @@ def write_connection(home, name, port):
         % (name, name, port))
 
 
+def start_superlink(procs, port, env, simulation):
+    """A SuperLink on 127.0.0.1:port (in simulation mode or not), healthy when this returns."""
+    procs.start("superlink", [str(BIN / "flower-superlink"), "--insecure"]
+                + (["--simulation"] if simulation else [])
+                + ["--disable-runtime-dependency-installation", "--host", "127.0.0.1",
+                   "--port", str(port)], env)
+    wait_health(port, procs, 60)
+
+
+def setup(prefix, connection):
+    """A scratch directory with FLWR_HOME naming one connection to a free port:
+    (work, port, env)."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    home = work / "flwr-home"
+    port = free_port()
+    write_connection(home, connection, port)
+    return work, port, environment(home)
+
+
 def toml_value(v):
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -288,11 +307,7 @@ def simulation(args):
     sys.path.insert(0, str(APP))
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="flower-sim-"))
-    home = work / "flwr-home"
-    port = free_port()
-    write_connection(home, "sim", port)
-    env = environment(home)
+    work, port, env = setup("flower-sim-", "sim")
     check = Checks()
     runs = {}
     configs = []
@@ -304,10 +319,7 @@ def simulation(args):
             configs.append((s, {"strategy": s}))
     try:
         with Processes(work) as procs:
-            procs.start("superlink", [str(BIN / "flower-superlink"), "--insecure", "--simulation",
-                                      "--disable-runtime-dependency-installation",
-                                      "--host", "127.0.0.1", "--port", str(port)], env)
-            wait_health(port, procs, 60)
+            start_superlink(procs, port, env, simulation=True)
             for name, overrides in configs:
                 run_config = {"num-server-rounds": args.rounds, "min-nodes": args.num_supernodes,
                               "fraction-evaluate": 0.0, "seed": args.seed,
@@ -385,20 +397,13 @@ def plot(runs, path, args):
 
 def deployment(args):
     sys.path.insert(0, str(APP))
-    work = Path(tempfile.mkdtemp(prefix="flower-deploy-"))
-    home = work / "flwr-home"
-    port = free_port()
-    write_connection(home, "deploy", port)
-    env = environment(home)
+    work, port, env = setup("flower-deploy-", "deploy")
     check = Checks()
     nodes = 2
     started = time.monotonic()
     try:
         with Processes(work) as procs:
-            procs.start("superlink", [str(BIN / "flower-superlink"), "--insecure",
-                                      "--disable-runtime-dependency-installation",
-                                      "--host", "127.0.0.1", "--port", str(port)], env)
-            wait_health(port, procs, 60)
+            start_superlink(procs, port, env, simulation=False)
             for i in range(nodes):
                 procs.start("supernode-%d" % i, [
                     str(BIN / "flower-supernode"), "--insecure", "--superlink", "127.0.0.1:%d" % port,
@@ -429,11 +434,7 @@ def mistakes(args):
     """Runs that must fail: SignDSStrategy with clients that lack SignDSMod, and a negative
     ε; each must end with exit status 1 and one line saying why (and nothing trained)."""
     sys.path.insert(0, str(APP))
-    work = Path(tempfile.mkdtemp(prefix="flower-mistakes-"))
-    home = work / "flwr-home"
-    port = free_port()
-    write_connection(home, "sim", port)
-    env = environment(home)
+    work, port, env = setup("flower-mistakes-", "sim")
     check = Checks()
     nodes = 4
     cases = [
@@ -443,10 +444,7 @@ def mistakes(args):
     ]
     try:
         with Processes(work) as procs:
-            procs.start("superlink", [str(BIN / "flower-superlink"), "--insecure", "--simulation",
-                                      "--disable-runtime-dependency-installation",
-                                      "--host", "127.0.0.1", "--port", str(port)], env)
-            wait_health(port, procs, 60)
+            start_superlink(procs, port, env, simulation=True)
             for name, overrides, want in cases:
                 run_config = {"strategy": "signds", "num-server-rounds": 2, "min-nodes": nodes,
                               "results-path": str(work / (name + ".json"))}
