@@ -749,7 +749,8 @@ def test_legacy_api_gets_a_clear_error(client_log):
         def fit(self, parameters, config):
             return parameters, 10, {"label-sum": SECRET}
 
-    app = ClientApp(client_fn=lambda context: Legacy().to_client(), mods=[SignDSMod(**PARAMS)])
+    app = PrivateClientApp(client_fn=lambda context: Legacy().to_client(),
+                           mods=[SignDSMod(**PARAMS)])
     contexts = {1: context(1)}
     strategy = SignDSStrategy(min_train_nodes=1, min_available_nodes=1, **PARAMS)
     grid = FakeGrid([1], {1: app}, contexts)
@@ -837,3 +838,137 @@ def test_strategy_ledger_counts_every_report_received():
     assert metrics["signds-epsilon-optimal-max"] <= metrics["signds-epsilon-ledger-max"]
     assert strategy.privacy_spent(1, 0.0).epsilon == pytest.approx(3 * per_round)
     assert strategy.privacy_spent(99).epsilon == 0.0
+
+
+# --- Red team rt5 (a helper told only the claims and the code): its findings, fixed -----
+
+
+def _secret_app(mods, reply):
+    """A PrivateClientApp whose query function does ``reply`` (a callable of the message)."""
+    app = PrivateClientApp(mods=mods)
+    app.query()(lambda m, c: reply(m))
+    return app
+
+
+class DataCheck(BaseException):
+    """Not an Exception: Flower's simulation sends its text (and traceback) to the server."""
+
+
+def _raise(exc):
+    raise exc
+
+
+@pytest.mark.parametrize("mods", [lambda: [SignDSMod(**PARAMS)], lambda: [LaplaceEvalMod(1.0)]])
+def test_the_refusal_text_does_not_say_what_the_app_did(mods, client_log):
+    """rt5 A02: a query refused because the app raised, replied with an error or replied
+    carries the same text (before: REFUSED_APP for the first two, which let a server
+    bisect a local value by asking "raise if x > t"). Control: the app's replies differ."""
+    query = Message(RecordDict({"config": ConfigRecord({"t": 1})}), dst_node_id=1,
+                    message_type=MessageType.QUERY)
+    from flwr.app import Error
+
+    behaviours = [
+        lambda m: Message(RecordDict({"metrics": MetricRecord({"x": SECRET})}), reply_to=m),
+        lambda m: _raise(ValueError("x = %r" % SECRET)),
+        lambda m: Message(Error(code=0, reason="x = %r" % SECRET), reply_to=m),
+        lambda m: _raise(DataCheck("x = %r" % SECRET)),
+        lambda m: None,
+    ]
+    reasons = {_secret_app(mods(), b)(query, context(1)).error.reason for b in behaviours}
+    assert reasons == {_records.REFUSED_CATEGORY % "query"}
+    assert sum("31337" in line for line in client_log) >= 3  # the details stay local
+
+
+def test_a_base_exception_of_the_app_leaves_no_text(client_log):
+    """rt5 A04: a BaseException (not an Exception) raised by the app under a protected
+    category is refused with the fixed text; KeyboardInterrupt stays fatal but loses its
+    arguments."""
+    app = PrivateClientApp(mods=[LaplaceEvalMod(1.0)])
+    app.evaluate()(lambda m, c: _raise(DataCheck("label sum %r" % SECRET)))
+    assert app(evaluate_message(), context(1)).error.reason == REFUSED_APP
+    app = PrivateClientApp(mods=[LaplaceEvalMod(1.0)])
+    app.evaluate()(lambda m, c: _raise(KeyboardInterrupt("label sum %r" % SECRET)))
+    with pytest.raises(KeyboardInterrupt) as caught:
+        app(evaluate_message(), context(1))
+    assert caught.value.args == () and caught.value.__cause__ is None
+
+
+def test_a_message_passed_twice_is_refused_twice():
+    """rt5 A03: the mark that lets an inner mod pass a message to the app (an outer mod
+    protects its reply) lasts for that call only: a user mod that retries with the same
+    message object, or a runtime that delivers one object twice, gets a refusal both times
+    (before: the second pass went straight to the app and its raw reply left)."""
+
+    def retry(msg, ctxt, call_next):
+        first = call_next(msg, ctxt)
+        return call_next(msg, ctxt) if first.has_error() else first
+
+    query = Message(RecordDict({"config": ConfigRecord({"t": 1})}), dst_node_id=1,
+                    message_type=MessageType.QUERY)
+    for mods in ([retry, LaplaceEvalMod(1.0)], [retry, SignDSMod(**PARAMS)]):
+        app = _secret_app(mods, lambda m: Message(
+            RecordDict({"metrics": MetricRecord({"x": SECRET})}), reply_to=m))
+        grid = FakeGrid([1], {1: app}, {1: context(1)})
+        grid.send_and_receive([query, query])
+        assert not leaked(grid.received, SECRET)
+        assert all(r.has_error() for r in grid.received)
+    # The training route: a retried train message still leaves only as a report.
+    app = PrivateClientApp(mods=[retry, LaplaceEvalMod(1.0)])
+    app.train()(make_train_app(1))
+    reply = app(Message(RecordDict({"arrays": model(0), "config": ConfigRecord({})}),
+                        dst_node_id=1, message_type=MessageType.TRAIN), context(1))
+    assert reply.error.reason == _records.REFUSED_CATEGORY % "train"
+
+
+def test_crafted_server_bytes_and_odd_app_returns_get_fixed_texts():
+    """rt5 A05/A06: a train message whose array bytes do not parse, and an app that returns
+    None, are refusals with fixed texts (before: numpy's EOFError text, AttributeError)."""
+    from flwr.app import Array
+
+    bad = Array("float32", (3,), "numpy.ndarray", b"")
+    contexts = {1: context(1)}
+    strategy = SignDSStrategy(min_train_nodes=1, min_available_nodes=1, **PARAMS)
+    app = client_app(SignDSMod(**PARAMS), make_train_app(0))
+    (train,) = strategy.configure_train(1, model(0), ConfigRecord(), FakeGrid([1], {1: app},
+                                                                             contexts))
+    crafted = Message(RecordDict({"arrays": ArrayRecord({"w": bad}),
+                                  "config": train.content["config"]}),
+                      dst_node_id=1, message_type=MessageType.TRAIN)
+    assert app(crafted, contexts[1]).error.reason == REFUSED_NOT_SIGNDS
+    none_app = client_app(SignDSMod(**PARAMS), lambda m, c: None)
+    assert none_app(train, contexts[1]).error.reason == REFUSED_APP
+
+
+def test_only_the_apps_own_mods_answer_the_handshake():
+    """rt5 A08: the handshake proves SignDSMod is on the train route. A SignDSMod among one
+    function's own mods, or on a plain ClientApp whose user registered the handshake, or
+    added to the mods list after the app was built, refuses it: no train message is sent.
+    Control: the same SignDSMod as the PrivateClientApp's own mod answers."""
+    from fl_privacy.flower.signds import HANDSHAKE_ACTION
+
+    trained = []
+
+    def train(m, c):
+        trained.append(c.node_id)
+        return make_train_app(2)(m, c)
+
+    function_mod = ClientApp()
+    function_mod.query(HANDSHAKE_ACTION, mods=[SignDSMod(**PARAMS)])(lambda m, c: None)
+    function_mod.train()(train)
+    plain = ClientApp(mods=[SignDSMod(**PARAMS)])
+    plain.query(HANDSHAKE_ACTION)(lambda m, c: None)
+    plain.train()(train)
+    mods = []
+    late = PrivateClientApp(mods=mods)
+    mods.append(SignDSMod(**PARAMS))
+    late.train()(train)
+    for app in (function_mod, plain, late):
+        grid = FakeGrid([1], {1: app}, {1: context(1)})
+        with pytest.raises(RoundFailed, match="0 of the 1 sampled nodes"):
+            SignDSStrategy(min_train_nodes=1, min_available_nodes=1, **PARAMS).configure_train(
+                1, model(0), ConfigRecord(), grid)
+    assert trained == []
+    good = client_app(SignDSMod(**PARAMS), train)
+    (_, metrics), _ = run_round(SignDSStrategy(min_train_nodes=1, min_available_nodes=1, **PARAMS),
+                                {1: good}, {1: context(1)}, model(0), 1)
+    assert trained == [1] and metrics["signds-accepted"] == 1

@@ -81,20 +81,38 @@ def is_legacy(msg):
     return legacy_type or any(_legacy_name(n) for n in names)
 
 
+def _run_app(msg, ctxt, call_next, who):
+    """``call_next`` with ``msg`` marked as guarded for the duration of the call only:
+    ``(reply, None)``, or ``(None, detail)`` when it raised anything (``BaseException``
+    included: an escaping exception's text would reach the server through Flower) or
+    returned something that is not a Message."""
+    _GUARDED.add(msg)
+    try:
+        out = call_next(msg, ctxt)
+    except BaseException as e:  # noqa: BLE001 - nothing the app raises may leave as text
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            # Stay fatal, but without the original's arguments or traceback.
+            raise type(e)() from None
+        if isinstance(e, KeyError) and any(_legacy_name(a) for a in e.args):
+            return None, "%s: the wrapped ClientApp raised %r: it uses %s" % (who, e, LEGACY_API)
+        return None, "%s: the wrapped ClientApp raised %s: %s" % (who, type(e).__name__, e)
+    finally:
+        _GUARDED.discard(msg)
+    if not isinstance(out, Message):
+        return None, "%s: the wrapped ClientApp returned %s, not a Message" % (
+            who, type(out).__name__)
+    return out, None
+
+
 def call_app(msg, ctxt, call_next, who):
     """Runs the rest of the ClientApp for a message the calling mod protects: ``(reply,
     None)``, or ``(None, refusal)`` when it raised or replied with an error (whose text,
     which may quote local data, is logged here and never sent) or an inner fl_privacy mod
     refused."""
-    _GUARDED.add(msg)
-    try:
-        out = call_next(msg, ctxt)
-    except Exception as e:  # noqa: BLE001 - any exception of the app is a refusal
-        if isinstance(e, KeyError) and any(_legacy_name(a) for a in e.args):
-            return None, refuse(msg, REFUSED_LEGACY, "%s: the wrapped ClientApp raised %r: "
-                                "it uses %s" % (who, e, LEGACY_API))
-        return None, refuse(msg, REFUSED_APP, "%s: the wrapped ClientApp raised %s: %s"
-                            % (who, type(e).__name__, e))
+    out, detail = _run_app(msg, ctxt, call_next, who)
+    if out is None:
+        public = REFUSED_LEGACY if LEGACY_API in detail else REFUSED_APP
+        return None, refuse(msg, public, detail)
     if is_protected(out):
         return (None, out) if out.has_error() else (out, None)
     if out.has_error():
@@ -106,22 +124,27 @@ def call_app(msg, ctxt, call_next, who):
 def guard(msg, ctxt, call_next, who, allow_unprotected):
     """A mod's answer to a message category it does not protect: the reply of an inner
     fl_privacy mod, or the app's reply where the user named the category in
-    ``allow_unprotected``; otherwise a refusal."""
-    if msg in _GUARDED:  # an outer fl_privacy mod protects this reply
+    ``allow_unprotected``; otherwise a refusal with one text for the category, whatever
+    the app did (raised, replied with an error, replied), so that the choice of text says
+    nothing about local data."""
+    if msg in _GUARDED:  # an outer fl_privacy mod protects this reply (during its call)
         return call_next(msg, ctxt)
     category = message_category(msg)
     if is_legacy(msg):
         return refuse(msg, REFUSED_LEGACY, "%s received a legacy %r message: %s"
                       % (who, msg.metadata.message_type, LEGACY_API))
-    out, refusal = call_app(msg, ctxt, call_next, who)
-    if refusal is not None:
-        return refusal
-    if is_protected(out) or category in allow_unprotected:
+    out, detail = _run_app(msg, ctxt, call_next, who)
+    if out is not None and is_protected(out):
         return out
-    return refuse(msg, REFUSED_CATEGORY % category,
-                  "%s refused to send the ClientApp's %r reply: no fl_privacy mod protects it "
-                  "(name the category in allow_unprotected=... to send it as it is)"
-                  % (who, category))
+    allowed = category in allow_unprotected
+    if out is not None and allowed and not out.has_error():
+        return out
+    if out is not None:
+        detail = ("%s: the wrapped ClientApp replied with an error (code %s): %s"
+                  % (who, out.error.code, out.error.reason)) if out.has_error() else (
+            "%s refused to send the ClientApp's %r reply: no fl_privacy mod protects it "
+            "(name the category in allow_unprotected=... to send it as it is)" % (who, category))
+    return refuse(msg, REFUSED_APP if allowed else REFUSED_CATEGORY % category, detail)
 
 
 def check_categories(name, value):

@@ -116,8 +116,8 @@ class LaplaceEvalMod:
                 reply[name] = metrics[name]
             if self._weight_key in metrics:
                 reply[self._weight_key] = client_weight(metrics, self._weight_key)
-        except (TypeError, ValueError) as e:
-            return refuse(msg, REFUSED_APP, "LaplaceEvalMod: %s" % e)
+        except Exception as e:  # noqa: BLE001 - no exception text may carry local data out
+            return refuse(msg, REFUSED_APP, "LaplaceEvalMod: %s: %s" % (type(e).__name__, e))
         reply[self._key] = [float(v) for v in release.output]
         reply[METRIC_EPSILON] = float(release.epsilon)
         return protected(Message(RecordDict({"metrics": MetricRecord(reply)}), reply_to=msg))

@@ -27,6 +27,7 @@ whose reply is invalid for some data and valid for other data reveals that one b
 timing.
 """
 
+import contextvars
 from logging import INFO, WARNING
 
 import numpy as np
@@ -98,7 +99,7 @@ STATE_RECORD = "fl-privacy-signds"
 #: of this name holds ``protocol`` = HANDSHAKE_PROTOCOL and the model's dimension; SignDSMod
 #: answers it itself (the app is not called) with its law (d, h) and ε per report. Flower
 #: runs a ClientApp's mods only around registered functions: :class:`PrivateClientApp`
-#: registers one for this action (or register any with ``app.query(HANDSHAKE_ACTION)``).
+#: registers one for this action, and only its own mods may answer.
 HANDSHAKE_ACTION = "fl_privacy_handshake"
 HANDSHAKE_TYPE = "query." + HANDSHAKE_ACTION
 HANDSHAKE_RECORD = "fl-privacy-handshake"
@@ -135,14 +136,44 @@ class RoundFailed(RuntimeError):
     this one line."""
 
 
+#: True while the code of one of a PrivateClientApp's own mods runs (not inside its
+#: call_next): Flower puts the app's mods around every function registered on it, so a
+#: SignDSMod that sees this set sits on the train route too.
+_IN_APP_MOD = contextvars.ContextVar("fl_privacy_in_app_mod", default=False)
+
+
+def _app_mod(mod):
+    """``mod`` with :data:`_IN_APP_MOD` set during its own code and cleared during the
+    rest of the chain it calls."""
+
+    def wrapped(msg, ctxt, call_next):
+        def rest(m, c):
+            token = _IN_APP_MOD.set(False)
+            try:
+                return call_next(m, c)
+            finally:
+                _IN_APP_MOD.reset(token)
+
+        token = _IN_APP_MOD.set(True)
+        try:
+            return mod(msg, ctxt, rest)
+        finally:
+            _IN_APP_MOD.reset(token)
+
+    return wrapped
+
+
 class PrivateClientApp(ClientApp):
     """Flower's ``ClientApp`` that answers fl_privacy's capability handshake.
 
     Flower runs a ClientApp's ``mods`` only around the functions registered on it; this
     subclass registers one for the handshake query (``query.fl_privacy_handshake``), so
     that the :class:`SignDSMod` among ``mods`` answers it and :class:`SignDSStrategy`
-    sends train messages to this node. Without a SignDSMod the handshake is refused (and
-    the strategy sends this node nothing to train). Use it as ``ClientApp``::
+    sends train messages to this node. Only the app's own ``mods`` (copied when it is
+    built; Flower puts them around every function, train included) can answer: a SignDSMod
+    among one function's ``mods=``, or on a plain ClientApp, refuses the handshake. Without
+    a SignDSMod the handshake is refused (and the strategy sends this node nothing to
+    train). Use it as ``ClientApp``::
 
         app = PrivateClientApp(mods=[SignDSMod(epsilon=10.0), LaplaceEvalMod(1.0)])
 
@@ -150,9 +181,10 @@ class PrivateClientApp(ClientApp):
         def train(msg, context): ...
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.query(HANDSHAKE_ACTION)(_handshake_without_mod)
+    def __init__(self, client_fn=None, mods=None):
+        super().__init__(client_fn=client_fn, mods=[_app_mod(m) for m in (mods or [])])
+        if client_fn is None:  # (Flower's legacy client_fn path runs every message through mods)
+            self.query(HANDSHAKE_ACTION)(_handshake_without_mod)
 
 
 def _handshake_without_mod(msg, ctxt):
@@ -237,8 +269,8 @@ class SignDSMod:
             global_flat, layout = flatten(global_record)
             client = self._client(global_flat.size)
             broadcast = _signds.Broadcast(float(config[CONFIG_R_EST]), str(config[CONFIG_PHASE]))
-        except (TypeError, ValueError) as e:
-            return refuse(msg, REFUSED_NOT_SIGNDS, "SignDSMod: %s" % e)
+        except Exception as e:  # noqa: BLE001 - whatever the server's bytes raise (np.load...)
+            return refuse(msg, REFUSED_NOT_SIGNDS, "SignDSMod: %s: %s" % (type(e).__name__, e))
         dimension, _, output_dimension, _ = client.law
         if (config[CONFIG_DIMENSION], config[CONFIG_OUTPUT_DIMENSION]) != (dimension, output_dimension):
             return refuse(msg, REFUSED_LAW,
@@ -272,8 +304,8 @@ class SignDSMod:
                 forwarded[name] = metrics[name]
             update = local_flat - global_flat
             report = client.encode(update, broadcast, rng=self._rng_for(ctxt))
-        except (TypeError, ValueError) as e:
-            return refuse(msg, REFUSED_APP, "SignDSMod: %s" % e)
+        except Exception as e:  # noqa: BLE001 - no exception text may carry local data out
+            return refuse(msg, REFUSED_APP, "SignDSMod: %s: %s" % (type(e).__name__, e))
 
         total = spent + report.epsilon
         _write_state(ctxt, total, rounds + 1)
@@ -291,7 +323,14 @@ class SignDSMod:
 
     def _handshake(self, msg):
         """The answer to the strategy's capability query: the law for the dimension it
-        names and ε per report (configuration only: the app is not called)."""
+        names and ε per report (configuration only: the app is not called). Given only
+        where this mod runs as one of a PrivateClientApp's own mods, which Flower wraps
+        around every function of the app, train included: answered through a function's
+        own mods, the handshake would prove nothing about the train route."""
+        if not _IN_APP_MOD.get():
+            return refuse(msg, REFUSED_NO_MOD, "SignDSMod answers the handshake only as a mod "
+                          "of PrivateClientApp(mods=[...]) (it was reached through a "
+                          "function's own mods or a plain ClientApp)")
         request = msg.content.config_records.get(HANDSHAKE_RECORD) if msg.has_content() else None
         request = request if request is not None else {}
         dimension = request.get(CONFIG_DIMENSION)
@@ -302,7 +341,7 @@ class SignDSMod:
                           % (request.get("protocol"), dimension, HANDSHAKE_PROTOCOL))
         try:
             client = self._client(dimension)
-        except (TypeError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 - a dimension no law exists for
             return refuse(msg, REFUSED_LAW, "SignDSMod: no SignDS law for d = %d: %s"
                           % (dimension, e))
         d, _, h, _ = client.law
