@@ -470,10 +470,14 @@ def test_laplace_mod_releases_only_the_noisy_vector():
 
 
 def test_laplace_mod_fails_closed(client_log):
+    """Invalid values are replaced by the uniform vector before the release (a refusal
+    would tell the server the data made them invalid: red team rt6 B3); a missing vector
+    is refused. Either way nothing raw leaves, and the reason is in the client's log."""
     for bad in ([0.9, 0.9], [float("nan"), 0.1], [-0.5, 1.0]):
         reply = evaluate_app(bad)(evaluate_message(), context(1))
-        assert reply.error.reason == REFUSED_APP
-        assert "LaplaceEvalMod" in client_log[-1]
+        metrics = reply.content.metric_records["metrics"]
+        assert set(metrics) == {"num-examples", "probabilities", "laplace-epsilon"}
+        assert "uniform vector" in client_log[-1]
     app = ClientApp(mods=[LaplaceEvalMod(1.0)])
     app.evaluate()(lambda m, c: Message(RecordDict({"metrics": MetricRecord({"num-examples": 1})}),
                                         reply_to=m))
@@ -698,15 +702,17 @@ def test_a_hostile_server_reads_nothing_raw(order, client_log):
 
 
 def test_error_texts_never_quote_the_vector(client_log):
-    """An app returning logits instead of probabilities: the server reads a fixed text, not
-    the values (previously "probability vector[1] = -1.25 is invalid"). Control: the
-    values are in the client's log."""
-    app = ClientApp(mods=[LaplaceEvalMod(1.0)])
+    """An app returning logits instead of probabilities: the server reads neither the
+    values (previously "probability vector[1] = -1.25 is invalid") nor that they were
+    invalid — it gets the release of the uniform vector, at ε = 50 close to it. Control:
+    the values are in the client's log."""
+    app = ClientApp(mods=[LaplaceEvalMod(50.0, rng=ldp.SeededRng(2))])
     app.evaluate()(lambda m, c: Message(RecordDict({"metrics": MetricRecord(
         {"num-examples": 1, "probabilities": [2.65, -1.25]})}), reply_to=m))
     grid = FakeGrid([1], {1: app}, {1: context(1)})
     (reply,) = grid.send_and_receive([evaluate_message()])
-    assert reply.error.reason == REFUSED_APP
+    released = reply.content.metric_records["metrics"]["probabilities"]
+    assert max(abs(v - 0.5) for v in released) < 0.5
     assert not leaked(grid.received, "-1.25", "2.65", -1.25, 2.65, "1.4")
     assert any("-1.25" in line for line in client_log)
 
@@ -972,3 +978,143 @@ def test_only_the_apps_own_mods_answer_the_handshake():
     (_, metrics), _ = run_round(SignDSStrategy(min_train_nodes=1, min_available_nodes=1, **PARAMS),
                                 {1: good}, {1: context(1)}, model(0), 1)
     assert trained == [1] and metrics["signds-accepted"] == 1
+
+
+# --- Red team rt6 (a second helper, on the fixed version): its findings, fixed ----------
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise KeyError(SECRET)
+
+
+def test_an_exception_whose_text_raises_leaves_no_text(client_log):
+    """rt6 B1: an exception of the app whose str() raises (with local data) is refused with
+    the fixed text (before: the str's own KeyError escaped the mod with the secret)."""
+    for mods, category in (([SignDSMod(**PARAMS)], "query"), ([LaplaceEvalMod(1.0)], "evaluate")):
+        app = PrivateClientApp(mods=mods)
+        app.query()(lambda m, c: _raise(Unprintable()))
+        app.evaluate()(lambda m, c: _raise(Unprintable()))
+        grid = FakeGrid([1], {1: app}, {1: context(1)})
+        message = evaluate_message() if category == "evaluate" else Message(
+            RecordDict({"config": ConfigRecord({})}), dst_node_id=1, message_type=MessageType.QUERY)
+        (reply,) = grid.send_and_receive([message])
+        assert reply.has_error() and not leaked(grid.received, SECRET, "31337")
+    assert any("unprintable Unprintable" in line for line in client_log)
+
+
+def test_system_exit_is_a_refusal_too():
+    """rt6 B4: SystemExit (e.g. sys.exit when a local value passes a threshold) is refused
+    with the fixed text like any exception (before: it escaped, and no reply versus a
+    refusal told the server which)."""
+    app = _secret_app([SignDSMod(**PARAMS)], lambda m: _raise(SystemExit(3)))
+    query = Message(RecordDict({"config": ConfigRecord({})}), dst_node_id=1,
+                    message_type=MessageType.QUERY)
+    assert app(query, context(1)).error.reason == _records.REFUSED_CATEGORY % "query"
+
+
+def test_a_mod_between_two_fl_privacy_mods_cannot_add_to_a_protected_reply():
+    """rt6 B2: a user mod between the two fl_privacy mods that adds local data to the inner
+    mod's protected reply in place: the outer mod refuses the changed reply (before: it
+    forwarded it, the label sum included). Control: the same mods without the edit send
+    the release."""
+
+    def stats(msg, ctxt, call_next):
+        reply = call_next(msg, ctxt)
+        if not reply.has_error():
+            reply.content["metrics"]["label-sum"] = SECRET
+        return reply
+
+    def app_with(middle):
+        app = PrivateClientApp(mods=[SignDSMod(**PARAMS)] + middle + [LaplaceEvalMod(1.0)])
+        app.evaluate()(lambda m, c: Message(RecordDict({"metrics": MetricRecord(
+            {"num-examples": 3, "probabilities": [0.5, 0.5]})}), reply_to=m))
+        return app
+
+    grid = FakeGrid([1], {1: app_with([stats])}, {1: context(1)})
+    (reply,) = grid.send_and_receive([evaluate_message()])
+    assert reply.has_error() and not leaked(grid.received, SECRET)
+    control = app_with([])(evaluate_message(), context(1))
+    assert set(control.content.metric_records["metrics"]) == {
+        "num-examples", "probabilities", "laplace-epsilon"}
+
+
+def test_an_overflowing_update_is_reported_not_refused(client_log):
+    """rt6 B3: an update the data made non-finite is reported as a zero update (charged as
+    a report) instead of refused, so a server that picks weights to overflow the update
+    for some data learns nothing from refusals (before: 30 train messages read a local
+    value to 1e-3, none of the refusals charged). Control: a finite update is the usual
+    report."""
+
+    def overflow(m, c):
+        reply = make_train_app(0)(m, c)
+        w = reply.content["arrays"]["weight"].numpy().copy()
+        w[0, 0] = np.float32(np.inf)
+        reply.content["arrays"]["weight"] = Array(w)
+        return reply
+
+    contexts = {1: context(1)}
+    app = client_app(SignDSMod(**PARAMS), overflow)
+    (_, metrics), (reply,) = run_round(SignDSStrategy(min_train_nodes=1, min_available_nodes=1,
+                                                      **PARAMS), {1: app}, contexts, model(0), 1)
+    assert not reply.has_error() and metrics["signds-accepted"] == 1
+    assert reply.content.metric_records["metrics"][METRIC_EPSILON_TOTAL] == sum(
+        signds.Client(45, **PARAMS).privacy)
+    assert any("non-finite" in line for line in client_log)
+
+
+def test_the_handshake_needs_signds_mod_itself_among_the_apps_mods():
+    """rt6 B5: an app mod that calls SignDSMod for the handshake but skips it for train
+    (a warm-up switch) cannot pass the handshake; SignDSMod(configure=...) is the way to
+    choose parameters (or no SignDS) per run. Control: the configured mod answers, and
+    configure returning None refuses."""
+    inner = SignDSMod(**PARAMS)
+    warm_up = {"done": False}
+
+    def switch(msg, ctxt, call_next):
+        if msg.metadata.message_type.startswith("query") or warm_up["done"]:
+            return inner(msg, ctxt, call_next)
+        return call_next(msg, ctxt)
+
+    def apps(mod):
+        app = PrivateClientApp(mods=[mod])
+        app.train()(make_train_app(3))
+        return {1: app}
+
+    one = dict(min_train_nodes=1, min_available_nodes=1, **PARAMS)
+    contexts = {1: context(1)}
+    with pytest.raises(RoundFailed, match="0 of the 1 sampled nodes"):
+        run_round(SignDSStrategy(**one), apps(switch), contexts, model(0), 1)
+    configured = SignDSMod(configure=lambda ctxt: dict(PARAMS))
+    (_, metrics), _ = run_round(SignDSStrategy(**one), apps(configured), contexts, model(0), 1)
+    assert metrics["signds-accepted"] == 1
+    with pytest.raises(RoundFailed, match="0 of the 1 sampled nodes"):
+        run_round(SignDSStrategy(**one), apps(SignDSMod(configure=lambda ctxt: None)), contexts,
+                  model(0), 1)
+    with pytest.raises(TypeError, match="not both"):
+        SignDSMod(configure=lambda ctxt: None, epsilon=1.0)
+    # A front mod that sends the handshake to a second PrivateClientApp with SignDSMod.
+    second = PrivateClientApp(mods=[SignDSMod(**PARAMS)])
+
+    def front(msg, ctxt, call_next):
+        if msg.metadata.message_type.startswith("query"):
+            return second(msg, ctxt)
+        return call_next(msg, ctxt)
+
+    with pytest.raises(RoundFailed, match="0 of the 1 sampled nodes"):
+        run_round(SignDSStrategy(**one), apps(front), contexts, model(0), 1)
+
+
+def test_an_outer_mod_that_allows_a_category_keeps_the_inner_protection():
+    """An outer SignDSMod that names evaluate in allow_unprotected must not stop an inner
+    LaplaceEvalMod from protecting evaluate (the outer mod's call no longer marks the
+    message as protected further out)."""
+    app = PrivateClientApp(mods=[SignDSMod(allow_unprotected=("evaluate",), **PARAMS),
+                                 LaplaceEvalMod(1.0)])
+    app.evaluate()(lambda m, c: Message(RecordDict({"metrics": MetricRecord(
+        {"num-examples": 3, "probabilities": [0.5, 0.5], "label-sum": SECRET})}), reply_to=m))
+    grid = FakeGrid([1], {1: app}, {1: context(1)})
+    (reply,) = grid.send_and_receive([evaluate_message()])
+    assert set(reply.content.metric_records["metrics"]) == {
+        "num-examples", "probabilities", "laplace-epsilon"}
+    assert not leaked(grid.received, SECRET)

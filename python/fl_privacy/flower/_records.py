@@ -32,25 +32,51 @@ REFUSED_NOT_SIGNDS = "fl_privacy SignDSMod: not a SignDSStrategy train message"
 REFUSED_LAW = "fl_privacy SignDSMod: the server's SignDS law (d, h) differs from this client's"
 REFUSED_BUDGET = "fl_privacy SignDSMod: this client's privacy budget is exhausted"
 REFUSED_HANDSHAKE = "fl_privacy SignDSMod: malformed handshake"
+REFUSED_CONFIG = "fl_privacy SignDSMod: this client's SignDS configuration is invalid"
 REFUSED_NO_MOD = "fl_privacy: this ClientApp has no SignDSMod, so it takes part in no SignDS round"
 
 #: Replies made by fl_privacy's mods in this process (their own reports, releases and
-#: refusals), so that an outer mod forwards what an inner one protected.
-_PROTECTED = weakref.WeakSet()
+#: refusals) with a fingerprint of what they held, so that an outer mod forwards what an
+#: inner one protected — and nothing a mod between them added to it afterwards.
+_PROTECTED = weakref.WeakKeyDictionary()
 #: Messages whose reply an fl_privacy mod further out is about to protect, so that an inner
 #: mod lets them through to the app (mods=[SignDSMod, LaplaceEvalMod] or the reverse).
 _GUARDED = weakref.WeakSet()
 
 
+def _fingerprint(reply):
+    """What a reply holds: its error, or every record's contents."""
+    if reply.has_error():
+        return ("error", reply.error.code, reply.error.reason)
+    parts = []
+    for name, record in reply.content.items():
+        if isinstance(record, ArrayRecord):
+            parts.append((name, "arrays", tuple((k, a.dtype, tuple(a.shape), a.stype, bytes(a.data))
+                                                for k, a in record.items())))
+        else:
+            parts.append((name, type(record).__name__, repr(list(record.items()))))
+    return tuple(parts)
+
+
 def protected(reply):
-    """Marks ``reply`` as made by an fl_privacy mod and returns it."""
-    _PROTECTED.add(reply)
+    """Marks ``reply`` as made by an fl_privacy mod (with a fingerprint of its contents)
+    and returns it."""
+    _PROTECTED[reply] = _fingerprint(reply)
     return reply
 
 
 def is_protected(reply):
-    """Whether ``reply`` was made by an fl_privacy mod (a report, a release, a refusal)."""
-    return reply in _PROTECTED
+    """Whether ``reply`` was made by an fl_privacy mod (a report, a release, a refusal)
+    and still holds exactly what the mod put in it."""
+    try:
+        return reply in _PROTECTED and _PROTECTED[reply] == _fingerprint(reply)
+    except Exception:  # noqa: BLE001 - an unhashable or odd object is not protected
+        return False
+
+
+def local_log(level, fmt, *args):
+    """A line in this process's log only (the client's own: never in a reply)."""
+    log(level, fmt, *args)
 
 
 def message_category(msg):
@@ -81,23 +107,42 @@ def is_legacy(msg):
     return legacy_type or any(_legacy_name(n) for n in names)
 
 
-def _run_app(msg, ctxt, call_next, who):
-    """``call_next`` with ``msg`` marked as guarded for the duration of the call only:
-    ``(reply, None)``, or ``(None, detail)`` when it raised anything (``BaseException``
-    included: an escaping exception's text would reach the server through Flower) or
-    returned something that is not a Message."""
-    _GUARDED.add(msg)
+def describe(e):
+    """``TypeName: text`` of an exception, for the local log; never raises (an exception
+    whose ``str`` raises would otherwise escape with its own text)."""
+    try:
+        return "%s: %s" % (type(e).__name__, e)
+    except BaseException:  # noqa: BLE001
+        return "<unprintable %s>" % type(e).__name__
+
+
+def _legacy_error(e):
+    try:
+        return isinstance(e, KeyError) and any(_legacy_name(a) for a in e.args)
+    except BaseException:  # noqa: BLE001
+        return False
+
+
+def _run_app(msg, ctxt, call_next, who, guarded):
+    """``call_next`` (with ``msg`` marked as guarded for the duration of the call when the
+    calling mod protects its reply): ``(reply, None)``, or ``(None, detail)`` when it raised
+    anything (``BaseException`` included: an escaping exception's text would reach the
+    server through Flower; only ``KeyboardInterrupt`` stays fatal, re-raised without its
+    arguments) or returned something that is not a Message."""
+    if guarded:
+        _GUARDED.add(msg)
     try:
         out = call_next(msg, ctxt)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt() from None
     except BaseException as e:  # noqa: BLE001 - nothing the app raises may leave as text
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            # Stay fatal, but without the original's arguments or traceback.
-            raise type(e)() from None
-        if isinstance(e, KeyError) and any(_legacy_name(a) for a in e.args):
-            return None, "%s: the wrapped ClientApp raised %r: it uses %s" % (who, e, LEGACY_API)
-        return None, "%s: the wrapped ClientApp raised %s: %s" % (who, type(e).__name__, e)
+        if _legacy_error(e):
+            return None, "%s: the wrapped ClientApp raised KeyError(%r): it uses %s" % (
+                who, describe(e), LEGACY_API)
+        return None, "%s: the wrapped ClientApp raised %s" % (who, describe(e))
     finally:
-        _GUARDED.discard(msg)
+        if guarded:
+            _GUARDED.discard(msg)
     if not isinstance(out, Message):
         return None, "%s: the wrapped ClientApp returned %s, not a Message" % (
             who, type(out).__name__)
@@ -109,7 +154,7 @@ def call_app(msg, ctxt, call_next, who):
     None)``, or ``(None, refusal)`` when it raised or replied with an error (whose text,
     which may quote local data, is logged here and never sent) or an inner fl_privacy mod
     refused."""
-    out, detail = _run_app(msg, ctxt, call_next, who)
+    out, detail = _run_app(msg, ctxt, call_next, who, guarded=True)
     if out is None:
         public = REFUSED_LEGACY if LEGACY_API in detail else REFUSED_APP
         return None, refuse(msg, public, detail)
@@ -133,7 +178,8 @@ def guard(msg, ctxt, call_next, who, allow_unprotected):
     if is_legacy(msg):
         return refuse(msg, REFUSED_LEGACY, "%s received a legacy %r message: %s"
                       % (who, msg.metadata.message_type, LEGACY_API))
-    out, detail = _run_app(msg, ctxt, call_next, who)
+    # Not marked as guarded: an inner fl_privacy mod that protects this category must.
+    out, detail = _run_app(msg, ctxt, call_next, who, guarded=False)
     if out is not None and is_protected(out):
         return out
     allowed = category in allow_unprotected

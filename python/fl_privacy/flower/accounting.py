@@ -73,10 +73,19 @@ def _probability(name, value, allow_zero=False):
     return value
 
 
+def _composition_args(epsilon, k, epsilon0):
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError("k must be an int >= 0, got %r" % (k,))
+    return _positive("epsilon0", epsilon0), k
+
+
 def optimal_composition_delta(epsilon, k, epsilon0):
     """δ(ε) of the k-fold composition of ε0-DP mechanisms (Kairouz–Oh–Viswanath, exact):
     the privacy-loss distribution of k randomized responses at ε0, summed in log space."""
+    epsilon0, k = _composition_args(epsilon, k, epsilon0)
     epsilon = float(epsilon)
+    if math.isnan(epsilon):
+        raise ValueError("epsilon must be a number, got nan")
     if k == 0 or epsilon >= k * epsilon0:
         return 0.0
     log_norm = k * (epsilon0 + math.log1p(math.exp(-epsilon0)))  # k·log(1 + e^ε0)
@@ -86,7 +95,7 @@ def optimal_composition_delta(epsilon, k, epsilon0):
         if loss <= epsilon:
             break
         log_binom = math.lgamma(k + 1) - math.lgamma(l + 1) - math.lgamma(k - l + 1)
-        terms.append(log_binom + epsilon0 * (k - l) + math.log1p(-math.exp(epsilon - loss))
+        terms.append(log_binom + epsilon0 * (k - l) + math.log(-math.expm1(epsilon - loss))
                      - log_norm)
     if not terms:
         return 0.0
@@ -97,6 +106,8 @@ def optimal_composition_delta(epsilon, k, epsilon0):
 def optimal_composition_epsilon(delta, k, epsilon0):
     """The smallest ε (to 1e-9 relative, rounded up) with
     :func:`optimal_composition_delta` (ε, k, ε0) ≤ δ; k·ε0 at δ = 0."""
+    epsilon0, k = _composition_args(0.0, k, epsilon0)
+    delta = _probability("delta", delta, allow_zero=True)
     if k == 0:
         return 0.0
     high = k * epsilon0
@@ -178,7 +189,10 @@ class PureEpsilonAccountant:
     def _epsilon_of(epsilons, delta):
         if not epsilons:
             return 0.0
-        basic = math.fsum(epsilons)
+        try:
+            basic = math.fsum(epsilons)
+        except OverflowError:
+            basic = math.inf
         if delta <= 0:
             return basic
         return min(basic, optimal_composition_epsilon(delta, len(epsilons), max(epsilons)))
@@ -193,7 +207,7 @@ class PureEpsilonAccountant:
         if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) \
                 or not math.isfinite(epsilon) or epsilon < 0:
             raise ValueError("epsilon must be a finite number >= 0, got %r" % (epsilon,))
-        if not self._epsilons or epsilon >= math.fsum(self._epsilons):
+        if not self._epsilons or epsilon >= self._epsilon_of(self._epsilons, 0.0):
             return 0.0
         return optimal_composition_delta(epsilon, len(self._epsilons), max(self._epsilons))
 
@@ -202,7 +216,7 @@ class PureEpsilonAccountant:
         delta = self._config.target_delta if delta is None else \
             _probability("delta", delta, allow_zero=True)
         epsilon = self._epsilon_of(self._epsilons, delta)
-        basic = math.fsum(self._epsilons)
+        basic = self._epsilon_of(self._epsilons, 0.0)
         method = "pure-epsilon basic composition" if epsilon >= basic else \
             "pure-epsilon optimal composition (Kairouz-Oh-Viswanath)"
         try:

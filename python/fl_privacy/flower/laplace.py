@@ -7,9 +7,11 @@ vector (``key``, default ``"probabilities"``: e.g. the mean of the model's softm
 over the client's evaluation samples, as upstream's client sends). The mod replaces it by
 fl-ldp's exact lattice Laplace release of it (``fl_privacy.ldp.Laplace``) before the reply
 leaves, and drops everything else the app returned except the example count and the
-metrics named in ``forward_metrics``. It fails closed: a missing or invalid vector is an
-error reply with a fixed text (the reason, which may quote the vector, stays in the
-client's log), never an upload of raw data (upstream uploads the raw vector when its checks
+metrics named in ``forward_metrics``. It fails closed: a missing vector is an error reply
+with a fixed text, and a vector whose values are invalid (negative, NaN, a sum above
+1 + τ) is replaced by the uniform vector before the release (a refusal there would tell
+the server, one bit per message, that the data made the values invalid); the reason, which
+may quote the vector, stays in the client's log — never an upload of raw data (upstream uploads the raw vector when its checks
 fail). Other messages (train, query) are answered only through an inner fl_privacy mod
 (SignDSMod) or where the user named their category in ``allow_unprotected``.
 
@@ -25,6 +27,8 @@ b ≈ 1/ε, which is 2ε-LDP (upstream assumed Δ = 1); the reported ε is then 
 client and evaluation round; rounds compose.
 """
 
+from logging import WARNING
+
 import numpy as np
 from flwr.app import Message, MessageType, MetricRecord, RecordDict
 
@@ -37,8 +41,10 @@ from fl_privacy.flower._records import (
     call_app,
     check_categories,
     client_weight,
+    describe,
     guard,
     is_legacy,
+    local_log,
     message_category,
     protected,
     refuse,
@@ -104,11 +110,9 @@ class LaplaceEvalMod:
             if self._key not in metrics:
                 raise ValueError("the evaluate reply's MetricRecord has no %r (the probability "
                                  "vector to release)" % self._key)
-            vector = np.asarray(metrics[self._key], dtype=np.float64)
-            if vector.ndim != 1 or vector.size == 0:
+            raw = metrics[self._key]
+            if not isinstance(raw, list) or not raw:
                 raise ValueError("%r must be a non-empty list of numbers" % self._key)
-            rng = self._rng if self._rng is None or isinstance(self._rng, _ldp.SeededRng) else self._rng(ctxt)
-            release = self._mechanism(vector.size).privatize(vector, rng=rng)
             reply = {}
             for name in self._forward:
                 if name not in metrics:
@@ -116,8 +120,22 @@ class LaplaceEvalMod:
                 reply[name] = metrics[name]
             if self._weight_key in metrics:
                 reply[self._weight_key] = client_weight(metrics, self._weight_key)
+            mechanism = self._mechanism(len(raw))
+            rng = self._rng if self._rng is None or isinstance(self._rng, _ldp.SeededRng) else self._rng(ctxt)
         except Exception as e:  # noqa: BLE001 - no exception text may carry local data out
-            return refuse(msg, REFUSED_APP, "LaplaceEvalMod: %s: %s" % (type(e).__name__, e))
+            return refuse(msg, REFUSED_APP, "LaplaceEvalMod: %s" % describe(e))
+        try:
+            release = mechanism.privatize(np.asarray(raw, dtype=np.float64), rng=rng)
+        except Exception as e:  # noqa: BLE001
+            # Values the data made invalid (negative, NaN, a sum above 1 + τ): refusing would
+            # tell the server so, a bit per message it chooses. The release of the uniform
+            # vector instead is as private as any release (ε for any two vectors).
+            local_log(WARNING, "LaplaceEvalMod: %s; releasing the uniform vector instead"
+                % describe(e))
+            try:
+                release = mechanism.privatize(np.full(len(raw), 1.0 / len(raw)), rng=rng)
+            except Exception as e2:  # noqa: BLE001
+                return refuse(msg, REFUSED_APP, "LaplaceEvalMod: %s" % describe(e2))
         reply[self._key] = [float(v) for v in release.output]
         reply[METRIC_EPSILON] = float(release.epsilon)
         return protected(Message(RecordDict({"metrics": MetricRecord(reply)}), reply_to=msg))

@@ -40,9 +40,8 @@ def _flwr():
     return beside if os.path.exists(beside) else (shutil.which("flwr") or "flwr")
 
 
-def _connection(args):
-    """The SuperLink connection named in ``flwr run``'s arguments (the positional after
-    the app), or None for the default one."""
+def _positionals(args):
+    """The positional arguments of ``flwr run``'s (the app, the connection)."""
     positional = []
     skip = False
     for a in args:
@@ -53,19 +52,31 @@ def _connection(args):
             skip = "=" not in a and a not in ("--stream",)
             continue
         positional.append(a)
-    return positional[1] if len(positional) > 1 else None
+    return positional[:2]
 
 
-def final_status(run_id, connection=None, flwr=None):
-    """``(status, details)`` of a run as ``flwr ls --run-id N --format json`` gives it
-    (status e.g. ``finished:completed``, ``finished:failed``)."""
-    argv = [flwr or _flwr(), "ls"] + ([connection] if connection else []) + [
-        "--run-id", str(run_id), "--format", "json"]
+def final_status(run_id, location=(), flwr=None):
+    """``(status, details)`` of a run as ``flwr ls LOCATION --run-id N --format json``
+    gives it (status e.g. ``finished:completed``, ``finished:failed``). ``location``: the
+    connection (Flower >= 1.2x), or the app and the federation (older releases, whose ls
+    takes both): the first form that answers is used."""
+    location = list(location)
+    forms = [location[1:], location]
+    for form in forms:
+        status = _ls(run_id, form, flwr or _flwr())
+        if status[0] != "unknown":
+            return status
+    return status
+
+
+def _ls(run_id, location, flwr):
+    argv = [flwr, "ls"] + list(location) + ["--run-id", str(run_id), "--format", "json"]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     try:
         data = json.loads(done.stdout)
     except ValueError:
-        return "unknown", (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return "unknown", "flwr ls gave no status: %s" % (lines[-1] if lines else "no output")
     runs = data.get("runs", []) if isinstance(data, dict) else data
     for run in runs if isinstance(runs, list) else []:
         if str(run.get("run-id")) == str(run_id):
@@ -102,11 +113,11 @@ def main(argv=None):
     if run_id is None:
         print("fl-privacy-flwr-run: flwr run printed no run id", flush=True)
         return 1
-    status, details = final_status(run_id, _connection(args), flwr)
+    status, details = final_status(run_id, _positionals(args), flwr)
     deadline = time.monotonic() + 30
     while not status.startswith("finished") and time.monotonic() < deadline:
         time.sleep(1)  # the stream can end a moment before the status is recorded
-        status, details = final_status(run_id, _connection(args), flwr)
+        status, details = final_status(run_id, _positionals(args), flwr)
     if status == "finished:completed":
         return 0
     reason = error or details or "no error line in the run's log"

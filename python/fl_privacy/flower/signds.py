@@ -41,6 +41,7 @@ from fl_privacy import signds as _signds
 from fl_privacy.flower._records import (
     LEGACY_API,
     REFUSED_BUDGET,
+    REFUSED_CONFIG,
     REFUSED_HANDSHAKE,
     REFUSED_LAW,
     REFUSED_LEGACY,
@@ -50,9 +51,11 @@ from fl_privacy.flower._records import (
     call_app,
     check_categories,
     client_weight,
+    describe,
     flatten,
     guard,
     is_legacy,
+    local_log,
     message_category,
     protected,
     refuse,
@@ -136,25 +139,29 @@ class RoundFailed(RuntimeError):
     this one line."""
 
 
-#: True while the code of one of a PrivateClientApp's own mods runs (not inside its
-#: call_next): Flower puts the app's mods around every function registered on it, so a
-#: SignDSMod that sees this set sits on the train route too.
-_IN_APP_MOD = contextvars.ContextVar("fl_privacy_in_app_mod", default=False)
+#: The PrivateClientApp mod whose own code runs now (None inside its call_next): Flower
+#: puts the app's mods around every function registered on it, so a SignDSMod that finds
+#: itself here is one of them, on the train route too — not merely called by one (an app
+#: mod that calls SignDSMod for the handshake could skip it for train).
+_IN_APP_MOD = contextvars.ContextVar("fl_privacy_in_app_mod", default=None)
+#: The PrivateClientApp that received the message from Flower (the outermost one): only
+#: its own mods may answer the handshake, not those of an app another mod calls.
+_RECEIVING_APP = contextvars.ContextVar("fl_privacy_receiving_app", default=None)
 
 
-def _app_mod(mod):
-    """``mod`` with :data:`_IN_APP_MOD` set during its own code and cleared during the
-    rest of the chain it calls."""
+def _app_mod(mod, app):
+    """``mod`` (one of ``app``'s own mods) with :data:`_IN_APP_MOD` set to ``(mod, app)``
+    during its own code and cleared during the rest of the chain it calls."""
 
     def wrapped(msg, ctxt, call_next):
         def rest(m, c):
-            token = _IN_APP_MOD.set(False)
+            token = _IN_APP_MOD.set(None)
             try:
                 return call_next(m, c)
             finally:
                 _IN_APP_MOD.reset(token)
 
-        token = _IN_APP_MOD.set(True)
+        token = _IN_APP_MOD.set((mod, app))
         try:
             return mod(msg, ctxt, rest)
         finally:
@@ -182,9 +189,18 @@ class PrivateClientApp(ClientApp):
     """
 
     def __init__(self, client_fn=None, mods=None):
-        super().__init__(client_fn=client_fn, mods=[_app_mod(m) for m in (mods or [])])
+        super().__init__(client_fn=client_fn, mods=[_app_mod(m, self) for m in (mods or [])])
         if client_fn is None:  # (Flower's legacy client_fn path runs every message through mods)
             self.query(HANDSHAKE_ACTION)(_handshake_without_mod)
+
+
+    def __call__(self, message, context):
+        token = _RECEIVING_APP.set(self) if _RECEIVING_APP.get() is None else None
+        try:
+            return super().__call__(message, context)
+        finally:
+            if token is not None:
+                _RECEIVING_APP.reset(token)
 
 
 def _handshake_without_mod(msg, ctxt):
@@ -210,6 +226,12 @@ class SignDSMod:
     refusal. Refusals are error replies with a fixed text (``_records.REFUSED_*``); the
     reason, which may quote local values, goes to the client's log only.
 
+    ``configure``: instead of the keywords, a callable ``configure(context)`` returning
+    them as a dict (e.g. from ``context.run_config``; a mod per parameter set, checked when
+    first used; an invalid one is refused with a fixed text), or None for a run without
+    SignDS (train is then a category this mod does not protect). An update the data made
+    non-finite is reported as a zero update (charged as any report) rather than refused.
+
     ``epsilon_budget``: when set, the mod refuses a round whose report would take the
     running total above it. ``forward_metrics``: names of the wrapped app's metrics to
     send along (outside the privacy claim); by default only ``num-examples`` is sent.
@@ -218,9 +240,16 @@ class SignDSMod:
     experiments and tests only).
     """
 
-    def __init__(self, *, epsilon_budget=None, forward_metrics=(), weighted_by_key="num-examples",
-                 allow_unprotected=(), rng=None, **params):
-        _check_params(params, _LAW_PARAMS, "SignDSMod")
+    def __init__(self, *, configure=None, epsilon_budget=None, forward_metrics=(),
+                 weighted_by_key="num-examples", allow_unprotected=(), rng=None, **params):
+        if configure is None:
+            _check_params(params, _LAW_PARAMS, "SignDSMod")
+        elif params:
+            raise TypeError("SignDSMod: give the SignDS parameters as keywords or through "
+                            "configure, not both (got %s)" % sorted(params))
+        elif not callable(configure):
+            raise TypeError("SignDSMod: configure must be a callable(context) returning the "
+                            "SignDS keyword parameters (a dict) or None")
         if epsilon_budget is not None:
             if isinstance(epsilon_budget, bool) or not isinstance(epsilon_budget, (int, float)):
                 raise TypeError("SignDSMod: epsilon_budget must be a number, got %s"
@@ -243,6 +272,28 @@ class SignDSMod:
         self._allow = check_categories("SignDSMod: allow_unprotected", allow_unprotected)
         self._rng = rng
         self._clients = {}
+        self._configure = configure
+        self._configured = {}
+
+    def _for_context(self, ctxt):
+        """The SignDSMod of this context: this one, or the one of the parameters
+        ``configure(context)`` returns (built once per parameter set, checked as the
+        constructor checks keywords); None where it returns None (no SignDS in this run)."""
+        if self._configure is None:
+            return self
+        params = self._configure(ctxt)
+        if params is None:
+            return None
+        if not isinstance(params, dict):
+            raise TypeError("configure(context) must return a dict or None, got %s"
+                            % type(params).__name__)
+        key = repr(sorted(params.items()))
+        if key not in self._configured:
+            self._configured[key] = SignDSMod(
+                epsilon_budget=self._budget, forward_metrics=self._forward,
+                weighted_by_key=self._weight_key, allow_unprotected=self._allow, rng=self._rng,
+                **params)
+        return self._configured[key]
 
     def _client(self, dimension):
         if dimension not in self._clients:
@@ -250,9 +301,24 @@ class SignDSMod:
         return self._clients[dimension]
 
     def __call__(self, msg, ctxt, call_next):
+        running = _IN_APP_MOD.get()
+        as_app_mod = running is not None and running[0] is self \
+            and running[1] is _RECEIVING_APP.get()
+        try:
+            mod = self._for_context(ctxt)
+        except Exception as e:  # noqa: BLE001 - a configuration error is this client's
+            return refuse(msg, REFUSED_CONFIG, "SignDSMod: configure(context): %s" % describe(e))
+        if mod is None:
+            if msg.metadata.message_type == HANDSHAKE_TYPE:
+                return refuse(msg, REFUSED_NO_MOD, "SignDSMod: configure(context) returned "
+                              "None: this run uses no SignDS")
+            return guard(msg, ctxt, call_next, "SignDSMod", self._allow)
+        return mod._handle(msg, ctxt, call_next, as_app_mod)
+
+    def _handle(self, msg, ctxt, call_next, as_app_mod):
         category = message_category(msg)
         if msg.metadata.message_type == HANDSHAKE_TYPE:
-            return self._handshake(msg)
+            return self._handshake(msg, as_app_mod)
         if category != MessageType.TRAIN:
             return guard(msg, ctxt, call_next, "SignDSMod", self._allow)
         if is_legacy(msg):
@@ -303,6 +369,14 @@ class SignDSMod:
                     raise ValueError("forward_metrics names %r, which the reply lacks" % name)
                 forwarded[name] = metrics[name]
             update = local_flat - global_flat
+            if not np.all(np.isfinite(update)):
+                # A value the data made non-finite (an overflow): refusing would tell the
+                # server so, a bit per message it chooses, for free. The report of a zero
+                # update instead is as private as any report (ε-LDP for any two updates)
+                # and is charged as one.
+                local_log(WARNING, "SignDSMod: the update has non-finite values; reporting a zero "
+                    "update instead (this round trains nothing from this client)")
+                update = np.zeros_like(update)
             report = client.encode(update, broadcast, rng=self._rng_for(ctxt))
         except Exception as e:  # noqa: BLE001 - no exception text may carry local data out
             return refuse(msg, REFUSED_APP, "SignDSMod: %s: %s" % (type(e).__name__, e))
@@ -321,16 +395,16 @@ class SignDSMod:
             "metrics": MetricRecord(reply_metrics),
         }), reply_to=msg))
 
-    def _handshake(self, msg):
+    def _handshake(self, msg, as_app_mod):
         """The answer to the strategy's capability query: the law for the dimension it
         names and ε per report (configuration only: the app is not called). Given only
         where this mod runs as one of a PrivateClientApp's own mods, which Flower wraps
         around every function of the app, train included: answered through a function's
         own mods, the handshake would prove nothing about the train route."""
-        if not _IN_APP_MOD.get():
-            return refuse(msg, REFUSED_NO_MOD, "SignDSMod answers the handshake only as a mod "
-                          "of PrivateClientApp(mods=[...]) (it was reached through a "
-                          "function's own mods or a plain ClientApp)")
+        if not as_app_mod:
+            return refuse(msg, REFUSED_NO_MOD, "SignDSMod answers the handshake only as one of "
+                          "PrivateClientApp(mods=[...])'s own mods (it was reached through a "
+                          "function's own mods, another mod's code or a plain ClientApp)")
         request = msg.content.config_records.get(HANDSHAKE_RECORD) if msg.has_content() else None
         request = request if request is not None else {}
         dimension = request.get(CONFIG_DIMENSION)
@@ -574,20 +648,23 @@ class SignDSStrategy(FedAvg):
             node = msg.metadata.src_node_id
             if msg.has_error():
                 rejected += 1
-                reasons[msg.error.reason] = reasons.get(msg.error.reason, 0) + 1
+                reason = (str(msg.error.reason).splitlines() or [""])[0]
+                reasons[reason] = reasons.get(reason, 0) + 1
                 log(WARNING, "SignDSStrategy round %d: node %s replied with an error: %s",
                     server_round, node, msg.error.reason)
                 continue
             try:
                 data, weight, metrics = _read_report(msg.content, self.weighted_by_key)
+                epsilon = float(metrics.get(METRIC_EPSILON, self.epsilon_per_round))
+                total = float(metrics[METRIC_EPSILON_TOTAL]) if METRIC_EPSILON_TOTAL in metrics \
+                    else None
             except (TypeError, ValueError, OverflowError) as e:
                 rejected += 1
                 reasons["malformed reply"] = reasons.get("malformed reply", 0) + 1
                 log(WARNING, "SignDSStrategy: rejected the reply of node %s: %s", node, e)
                 continue
             # The report left the client: its ε is spent whether or not it is accepted.
-            epsilon = float(metrics.get(METRIC_EPSILON, self.epsilon_per_round))
-            if np.isfinite(epsilon) and epsilon > 0:
+            if np.isfinite(epsilon) and 0 < epsilon < 1e6:
                 self._accountants.setdefault(node, PureEpsilonAccountant(
                     target_delta=self._target_delta)).compose(PureEpsilonEvent(epsilon))
             try:
@@ -598,10 +675,10 @@ class SignDSStrategy(FedAvg):
                 log(WARNING, "SignDSStrategy: rejected the report of node %s: %s", node, e)
                 continue
             sizes.append(len(data))
-            if METRIC_EPSILON_TOTAL in metrics:
-                totals.append(float(metrics[METRIC_EPSILON_TOTAL]))
+            if total is not None:
+                totals.append(total)
             if METRIC_EPSILON in metrics:
-                spent.append(float(metrics[METRIC_EPSILON]))
+                spent.append(epsilon)
         if round_.accepted == 0:
             why = "; ".join("%d x %s" % (n, r) for r, n in sorted(reasons.items()))
             raise RoundFailed("SignDS round %d failed: no report accepted (%d replies%s)"

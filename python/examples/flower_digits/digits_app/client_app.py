@@ -27,20 +27,19 @@ def _seeded(context, salt):
     return ldp.SeededRng((seed * 1_000_003 + node * 7_919 + rounds * 31 + salt) % 2**63)
 
 
-def signds_mod(msg, context, call_next):
-    """SignDSMod configured from the run config (mods are built once per parameter set).
-    With ``strategy = "fedavg"`` (the non-private baseline) training replies are sent as
-    they are: the run config names that choice, as ``allow_unprotected`` does for the mod.
-    ``mistake = "no-signds-mod"`` leaves SignDSMod out under SignDSStrategy (CI checks that
-    the run then fails, with no model uploaded)."""
+def _signds_params(context):
+    """The SignDS parameters of this run (SignDSMod's ``configure``): None for the
+    non-private baseline (``strategy = "fedavg"``, whose training replies are sent as they
+    are: named in ``allow_unprotected`` below) and for ``mistake = "no-signds-mod"`` (CI
+    checks that SignDSStrategy then trains nothing and the run fails)."""
     cfg = context.run_config
     if cfg["strategy"] == "fedavg" or cfg.get("mistake", "") == "no-signds-mod":
-        return call_next(msg, context)
-    key = ("signds", float(cfg["top-k-fraction"]), float(cfg["epsilon"]))
-    if key not in _MODS:
-        _MODS[key] = SignDSMod(top_k_fraction=key[1], epsilon=key[2],
-                               rng=lambda ctx: _seeded(ctx, 1))
-    return _MODS[key](msg, context, call_next)
+        return None
+    return {"top_k_fraction": float(cfg["top-k-fraction"]), "epsilon": float(cfg["epsilon"])}
+
+
+signds_mod = SignDSMod(configure=_signds_params, allow_unprotected=("train",),
+                       rng=lambda ctx: _seeded(ctx, 1))
 
 
 def laplace_mod(msg, context, call_next):
