@@ -1118,3 +1118,17 @@ def test_an_outer_mod_that_allows_a_category_keeps_the_inner_protection():
     assert set(reply.content.metric_records["metrics"]) == {
         "num-examples", "probabilities", "laplace-epsilon"}
     assert not leaked(grid.received, SECRET)
+
+
+def test_a_private_client_app_survives_rays_pickling():
+    """Flower's simulation ships the ClientApp to Ray actors with cloudpickle: the app, its
+    wrapped mods and its handshake must survive the round trip (a closure over the
+    ContextVar did not: every node failed the handshake in the simulation)."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    import pickle
+
+    app = client_app(SignDSMod(configure=lambda ctxt: dict(PARAMS)), make_train_app(1))
+    copy = pickle.loads(cloudpickle.dumps(app))
+    (_, metrics), _ = run_round(SignDSStrategy(min_train_nodes=1, min_available_nodes=1, **PARAMS),
+                                {1: copy}, {1: context(1)}, model(0), 1)
+    assert metrics["signds-accepted"] == 1

@@ -149,11 +149,17 @@ _IN_APP_MOD = contextvars.ContextVar("fl_privacy_in_app_mod", default=None)
 _RECEIVING_APP = contextvars.ContextVar("fl_privacy_receiving_app", default=None)
 
 
-def _app_mod(mod, app):
-    """``mod`` (one of ``app``'s own mods) with :data:`_IN_APP_MOD` set to ``(mod, app)``
-    during its own code and cleared during the rest of the chain it calls."""
+class _AppMod:
+    """One of ``app``'s own mods, with :data:`_IN_APP_MOD` set to ``(mod, app)`` during its
+    own code and cleared during the rest of the chain it calls. A class at module level
+    (not a closure), so that Ray can pickle the app for Flower's simulation: a closure
+    would be pickled by value with the ContextVar it reads, which cannot be pickled."""
 
-    def wrapped(msg, ctxt, call_next):
+    def __init__(self, mod, app):
+        self.mod = mod
+        self.app = app
+
+    def __call__(self, msg, ctxt, call_next):
         def rest(m, c):
             token = _IN_APP_MOD.set(None)
             try:
@@ -161,13 +167,11 @@ def _app_mod(mod, app):
             finally:
                 _IN_APP_MOD.reset(token)
 
-        token = _IN_APP_MOD.set((mod, app))
+        token = _IN_APP_MOD.set((self.mod, self.app))
         try:
-            return mod(msg, ctxt, rest)
+            return self.mod(msg, ctxt, rest)
         finally:
             _IN_APP_MOD.reset(token)
-
-    return wrapped
 
 
 class PrivateClientApp(ClientApp):
@@ -189,7 +193,7 @@ class PrivateClientApp(ClientApp):
     """
 
     def __init__(self, client_fn=None, mods=None):
-        super().__init__(client_fn=client_fn, mods=[_app_mod(m, self) for m in (mods or [])])
+        super().__init__(client_fn=client_fn, mods=[_AppMod(m, self) for m in (mods or [])])
         if client_fn is None:  # (Flower's legacy client_fn path runs every message through mods)
             self.query(HANDSHAKE_ACTION)(_handshake_without_mod)
 
