@@ -47,7 +47,6 @@ from fl_privacy.flower._records import (  # noqa: E402
     REFUSED_NOT_SIGNDS,
 )
 from fl_privacy.flower.signds import (  # noqa: E402
-    HANDSHAKE_RECORD,
     METRIC_EPSILON,
     METRIC_EPSILON_TOTAL,
     METRIC_REPORT_BYTES,
