@@ -23,7 +23,19 @@ Defects (and the mechanisms they apply to):
 - magrr-flip-low (signds-magrr, rr-binary): the flip probability is 3 % lower than
   1/(1 + e^eps) (true epsilon slightly above the claim);
 - flood (any): answers the first request with one valid JSON response of about 100 MB
-  (50 million outputs), written in pieces so that this program stays small.
+  (50 million outputs), written in pieces so that this program stays small;
+- previous-caller (any): a buffer keeps the previous request's input, and the first output
+  of every request is drawn for it (memory across callers: each output's law is a law of
+  the mechanism, the wrong input's);
+- single-request (rr-binary, label-dp-binary, signds-magrr): a request of one output is
+  answered at twice the epsilon (a law that depends on the request size);
+- coin-pool (any): 2^16 random words are drawn once and then used in a cycle (a pool that
+  wraps and replays its coins, whatever the inputs);
+- too-regular (rr-binary, label-dp-binary, signds-magrr): each response keeps exactly
+  floor(n p) or ceil(n p) of its n bits (each output's law exact, the response's counts
+  far less variable than independent draws);
+- drift (rr-binary, label-dp-binary, signds-magrr): after 2^18 outputs the program answers
+  at epsilon + 1 (a state that changes during a run).
 
 Options as mechanism_correct.py; --seed S makes the randomness reproducible.
 """
@@ -84,6 +96,55 @@ def magrr_flip_low(args, rng):
     return lambda x: x if rng.random() >= flip else 1 - x
 
 
+class PoolRandom(random.Random):
+    """BUG (coin-pool): 2^16 random words drawn once from `base`, then used in a cycle."""
+
+    def __init__(self, base, size=1 << 16):
+        self.pool = [base.getrandbits(32) for _ in range(size)]
+        self.at = 0
+        super().__init__(0)
+
+    def _word(self):
+        w = self.pool[self.at]
+        self.at = (self.at + 1) % len(self.pool)
+        return w
+
+    def getrandbits(self, k):
+        bits, have = 0, 0
+        while have < k:
+            bits = (bits << 32) | self._word()
+            have += 32
+        return bits >> (have - k)
+
+    def random(self):
+        a, b = self._word() >> 5, self._word() >> 6
+        return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
+
+
+def binary_response(args, rng, n, answered):
+    """The binary defects that shape a whole response (None: not one of them)."""
+    defect, eps = args.defect, args.eps
+    if defect == "single-request" and n == 1:
+        keep = correct.keep_probability(2.0 * eps)  # BUG: twice the epsilon for n = 1
+        return lambda x: [x if rng.random() < keep else 1 - x]
+    if defect == "drift" and answered >= 1 << 18:
+        keep = correct.keep_probability(eps + 1.0)  # BUG: the law changes mid-run
+        return lambda x: [x if rng.random() < keep else 1 - x for _ in range(n)]
+    if defect == "too-regular":
+        keep = correct.keep_probability(eps)
+
+        def regular(x):
+            # BUG: exactly floor(n p) or ceil(n p) kept bits per response.
+            kept = int(math.floor(n * keep))
+            kept += int(rng.random() < n * keep - kept)
+            flags = [True] * kept + [False] * (n - kept)
+            rng.shuffle(flags)
+            return [x if f else 1 - x for f in flags]
+
+        return regular
+    return None
+
+
 def make_sampler(args, rng):
     defect = args.defect
     if defect == "oue-shared-uniform":
@@ -111,34 +172,47 @@ def flood(stdout):
 
 def serve(args):
     rng = random.Random(args.seed) if args.seed is not None else random.SystemRandom()
+    if args.defect == "coin-pool":
+        rng = PoolRandom(rng)
     sample = make_sampler(args, rng)
     stream = {}  # per input: its outputs so far (the last two are enough)
-    previous_response = None
-    for number, line in enumerate(sys.stdin):
+    last_response = {}  # per input: its previous response's outputs
+    replies = {}  # per input: responses answered
+    previous_input = None
+    answered = 0
+    for line in sys.stdin:
         if args.defect == "flood":
             flood(sys.stdout)
             continue
         request = correct.json.loads(line)
         x, n = request["input"], int(request["n"])
-        if args.defect == "replay-batches" and number % 2 == 1 and previous_response:
-            # BUG: every second response repeats the previous one.
-            if previous_response[0] == correct.json.dumps(x) and previous_response[1] == n:
-                sys.stdout.write(previous_response[2])
-                sys.stdout.flush()
-                continue
         key = correct.json.dumps(x, sort_keys=True)
+        replies[key] = replies.get(key, 0) + 1
         earlier = stream.setdefault(key, [])
         outputs = []
-        for _ in range(n):
-            if args.defect == "lag2-repeat" and len(earlier) >= 2 and rng.random() < 0.05:
-                out = earlier[-2]  # BUG: the output two places earlier, again
-            else:
-                out = sample(x)
-            outputs.append(out)
-            earlier.append(out)
-            del earlier[:-2]
+        whole = binary_response(args, rng, n, answered)
+        if whole is not None:
+            outputs = whole(x)
+        elif args.defect == "replay-batches" and replies[key] % 2 == 0 and key in last_response:
+            # BUG: every second response for an input repeats that input's previous one
+            # (as much of it as is asked for, fresh outputs after it).
+            outputs = last_response[key][:n]
+            outputs += [sample(x) for _ in range(n - len(outputs))]
+        else:
+            for t in range(n):
+                if args.defect == "lag2-repeat" and len(earlier) >= 2 and rng.random() < 0.05:
+                    out = earlier[-2]  # BUG: the output two places earlier, again
+                elif args.defect == "previous-caller" and t == 0 and previous_input is not None:
+                    out = sample(previous_input)  # BUG: the previous caller's input
+                else:
+                    out = sample(x)
+                outputs.append(out)
+                earlier.append(out)
+                del earlier[:-2]
+        last_response[key] = outputs
+        previous_input = x
+        answered += n
         text = correct.json.dumps({"outputs": outputs}, separators=(",", ":")) + "\n"
-        previous_response = (correct.json.dumps(x), n, text)
         sys.stdout.write(text)
         sys.stdout.flush()
 
@@ -157,6 +231,11 @@ if __name__ == "__main__":
             "client-shrink-branch",
             "magrr-flip-low",
             "flood",
+            "previous-caller",
+            "single-request",
+            "coin-pool",
+            "too-regular",
+            "drift",
         ],
     )
     serve(parser.parse_args())

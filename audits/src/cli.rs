@@ -281,6 +281,12 @@ pub enum Command {
         /// Also write report.md, report.json, report.html and the plot to this directory.
         #[arg(long, value_name = "DIR", conflicts_with = "shard")]
         out: Option<PathBuf>,
+        /// The seed of the request schedule (sizes and order) and of the reuse test's
+        /// projections: a number (the default, 0, makes the run reproducible) or `random`
+        /// (drawn from the operating system and recorded in the report: a program that
+        /// knows the seed can predict the schedule).
+        #[arg(long, value_name = "S|random", default_value = "0", value_parser = parse_seed)]
+        seed: u64,
         /// Drawing one shard of the run.
         #[command(flatten)]
         sharding: ShardArgs,
@@ -397,6 +403,7 @@ pub fn execute(command: Command) -> Result<u8> {
             batch,
             timeout,
             out,
+            seed,
             sharding,
             command,
         } => {
@@ -408,6 +415,7 @@ pub fn execute(command: Command) -> Result<u8> {
                 alpha,
                 batch,
                 out,
+                seed,
             };
             match sharding.parsed()? {
                 Some((shard, counts)) => {
@@ -784,6 +792,21 @@ pub struct ExternalAudit {
     /// Where to write report.md, report.json, report.html and the plot (atomically), if
     /// anywhere.
     pub out: Option<PathBuf>,
+    /// The run's seed: the request schedule (random sizes, inputs interleaved) and the
+    /// reuse test's projections are drawn from it (0 by default; see `--seed random`).
+    pub seed: u64,
+}
+
+/// Parses `--seed`: a number, or `random` for a seed from the operating system.
+fn parse_seed(text: &str) -> core::result::Result<u64, String> {
+    if text == "random" {
+        let mut bytes = [0u8; 8];
+        rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut bytes)
+            .map_err(|e| format!("cannot draw a random seed: {e}"))?;
+        return Ok(u64::from_le_bytes(bytes));
+    }
+    text.parse::<u64>()
+        .map_err(|_| format!("--seed takes a number (0 to 2^64 - 1) or `random`, got `{text}`"))
 }
 
 impl ExternalAudit {
@@ -892,7 +915,7 @@ impl ExternalAudit {
         suite.samples = samples;
         let options = RunOptions {
             samples: self.samples,
-            seed: 0,
+            seed: self.seed,
             alpha: self.alpha,
             progress,
             shards: 1,
@@ -901,7 +924,7 @@ impl ExternalAudit {
             suite: 0,
             params,
             audit,
-            seed: 0,
+            seed: self.seed,
         };
         Ok((suite, point, options))
     }

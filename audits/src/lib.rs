@@ -9,6 +9,7 @@ pub mod family;
 pub mod progress;
 pub mod protocol;
 pub mod report;
+mod schedule;
 pub mod shard;
 mod source;
 pub mod suite;

@@ -12,10 +12,11 @@ use crate::{
     external::Responder,
     progress::Progress,
     protocol::{OutputKind, Outputs},
+    schedule::schedule,
     suite::Params,
     tally::{
-        BitStats, Data, Draws, FULL_VECTOR_MAX_DIM, MAX_EVENT_CELLS, SERIAL_ALPHABET, Streams,
-        class_symbol, group,
+        BitStats, Contexts, Data, Draws, FULL_VECTOR_MAX_DIM, MAX_EVENT_CELLS, SERIAL_ALPHABET,
+        Streams, class_symbol, group,
     },
 };
 
@@ -404,6 +405,20 @@ pub(crate) trait Source: Send {
     /// Draws `n` outputs for input number `input`; `seed` makes internal sources
     /// reproducible (external ones ignore it).
     fn draw(&mut self, input: usize, n: u64, seed: u64, progress: &Progress) -> Result<Draws>;
+
+    /// Draws `n` outputs for each of `inputs` inputs, in the source's own order: by
+    /// default one input after the other, input i from the seed `mix(seed, i)`.
+    fn draw_all(
+        &mut self,
+        inputs: usize,
+        n: u64,
+        seed: u64,
+        progress: &Progress,
+    ) -> Result<Vec<Draws>> {
+        (0..inputs)
+            .map(|i| self.draw(i, n, mix(seed, i as u64), progress))
+            .collect()
+    }
 }
 
 /// SplitMix64 finaliser: mixes seeds so that nearby seeds give unrelated streams.
@@ -544,6 +559,63 @@ pub(crate) struct External {
 }
 
 impl Source for External {
+    /// The whole point on the schedule drawn from `seed` (`schedule`): requests of random
+    /// sizes, the inputs interleaved; each input's draws carry the context tables and the
+    /// reuse-at-any-lag result.
+    fn draw_all(
+        &mut self,
+        inputs: usize,
+        n: u64,
+        seed: u64,
+        progress: &Progress,
+    ) -> Result<Vec<Draws>> {
+        let requests = schedule(inputs, n, self.batch, seed);
+        let mut feeds: Vec<Box<dyn Feed>> =
+            (0..inputs).map(|i| (self.feed)(i)).collect::<Result<_>>()?;
+        let mut contexts = Vec::with_capacity(inputs);
+        for f in &mut feeds {
+            let streams = f.streams();
+            streams.keep_log();
+            contexts.push(Contexts::new(inputs, streams.batches.alphabet()));
+        }
+        let mut previous = inputs;
+        for r in &requests {
+            let (Some(x), Some(feed), Some(ctx)) = (
+                self.inputs.get(r.input),
+                feeds.get_mut(r.input),
+                contexts.get_mut(r.input),
+            ) else {
+                continue;
+            };
+            let size = usize::try_from(r.size).unwrap_or(usize::MAX);
+            let outputs = self.mechanism.respond(x, size, self.kind)?;
+            feed.feed(&outputs)?;
+            let before = feed.streams().batches.rows().len();
+            feed.end_batch();
+            let batches = &feed.streams().batches;
+            let (rows, a) = (batches.rows(), batches.alphabet());
+            if rows.len() == before + a {
+                let row = rows[before..].to_vec();
+                ctx.add(previous, r.size, &row);
+            }
+            progress.add(r.size);
+            previous = r.input;
+        }
+        let logs: Vec<Vec<u8>> = feeds.iter_mut().map(|f| f.streams().take_log()).collect();
+        let reuse = crate::analysis::reuse::reuse_stats(&requests, &logs, seed);
+        Ok(feeds
+            .into_iter()
+            .zip(contexts)
+            .zip(reuse)
+            .map(|((f, ctx), r)| {
+                let mut d = f.finish_boxed();
+                d.streams.contexts = Some(ctx);
+                d.streams.reuse = Some(r);
+                d
+            })
+            .collect())
+    }
+
     fn draw(&mut self, input: usize, n: u64, _seed: u64, progress: &Progress) -> Result<Draws> {
         let x = self.inputs.get(input).cloned().unwrap_or(Value::Null);
         let mut feed = (self.feed)(input)?;

@@ -432,6 +432,106 @@ impl EventCells {
     }
 }
 
+/// The request-size classes of an external run's schedule: 1, 2–15, 16–255, 256 or more
+/// outputs per request.
+pub(crate) const SIZE_CLASSES: usize = 4;
+
+/// The class of a request of `size` outputs (see [`SIZE_CLASSES`]).
+#[must_use]
+pub(crate) const fn size_class(size: u64) -> usize {
+    match size {
+        0 | 1 => 0,
+        2..=15 => 1,
+        16..=255 => 2,
+        _ => 3,
+    }
+}
+
+/// What an external run's schedule knows about each response beside its outputs, as
+/// count tables of the batch symbol (the symbol [`BatchCounts`] counts): by the input of
+/// the request just before (memory across callers) and by the request's size class
+/// ([`size_class`]). Under the protocol's contract (fresh, independent draws whatever was
+/// asked before and however many are asked at once) every row has the same law, so each
+/// table is tested for homogeneity; the schedule that fills them is drawn from the run's
+/// seed, independently of the outputs. Tables add up across shards.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Contexts {
+    /// Batch symbols per output.
+    pub alphabet: usize,
+    /// (inputs + 1) × alphabet: the counts of this input's outputs by the input of the
+    /// previous request of the run (row `inputs`: the run's first request).
+    pub previous_input: Vec<u64>,
+    /// [`SIZE_CLASSES`] × alphabet: the counts by the size class of the request.
+    pub request_size: Vec<u64>,
+}
+
+impl Contexts {
+    /// Empty tables for `inputs` inputs and batch symbols in `0..alphabet`.
+    pub(crate) fn new(inputs: usize, alphabet: usize) -> Self {
+        Self {
+            alphabet,
+            previous_input: vec![0; (inputs + 1) * alphabet],
+            request_size: vec![0; SIZE_CLASSES * alphabet],
+        }
+    }
+
+    /// Adds one response's symbol counts `row` under its contexts.
+    pub(crate) fn add(&mut self, previous: usize, size: u64, row: &[u64]) {
+        let a = self.alphabet;
+        for (table, r) in [
+            (&mut self.previous_input, previous),
+            (&mut self.request_size, size_class(size)),
+        ] {
+            if let Some(cells) = table.get_mut(r * a..(r + 1) * a) {
+                for (c, &x) in cells.iter_mut().zip(row) {
+                    *c = c.saturating_add(x);
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &Self) {
+        if self.alphabet == other.alphabet {
+            add_into(&mut self.previous_input, &other.previous_input);
+            add_into(&mut self.request_size, &other.request_size);
+        }
+    }
+}
+
+/// The result of the reuse-at-any-lag test on one input's outputs (see
+/// `analysis::reuse`): the largest tail exponent (p = 2·e^(−exponent) at one lag) over
+/// every lag tested, in every piece of the run's output stream, and how many lags were
+/// tested (the Bonferroni factor). Pieces of a sharded run add up.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub(crate) struct ReuseStat {
+    /// Pieces of the output stream tested.
+    pub pieces: u64,
+    /// Pieces too short to test (fewer same-input pairs than the normal limit needs).
+    pub short_pieces: u64,
+    /// Lags tested, over every piece.
+    pub lags: u64,
+    /// The largest tail exponent over them (0 when none was tested).
+    pub max_exponent: f64,
+    /// The lag (in outputs of the run's stream, all inputs) where it was reached.
+    pub at_lag: u64,
+    /// The longest lag tested.
+    pub longest_lag: u64,
+}
+
+impl ReuseStat {
+    /// Adds another piece's result.
+    pub(crate) fn merge(&mut self, other: &Self) {
+        self.pieces += other.pieces;
+        self.short_pieces += other.short_pieces;
+        self.lags += other.lags;
+        self.longest_lag = self.longest_lag.max(other.longest_lag);
+        if other.max_exponent > self.max_exponent {
+            self.max_exponent = other.max_exponent;
+            self.at_lag = other.at_lag;
+        }
+    }
+}
+
 /// The law-free counts of one input's output stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Streams {
@@ -443,6 +543,16 @@ pub(crate) struct Streams {
     pub events: EventCells,
     /// Outputs observed (the stream position of the next one).
     pub position: u64,
+    /// An external run's response contexts (none for the project's samplers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<Contexts>,
+    /// An external run's reuse-at-any-lag result (none for the project's samplers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<ReuseStat>,
+    /// The batch symbol of every output in order, kept only while an external run's
+    /// reuse test needs it (never serialised).
+    #[serde(skip)]
+    log: Option<Vec<u8>>,
 }
 
 impl Streams {
@@ -459,7 +569,22 @@ impl Streams {
             batches: BatchCounts::new(batch_alphabet),
             events: EventCells::new(cells),
             position: 0,
+            contexts: None,
+            reuse: None,
+            log: None,
         }
+    }
+
+    /// Keeps every output's batch symbol from now on (see [`Streams::take_log`]).
+    pub(crate) fn keep_log(&mut self) {
+        if self.log.is_none() {
+            self.log = Some(Vec::new());
+        }
+    }
+
+    /// The batch symbols kept since [`Streams::keep_log`], in order (and stops keeping).
+    pub(crate) fn take_log(&mut self) -> Vec<u8> {
+        self.log.take().unwrap_or_default()
     }
 
     /// The current output's symbol on serial stream `stream`.
@@ -472,6 +597,9 @@ impl Streams {
     #[inline]
     pub(crate) fn end_output(&mut self, batch_symbol: usize, cell: usize) {
         self.batches.push(batch_symbol);
+        if let Some(log) = self.log.as_mut() {
+            log.push(batch_symbol.min(self.batches.alphabet() - 1) as u8);
+        }
         self.events.push(self.position, cell);
         self.position += 1;
     }
@@ -491,6 +619,16 @@ impl Streams {
         self.batches.merge(&other.batches);
         self.events.merge(&other.events);
         self.position += other.position;
+        match (self.contexts.as_mut(), other.contexts.as_ref()) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.contexts = Some(b.clone()),
+            _ => {}
+        }
+        match (self.reuse.as_mut(), other.reuse.as_ref()) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.reuse = Some(*b),
+            _ => {}
+        }
     }
 }
 

@@ -209,9 +209,10 @@ fn a_repeat_at_lag_two_fails_the_lag_two_serial_test() {
     );
 }
 
-/// Every second response repeats the previous one (GRR): each response is a fresh-looking
-/// sample of the law, but pairs of batches are identical — over-dispersed at the scale of
-/// two batches.
+/// Every second response for an input repeats that input's previous one (GRR): each
+/// response is a fresh-looking sample of the law, but a response and its copy are both in
+/// the input's stream — over-dispersed at the scale of the groups that hold both, and
+/// correlated at the lag between them.
 #[test]
 fn replayed_batches_fail_the_over_dispersion_test() {
     control(
@@ -222,9 +223,63 @@ fn replayed_batches_fail_the_over_dispersion_test() {
         "replay-batches",
         |_, f| {
             f.iter()
-                .any(|(t, p)| t == "batch-dispersion" && p["batches_per_group"] == 2)
+                .any(|(t, p)| t == "batch-dispersion" && p["batches_per_group"].as_u64() > Some(1))
         },
     );
+}
+
+/// The defects that hide in how the audit calls (issue 30): each of them is invisible to
+/// an audit that asks for 10⁴ outputs of one input, then 10⁴ of the next, in one short run;
+/// the schedule drawn from the seed (random request sizes, inputs interleaved) and the
+/// tests it enables catch each by the test named.
+fn schedule_control(mechanism: &str, options: &[&str], defect: &str, test: &'static str) {
+    control(
+        mechanism,
+        "1",
+        options,
+        &["--samples", "200000"],
+        defect,
+        move |_, f| f.iter().any(|(t, _)| t == test),
+    );
+}
+
+/// A buffer that keeps the previous caller's input: the outputs of each input differ by
+/// the input of the request before theirs.
+#[test]
+fn memory_across_callers_fails_the_previous_input_test() {
+    schedule_control(
+        "rr-kary",
+        &["--classes", "4"],
+        "previous-caller",
+        "previous-input",
+    );
+}
+
+/// A law that depends on how many outputs a request asks for (one output: twice ε).
+#[test]
+fn a_law_that_depends_on_the_request_size_fails_the_request_size_test() {
+    schedule_control("rr-binary", &[], "single-request", "request-size");
+}
+
+/// A pool of 2¹⁶ words that wraps and replays (every input's coins, at lag 2¹⁵ outputs):
+/// far beyond the serial tests' lags 1 to 8.
+#[test]
+fn a_pool_that_wraps_fails_the_reuse_at_any_lag_test() {
+    schedule_control("rr-kary", &["--classes", "4"], "coin-pool", "reuse-any-lag");
+}
+
+/// Exactly ⌊np⌋ or ⌈np⌉ keepers per response: each output's law exact, the counts too
+/// regular (the lower tail of the dispersion test).
+#[test]
+fn counts_held_to_their_expectation_fail_the_dispersion_test_from_below() {
+    schedule_control("rr-binary", &[], "too-regular", "batch-dispersion");
+}
+
+/// A state that changes after 2¹⁸ outputs (ε + 1 from then on): the early and late parts
+/// of the run differ.
+#[test]
+fn a_law_that_drifts_during_the_run_fails_the_run_position_test() {
+    schedule_control("signds-magrr", &[], "drift", "run-position");
 }
 
 /// The client's threshold: a wrong factor in the growth phase (r < r_est instead of

@@ -428,6 +428,7 @@ fn a_magrr_flip_three_percent_low_fails_at_the_planned_size() {
             alpha: 1e-3,
             batch: 1_000_000,
             out: None,
+            seed: 0,
         };
         let report = a
             .run(
@@ -535,6 +536,7 @@ fn an_external_discrete_laplace_of_equal_variance_fails() {
             alpha: 1e-3,
             batch: 100_000,
             out: None,
+            seed: 0,
         };
         let report = a
             .run(

@@ -84,6 +84,7 @@ pub(crate) fn audit_external(
         alpha,
         batch,
         out,
+        seed: 0,
     };
     py.detach(|| {
         let start = || {

@@ -4,10 +4,12 @@
 use rayon::prelude::*;
 use serde_json::{Value, json};
 
+pub(crate) mod context;
 pub(crate) mod epsilon;
 pub(crate) mod estimator;
 pub(crate) mod learned;
 pub(crate) mod olh;
+pub(crate) mod reuse;
 pub(crate) mod serial;
 pub(crate) mod signds;
 

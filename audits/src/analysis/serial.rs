@@ -93,10 +93,22 @@ pub(crate) fn dispersion_outcomes(label: &str, batches: &BatchCounts) -> Result<
             ]),
             samples: t.samples,
             statistic: t.statistic,
-            p_value: t.p_value,
+            p_value: two_sided(&t)?,
         });
     }
     Ok(out)
+}
+
+/// The two-sided p-value of a homogeneity test: 2·min(upper, lower tail), capped at 1.
+/// The upper tail is over-dispersion (a replayed batch, a drifting law); the lower tail is
+/// counts more regular than independent draws allow (a sampler that hands out exactly
+/// ⌊np⌋ keepers per batch: each output's law exact, the batch's far from multinomial).
+pub(crate) fn two_sided(t: &fl_stats::IndependenceTest) -> Result<f64> {
+    if t.degrees_of_freedom == 0 {
+        return Ok(t.p_value);
+    }
+    let lower = fl_stats::chi_square_cdf(t.statistic, t.degrees_of_freedom as f64)?;
+    Ok((2.0 * t.p_value.min(lower)).min(1.0))
 }
 
 /// The report's sentence on what the serial and over-dispersion tests compare.
@@ -111,8 +123,9 @@ pub(crate) fn serial_note(lags: &SerialLags, batches: &BatchCounts, external: bo
          pairs (Y_t, Y_t+l) at every lag l = 1..{SERIAL_LAGS} tested for independence \
          (chi-square; a mechanism that reuses randomness l calls later fails at lag l); \
          batch-dispersion: one symbol of at most {} per output counted per {}, groups of \
-         {:?} consecutive batches tested for homogeneity (a replayed batch over-disperses \
-         the groups that hold it and its copy)",
+         {:?} consecutive batches tested for homogeneity, two-sided (a replayed batch \
+         over-disperses the groups that hold it and its copy; counts forced towards their \
+         expectation under-disperse)",
         lags.alphabet(),
         batches.alphabet(),
         if external {

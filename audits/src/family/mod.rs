@@ -32,6 +32,9 @@ mod signds_selection;
 use crate::{
     analysis::{
         BitLaw, EpsilonEvidence, FiniteLaw, PointResult, RealLaw, TestSet,
+        context::{
+            context_note, context_test_count, position_outcomes, reuse_outcome, schedule_outcomes,
+        },
         estimator::EstimatorAudit,
         learned::LearnedSpec,
         neighbour_pairs,
@@ -46,7 +49,7 @@ use crate::{
     progress::Progress,
     protocol::OutputKind,
     report::Branch,
-    source::{Accumulate, Defects, Feed, FeedFactory, Internal, Source, mix},
+    source::{Accumulate, Defects, Feed, FeedFactory, Internal, Source},
     suite::Params,
     tally::{Data, Draws, EventCells, MAX_EVENT_CELLS, group},
 };
@@ -581,6 +584,12 @@ pub(crate) struct PointAudit {
     pub external: bool,
 }
 
+fn missing_schedule() -> AuditError {
+    AuditError::Mechanism(
+        "the counts of an external run hold no schedule contexts or reuse result".into(),
+    )
+}
+
 fn wrong_kind() -> AuditError {
     AuditError::Mechanism("sampler returned the wrong kind of output".into())
 }
@@ -594,7 +603,10 @@ impl PointAudit {
     /// Hypothesis tests this point will run (used to split α before sampling).
     pub(crate) fn test_count(&self) -> usize {
         let streams = if self.tests.has("serial") {
-            (serial_test_count(self.shape.streams) + dispersion_test_count()) * self.inputs()
+            (serial_test_count(self.shape.streams)
+                + dispersion_test_count()
+                + context_test_count(self.external))
+                * self.inputs()
         } else {
             0
         };
@@ -645,13 +657,11 @@ impl PointAudit {
     /// Draws `n` samples per input (input i from the seed `mix(seed, i)`), each input's
     /// counts flushed: the sufficient statistics [`PointAudit::analyze`] reads.
     pub(crate) fn draw(&mut self, n: u64, seed: u64, progress: &Progress) -> Result<Vec<Draws>> {
-        (0..self.inputs())
-            .map(|i| {
-                let mut d = self.source.draw(i, n, mix(seed, i as u64), progress)?;
-                d.streams.flush();
-                Ok(d)
-            })
-            .collect()
+        let mut draws = self.source.draw_all(self.inputs(), n, seed, progress)?;
+        for d in &mut draws {
+            d.streams.flush();
+        }
+        Ok(draws)
     }
 
     /// Runs the tests on the draws of every input (one [`Draws`] per input, in input
@@ -715,11 +725,23 @@ impl PointAudit {
                 result
                     .outcomes
                     .extend(dispersion_outcomes(label, &s.batches)?);
+                result
+                    .outcomes
+                    .extend(position_outcomes(label, &s.batches)?);
+                if self.external {
+                    let contexts = s.contexts.as_ref().ok_or_else(missing_schedule)?;
+                    let reuse = s.reuse.as_ref().ok_or_else(missing_schedule)?;
+                    result.outcomes.extend(schedule_outcomes(label, contexts)?);
+                    result.outcomes.push(reuse_outcome(label, reuse));
+                }
             }
             if let Some(first) = streams.first() {
                 result
                     .notes
                     .push(serial_note(&first.lags, &first.batches, self.external));
+                result
+                    .notes
+                    .push(context_note(self.external, first.reuse.as_ref()));
             }
         }
         if self.learns()

@@ -1,7 +1,7 @@
 //! Pearson's chi-square (and the G-test) goodness of fit against given probabilities,
 //! with merging of sparse cells and the p-value from the upper tail.
 
-use statrs::function::gamma::checked_gamma_ur;
+use statrs::function::gamma::{checked_gamma_lr, checked_gamma_ur};
 
 use crate::error::{Error, PROBABILITY_SUM_TOLERANCE, Result};
 use crate::special::compensated_sum;
@@ -154,6 +154,40 @@ pub fn chi_square_sf(x: f64, df: f64) -> Result<f64> {
     }
     Ok(clamp_probability(
         checked_gamma_ur(df / 2.0, x / 2.0).unwrap_or(0.0),
+    ))
+}
+
+/// Lower tail of the chi-square law with `df` degrees of freedom at `x`: P(df/2, x/2)
+/// (statrs's series, accurate far into the lower tail; never computed as 1 − sf). A
+/// statistic in the lower tail means counts *less* variable than independent draws allow
+/// (a sampler that forces its counts towards their expectation).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] when `df` is not in (0, [`MAX_DEGREES_OF_FREEDOM`]] or `x`
+/// is NaN.
+pub fn chi_square_cdf(x: f64, df: f64) -> Result<f64> {
+    if !(df > 0.0 && df <= MAX_DEGREES_OF_FREEDOM) {
+        return Err(Error::InvalidParameter {
+            name: "degrees of freedom",
+            value: df,
+            allowed: "a number in (0, 1e10]",
+        });
+    }
+    if x.is_nan() {
+        return Err(Error::InvalidParameter {
+            name: "chi-square statistic",
+            value: x,
+            allowed: "a number (not NaN)",
+        });
+    }
+    if x <= 0.0 {
+        return Ok(0.0);
+    }
+    if x == f64::INFINITY {
+        return Ok(1.0);
+    }
+    Ok(clamp_probability(
+        checked_gamma_lr(df / 2.0, x / 2.0).unwrap_or(1.0),
     ))
 }
 
@@ -414,6 +448,26 @@ fn merge_cells(kept: &[(usize, u64, f64)], options: &ChiSquareOptions) -> Vec<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lower_tail_is_the_complement_of_the_upper_and_exact_far_out() {
+        for (x, df) in [(0.5, 1.0), (3.0, 4.0), (90.0, 100.0), (1e4, 1e4)] {
+            let (lo, hi) = (
+                chi_square_cdf(x, df).unwrap(),
+                chi_square_sf(x, df).unwrap(),
+            );
+            assert!((lo + hi - 1.0).abs() < 1e-12, "x = {x}, df = {df}");
+        }
+        // Far in the lower tail: P(χ²₂ ≤ x) = 1 − e^(−x/2) ≈ x/2 (not 0 from 1 − sf).
+        let p = chi_square_cdf(2e-12, 2.0).unwrap();
+        assert!((p / 1e-12 - 1.0).abs() < 1e-6, "{p}");
+        // P(χ²₁₀₀ ≤ 40) ≈ 1.3e-7: tiny and positive.
+        let p = chi_square_cdf(40.0, 100.0).unwrap();
+        assert!(p > 1e-8 && p < 1e-6, "{p}");
+        assert_eq!(chi_square_cdf(0.0, 3.0).unwrap(), 0.0);
+        assert!(chi_square_cdf(f64::NAN, 3.0).is_err());
+        assert!(chi_square_cdf(1.0, 0.0).is_err());
+    }
 
     #[test]
     fn scipy_reference_small() {

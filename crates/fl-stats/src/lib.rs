@@ -20,7 +20,7 @@ pub use binomial::{
     clopper_pearson_upper,
 };
 pub use chisquare::{
-    ChiSquareOptions, ChiSquareTest, Divergence, SparseCells, chi_square_gof,
+    ChiSquareOptions, ChiSquareTest, Divergence, SparseCells, chi_square_cdf, chi_square_gof,
     chi_square_gof_samples, chi_square_gof_with, chi_square_sf, count_categories,
 };
 pub use cluster::{argmax_labels, calinski_harabasz, silhouette};
