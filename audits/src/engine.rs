@@ -938,10 +938,10 @@ mod tests {
         };
         let one = Suite::parse("t", &text("one")).unwrap();
         let alone = run(std::slice::from_ref(&one), &RunOptions::default()).unwrap();
-        // 2 cell tests, 2 × (8 serial lags + 4 dispersion scales) and 1 ε statement: α/27
-        // per test.
+        // 2 cell tests, 2 × (8 serial lags + 4 dispersion scales + 2 run-position
+        // segmentations) and 1 ε statement: α/31 per test.
         let m = alone.results.len() + alone.epsilon.len();
-        assert_eq!(m, 27);
+        assert_eq!(m, 31);
         let keep = 1f64.exp() / (1.0 + 1f64.exp());
         let want =
             planned_samples(&[keep], PLAN_RELATIVE_ERROR, 1e-3 / m as f64, PLAN_POWER).unwrap();

@@ -209,7 +209,7 @@ fn a_coarse_lattice_passes_the_ks_tests_and_its_miscalibration_fails() {
     };
     let good = engine::run(&[suite("")], &options(500_000)).unwrap();
     assert!(good.passed(), "{:?}", good.results);
-    // The KS tests, and the serial and over-dispersion tests every suite runs.
+    // The KS tests, and the serial, dispersion and run-position tests every suite runs.
     assert_eq!(
         good.results
             .iter()
@@ -218,7 +218,13 @@ fn a_coarse_lattice_passes_the_ks_tests_and_its_miscalibration_fails() {
         9
     );
     assert!(good.results.iter().all(|r| {
-        ["ks-lattice-law", "serial-independence", "batch-dispersion"].contains(&r.test.as_str())
+        [
+            "ks-lattice-law",
+            "serial-independence",
+            "batch-dispersion",
+            "run-position",
+        ]
+        .contains(&r.test.as_str())
     }));
     let bad = engine::run(&[suite(r#", "sampler": {"eps": 1.3}"#)], &options(500_000)).unwrap();
     assert!(

@@ -142,6 +142,20 @@ pub(crate) fn context_note(external: bool, reuse: Option<&ReuseStat>) -> String 
                 }
             ));
         }
+        note.push_str(
+            "; still assumed (docs/AUDIT_PROTOCOL.md, \"The auditor's assumptions\"): the \
+             program does not know the schedule's seed (the default seed is public: use \
+             --seed random against an adversarial program), it behaves after the run as \
+             during it, reuse farther apart than one tested piece shows only in the \
+             run-position test, requests are sent one at a time to one process, and \
+             response times and stderr are not read",
+        );
+    } else {
+        note.push_str(
+            "; the project's samplers draw every chunk of 2^18 outputs from its own ChaCha20 \
+             stream, so the external schedule's tests (request sizes, callers, reuse at any \
+             lag) are not run on them",
+        );
     }
     note
 }
