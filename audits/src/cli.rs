@@ -815,13 +815,16 @@ impl ExternalAudit {
 
     /// Draws shard `shard` of the audit (the mechanism started with `start`, which a
     /// seeded test mechanism may take [`Shard::seed`]`(0)` from): the shard's counts,
-    /// which `fl-audit merge` adds to the other shards' ([`crate::shard`]). `out` is not
-    /// written.
+    /// which `fl-audit merge` adds to the other shards' ([`crate::shard`]). `program` is
+    /// the mechanism's command line as given (its `{seed}` placeholders not substituted;
+    /// empty for an in-process mechanism): the counts record it, and shards of two
+    /// programs do not merge. `out` is not written.
     ///
     /// # Errors
     /// As [`ExternalAudit::run`].
     pub fn run_shard(
         &self,
+        program: &[String],
         start: impl FnOnce() -> Result<Box<dyn Responder>>,
         progress: bool,
         shard: Shard,
@@ -834,6 +837,7 @@ impl ExternalAudit {
             std::slice::from_ref(&suite),
             &options,
             Some(self.batch),
+            (!program.is_empty()).then(|| program.to_vec()),
         );
         let points = engine::execute_shard(&[suite], vec![point], &options, shard)?;
         Ok(Counts::new(run, shard, points))
@@ -1009,8 +1013,10 @@ fn cmd_external_shard(
 ) -> Result<u8> {
     let timeout = check_timeout(timeout)?;
     check_counts_out(counts_out)?;
+    let program = command;
     let command = command_with_seed(command, shard.seed(0));
     let counts = audit.run_shard(
+        program,
         || {
             let child = ExternalMechanism::start(&command, timeout)?;
             Ok(Box::new(child) as Box<dyn Responder>)

@@ -557,6 +557,9 @@ pub fn versions() -> BTreeMap<String, String> {
     let v = env!("CARGO_PKG_VERSION").to_string();
     let mut m = BTreeMap::new();
     m.insert("fl-audit".into(), v.clone());
+    // Which source the binary was built from (a commit, with its changes if dirty): shards
+    // of one run must come from one build.
+    m.insert("fl-audit-build".into(), crate::shard::BUILD_ID.into());
     // The audited crates are workspace members and share the workspace version.
     m.insert("fl-ldp".into(), v.clone());
     m.insert("fl-signds".into(), v.clone());
