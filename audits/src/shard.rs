@@ -559,7 +559,10 @@ impl Merge {
             .collect::<Result<Vec<_>>>()?;
         let order = check_summaries(&summaries)?;
         let plan = match summaries.first() {
-            Some(first) => verify::Plan::of(&first.run)?,
+            Some(first) => verify::Plan::of(&first.run).map_err(|e| ShardError::Corrupt {
+                path: first.path.clone(),
+                message: e.to_string(),
+            })?,
             None => return Err(ShardError::NoFiles.into()),
         };
         let mut merge: Option<Self> = None;
@@ -680,5 +683,36 @@ impl Merge {
             ..self.run.options()
         };
         engine::execute_merged(&suites, points, &options, self.points)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two files of one run that record two builds: the merge names the build as what
+    /// differs (each file is also checked against this build when it is read).
+    #[test]
+    fn shards_of_two_builds_are_two_runs() {
+        let suite = crate::suite::builtin()
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name == "rr-binary")
+            .unwrap();
+        let options = RunOptions {
+            samples: Some(10),
+            ..RunOptions::default()
+        };
+        let spec = RunSpec::new(RunCommand::Run, &[suite], &options, None, None);
+        let file = |index, build: &str| {
+            let mut c = Counts::new(spec.clone(), Shard::new(index, 2).unwrap(), Vec::new());
+            c.fl_audit_build = build.into();
+            (format!("s{index}"), c)
+        };
+        match check(vec![file(0, BUILD_ID), file(1, "git:0+dirty.1")]) {
+            Err(ShardError::Mismatch { what, .. }) => assert!(what.contains("build"), "{what}"),
+            r => panic!("{:?}", r.map(|_| ())),
+        }
+        assert!(check(vec![file(0, BUILD_ID), file(1, BUILD_ID)]).is_ok());
     }
 }

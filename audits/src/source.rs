@@ -420,12 +420,12 @@ pub(crate) fn mix(a: u64, b: u64) -> u64 {
 /// Samples per parallel chunk; fixed, so results do not depend on the number of threads.
 const CHUNK: u64 = 1 << 18;
 
-/// The sizes of the independent pieces [`Internal::draw`] draws `n` outputs per input in
-/// (chunks of [`CHUNK`], the last one shorter): a serial pair never straddles two of them,
-/// and each starts the learned event's blocks afresh. A shard's counts file is checked
-/// against them before a merge.
-pub(crate) fn internal_pieces(n: u64) -> impl Iterator<Item = u64> {
-    (0..n.div_ceil(CHUNK)).map(move |c| CHUNK.min(n - c * CHUNK))
+/// The independent pieces [`Internal::draw`] draws `n` outputs per input in: (how many
+/// full chunks, their size [`CHUNK`], the size of the last, shorter one, 0 for none). A
+/// serial pair never straddles two pieces, and each starts the learned event's blocks
+/// afresh; a shard's counts file is checked against them before a merge.
+pub(crate) const fn internal_pieces(n: u64) -> (u64, u64, u64) {
+    (n / CHUNK, CHUNK, n % CHUNK)
 }
 
 /// Outputs per batch of the project's samplers (the over-dispersion test's unit; a chunk

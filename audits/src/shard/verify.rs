@@ -61,12 +61,20 @@ pub(crate) enum Pieces {
 }
 
 impl Pieces {
-    /// The sizes of the independent pieces `n` outputs are drawn in.
-    fn sizes(self, n: u64) -> Vec<u64> {
+    /// The independent pieces `n` outputs are drawn in: (how many full pieces, their
+    /// size, the size of the last, shorter one).
+    fn split(self, n: u64) -> (u64, u64, u64) {
         match self {
-            Self::Internal => internal_pieces(n).collect(),
-            Self::External { .. } => vec![n],
+            Self::Internal => internal_pieces(n),
+            Self::External { .. } => (0, n, n),
         }
+    }
+
+    /// Σ over the pieces of `n` outputs of `f(size)`, `f(0)` = 0 (without listing the
+    /// pieces: a crafted file may claim 2⁶⁴ outputs); `None` on overflow.
+    fn total(self, n: u64, f: impl Fn(u64) -> u64) -> Option<u64> {
+        let (full, size, rest) = self.split(n);
+        full.checked_mul(f(size))?.checked_add(f(rest))
     }
 
     /// Outputs per (full) batch.
@@ -287,7 +295,6 @@ impl Plan {
             ));
         }
         check_data(&d.data, &empty.data, layout, n)?;
-        let pieces = self.pieces.sizes(n);
         // Serial pairs.
         let (lags, shape) = (&s.lags, &empty.streams.lags);
         if lags.alphabet() != shape.alphabet() || lags.cells().len() != shape.cells().len() {
@@ -304,15 +311,17 @@ impl Plan {
         }
         for stream in 0..shape.streams() {
             for lag in 1..=SERIAL_LAGS {
-                let want: u64 = pieces.iter().map(|&p| p.saturating_sub(lag as u64)).sum();
+                let want = self.pieces.total(n, |p| p.saturating_sub(lag as u64));
                 let got = sum(lags.table(stream, lag));
-                if got != Some(want) {
+                if got != want {
+                    let (full, size, rest) = self.pieces.split(n);
                     return Err((
                         format!("streams.lags (stream {stream}, lag {lag})"),
                         format!(
-                            "{} pairs, {n} outputs in pieces of {:?} form {want}",
+                            "{} pairs, {n} outputs ({full} pieces of {size} and one of {rest}) \
+                             form {}",
                             show(got),
-                            pieces.iter().take(3).collect::<Vec<_>>()
+                            show(want)
                         ),
                     ));
                 }
@@ -335,7 +344,8 @@ impl Plan {
         let (fit, certify) = if shape.fit.is_empty() {
             (0, 0)
         } else {
-            let fit: u64 = pieces.iter().map(|&p| fitting_half(p)).sum();
+            // At most n: the fitting half of each piece is at most the piece.
+            let fit = self.pieces.total(n, fitting_half).unwrap_or(n).min(n);
             (fit, n - fit)
         };
         for (half, cells, want) in [("fit", &e.fit, fit), ("certify", &e.certify, certify)] {
@@ -701,4 +711,58 @@ pub(crate) fn suite_sha256(suite: &Value) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(suite.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tally::Streams;
+
+    fn draws(cell: u64, position: u64) -> Draws {
+        let mut streams = Streams::new(1, 2, 2, 2);
+        streams.position = position;
+        streams.events.fit[0] = cell;
+        Draws {
+            data: Data::Counts(vec![cell, 0]),
+            streams,
+        }
+    }
+
+    #[test]
+    fn a_merge_whose_sums_overflow_is_refused_and_leaves_the_total_alone() {
+        let mut total = draws(u64::MAX - 1, 5);
+        let before = total.clone();
+        assert!(checked_merge(&mut total, draws(2, 1)).is_err());
+        assert_eq!(total, before);
+        let mut total = draws(1, u64::MAX);
+        assert!(
+            checked_merge(&mut total, draws(1, 1))
+                .unwrap_err()
+                .contains("position")
+        );
+        // Sums that fit are the plain merge's.
+        let mut total = draws(3, 5);
+        checked_merge(&mut total, draws(4, 6)).unwrap();
+        assert_eq!(total.streams.position, 11);
+        assert_eq!(total.data, Data::Counts(vec![7, 0]));
+    }
+
+    #[test]
+    fn pieces_give_the_pairs_and_halves_of_their_sizes() {
+        let chunk = internal_pieces(0).1;
+        assert_eq!(Pieces::Internal.split(2 * chunk + 5), (2, chunk, 5));
+        assert_eq!(
+            Pieces::Internal.total(2 * chunk + 5, |p| p.saturating_sub(8)),
+            Some(2 * (chunk - 8))
+        );
+        assert_eq!(
+            Pieces::External { batch: 3 }.total(10, |p| p.saturating_sub(8)),
+            Some(2)
+        );
+        assert_eq!(fitting_half(EVENT_BLOCK + 1), EVENT_BLOCK);
+        assert_eq!(fitting_half(3 * EVENT_BLOCK + 7), 2 * EVENT_BLOCK);
+        assert_eq!(fitting_half(0), 0);
+        // A claimed 2^64 − 1 outputs is computed, not listed.
+        assert!(Pieces::Internal.total(u64::MAX, |p| p).is_some());
+    }
 }
