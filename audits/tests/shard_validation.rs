@@ -11,8 +11,8 @@
 //! huge claimed lengths, shards of two mechanisms, of two external programs and of two
 //! builds. A seeded mutation loop then requires every mutant of valid files to be merged
 //! or refused with a typed error, never to panic.
-// Test helpers outside #[test] functions: a failing unwrap is a failing test.
-#![allow(clippy::unwrap_used)]
+// Test helpers outside #[test] functions: a failing unwrap or panic is a failing test.
+#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::{
     path::{Path, PathBuf},
@@ -297,7 +297,7 @@ fn bits_and_reals_are_checked_exactly() {
         v[1]["points"][0]["inputs"][0]["data"]["Reals"][0][5] = json!(bits);
         assert!(refused_table(&v).starts_with("data.Reals"));
     }
-    let mut short = files.clone();
+    let mut short = files;
     short[1]["points"][0]["inputs"][0]["data"]["Reals"][0]
         .as_array_mut()
         .unwrap()
@@ -479,8 +479,8 @@ fn mutate(v: &mut Value, rng: &mut ChaCha20Rng) {
     match (rng.next_u32() % 6, &mut *node) {
         (0 | 1, n @ Value::Number(_)) => {
             *n = match n.as_u64() {
-                Some(x) if rng.next_u32() % 2 == 0 => json!(x.wrapping_add(1)),
-                Some(x) if rng.next_u32() % 2 == 0 => json!(x.wrapping_sub(1)),
+                Some(x) if rng.next_u32().is_multiple_of(2) => json!(x.wrapping_add(1)),
+                Some(x) if rng.next_u32().is_multiple_of(2) => json!(x.wrapping_sub(1)),
                 _ => numbers[(rng.next_u32() as usize) % numbers.len()].clone(),
             }
         }
