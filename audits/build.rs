@@ -70,8 +70,9 @@ fn main() {
     }
 }
 
-/// The sources (relative to the workspace root) whose changes make the build dirty: this
-/// crate and the workspace crates it is built from.
+/// The crates and files (relative to the workspace root) whose changes make the build
+/// dirty: this crate, the workspace crates it is built from, the workspace manifest and
+/// lock file.
 const SOURCES: &[&str] = &[
     "audits",
     "crates/fl-ldp",
@@ -131,30 +132,30 @@ fn git_build_id(manifest: &Path) -> Option<String> {
     {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
-    let sources: Vec<&str> = SOURCES
-        .iter()
-        .copied()
-        .filter(|s| root.join(s).exists())
-        .collect();
-    for s in &sources {
-        let path = root.join(s);
-        // A crate's manifest and sources (not its `target/` or caches).
-        if path.is_dir() {
-            for sub in ["Cargo.toml", "build.rs", "src", "suites"] {
-                let p = path.join(sub);
-                if p.exists() {
-                    println!("cargo:rerun-if-changed={}", p.display());
+    // A crate's manifest, build script, sources, embedded suites and README (the crate
+    // docs include it); not its tests, `target/` or caches. The same paths are watched
+    // (rebuild when one changes) and compared with the commit, so the identifier is
+    // never stale.
+    let mut sources: Vec<String> = Vec::new();
+    for s in SOURCES {
+        if root.join(s).is_dir() {
+            for sub in ["Cargo.toml", "build.rs", "src", "suites", "README.md"] {
+                if root.join(s).join(sub).exists() {
+                    sources.push(format!("{s}/{sub}"));
                 }
             }
-        } else {
-            println!("cargo:rerun-if-changed={}", path.display());
+        } else if root.join(s).exists() {
+            sources.push((*s).to_string());
         }
     }
+    for s in &sources {
+        println!("cargo:rerun-if-changed={}", root.join(s).display());
+    }
     let mut args = vec!["diff", "HEAD", "--no-ext-diff", "--binary", "--"];
-    args.extend(&sources);
+    args.extend(sources.iter().map(String::as_str));
     let diff = git(&root, &args)?;
     let mut others = vec!["ls-files", "--others", "--exclude-standard", "-z", "--"];
-    others.extend(&sources);
+    others.extend(sources.iter().map(String::as_str));
     let untracked = git(&root, &others)?;
     if diff.is_empty() && untracked.is_empty() {
         return Some(format!("git:{commit}"));
