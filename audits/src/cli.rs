@@ -800,13 +800,34 @@ impl ExternalAudit {
         start: impl FnOnce() -> Result<Box<dyn Responder>>,
         progress: bool,
     ) -> Result<Report> {
+        self.run_program(&[], start, progress)
+    }
+
+    /// [`ExternalAudit::run`] of the mechanism run as `program` (its command line as
+    /// given, `{seed}` not substituted; empty for an in-process mechanism), which the
+    /// report records (`report.json`'s `audited.program`).
+    ///
+    /// # Errors
+    /// As [`ExternalAudit::run`].
+    pub fn run_program(
+        &self,
+        program: &[String],
+        start: impl FnOnce() -> Result<Box<dyn Responder>>,
+        progress: bool,
+    ) -> Result<Report> {
         self.check()?;
         let mechanism = self.mechanism.as_str();
         let params = cli_params(mechanism, self.eps, &self.law)?;
         // Fail fast on an unwritable destination, before the mechanism is started.
         let dir = self.out.as_deref().map(OutputDir::prepare).transpose()?;
         let (suite, point, options) = self.prepare(params, start, progress)?;
-        let report = engine::execute(&[suite], vec![point], &options)?;
+        let audited = crate::shard::audited(
+            "external",
+            std::slice::from_ref(&suite),
+            (!program.is_empty()).then(|| program.to_vec()),
+        );
+        let mut report = engine::execute(&[suite], vec![point], &options)?;
+        report.audited = Some(audited);
         if let Some(dir) = dir {
             dir.commit(&engine::report_files(&report)?)?;
         }
@@ -1031,8 +1052,10 @@ fn cmd_external_shard(
 /// response awaited at most `timeout` seconds.
 fn cmd_external(audit: &ExternalAudit, timeout: f64, command: &[String]) -> Result<u8> {
     let timeout = check_timeout(timeout)?;
+    let program = command;
     let command = command_with_seed(command, Shard::WHOLE.seed(0));
-    let report = audit.run(
+    let report = audit.run_program(
+        program,
         || {
             let child = ExternalMechanism::start(&command, timeout)?;
             Ok(Box::new(child) as Box<dyn Responder>)

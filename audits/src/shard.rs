@@ -200,6 +200,22 @@ impl RunSpec {
     }
 }
 
+/// What a run of `suites` by `command` (`run` or `external`) audited, for its report.
+pub(crate) fn audited(
+    command: &str,
+    suites: &[Suite],
+    program: Option<Vec<String>>,
+) -> crate::report::Audited {
+    crate::report::Audited {
+        command: command.into(),
+        program,
+        suites: suites
+            .iter()
+            .map(|s| (s.name.clone(), verify::suite_sha256(&s.to_json())))
+            .collect(),
+    }
+}
+
 /// The source of a merged run: its counts were drawn by the shards. It draws only the
 /// empty tables of an input's observer (no output: the shapes a counts file is checked
 /// against).
@@ -682,7 +698,14 @@ impl Merge {
             shards: self.shards,
             ..self.run.options()
         };
-        engine::execute_merged(&suites, points, &options, self.points)
+        let command = match self.run.command {
+            RunCommand::Run => "run",
+            RunCommand::External => "external",
+        };
+        let audited = audited(command, &suites, self.run.program.clone());
+        let mut report = engine::execute_merged(&suites, points, &options, self.points)?;
+        report.audited = Some(audited);
+        Ok(report)
     }
 }
 

@@ -346,7 +346,15 @@ fn shards_of_two_commands_or_two_builds_are_refused() {
     let ext: Vec<Value> = Shard::all(2).map(|s| external_shard(&program, s)).collect();
     assert_eq!(ext[0]["run"]["program"], json!(program));
     assert_eq!(ext[0]["fl_audit_build"], json!(BUILD_ID));
-    assert!(merge(&ext).is_ok());
+    // The merged report records the program and the suite's hash.
+    let report = merge(&ext).unwrap().report().unwrap().to_json();
+    assert_eq!(report["audited"]["command"], json!("external"));
+    assert_eq!(report["audited"]["program"], json!(program));
+    assert_eq!(
+        report["audited"]["suites"][0]["sha256"],
+        ext[0]["run"]["suite_sha256"][0]
+    );
+    assert_eq!(report["versions"]["fl-audit-build"], json!(BUILD_ID));
     // External batches of the run's batch size: 1000 outputs in batches of 64.
     let rows = ext[0]["points"][0]["inputs"][0]["streams"]["batches"]["rows"]
         .as_array()
@@ -593,5 +601,11 @@ fn the_command_line_names_the_file_point_input_and_table() {
         serde_json::from_slice(&std::fs::read(dir.join("report").join("report.json")).unwrap())
             .unwrap();
     assert_eq!(report["versions"]["fl-audit-build"], json!(BUILD_ID));
+    assert_eq!(report["audited"]["command"], json!("run"));
+    assert!(report["audited"].get("program").is_none());
+    assert_eq!(
+        report["audited"]["suites"][0]["sha256"],
+        files[0]["run"]["suite_sha256"][0]
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
