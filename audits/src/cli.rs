@@ -823,13 +823,34 @@ impl ExternalAudit {
         start: impl FnOnce() -> Result<Box<dyn Responder>>,
         progress: bool,
     ) -> Result<Report> {
+        self.run_program(&[], start, progress)
+    }
+
+    /// [`ExternalAudit::run`] of the mechanism run as `program` (its command line as
+    /// given, `{seed}` not substituted; empty for an in-process mechanism), which the
+    /// report records (`report.json`'s `audited.program`).
+    ///
+    /// # Errors
+    /// As [`ExternalAudit::run`].
+    pub fn run_program(
+        &self,
+        program: &[String],
+        start: impl FnOnce() -> Result<Box<dyn Responder>>,
+        progress: bool,
+    ) -> Result<Report> {
         self.check()?;
         let mechanism = self.mechanism.as_str();
         let params = cli_params(mechanism, self.eps, &self.law)?;
         // Fail fast on an unwritable destination, before the mechanism is started.
         let dir = self.out.as_deref().map(OutputDir::prepare).transpose()?;
         let (suite, point, options) = self.prepare(params, start, progress)?;
-        let report = engine::execute(&[suite], vec![point], &options)?;
+        let audited = crate::shard::audited(
+            "external",
+            std::slice::from_ref(&suite),
+            (!program.is_empty()).then(|| program.to_vec()),
+        );
+        let mut report = engine::execute(&[suite], vec![point], &options)?;
+        report.audited = Some(audited);
         if let Some(dir) = dir {
             dir.commit(&engine::report_files(&report)?)?;
         }
@@ -838,13 +859,16 @@ impl ExternalAudit {
 
     /// Draws shard `shard` of the audit (the mechanism started with `start`, which a
     /// seeded test mechanism may take [`Shard::seed`]`(0)` from): the shard's counts,
-    /// which `fl-audit merge` adds to the other shards' ([`crate::shard`]). `out` is not
-    /// written.
+    /// which `fl-audit merge` adds to the other shards' ([`crate::shard`]). `program` is
+    /// the mechanism's command line as given (its `{seed}` placeholders not substituted;
+    /// empty for an in-process mechanism): the counts record it, and shards of two
+    /// programs do not merge. `out` is not written.
     ///
     /// # Errors
     /// As [`ExternalAudit::run`].
     pub fn run_shard(
         &self,
+        program: &[String],
         start: impl FnOnce() -> Result<Box<dyn Responder>>,
         progress: bool,
         shard: Shard,
@@ -857,6 +881,7 @@ impl ExternalAudit {
             std::slice::from_ref(&suite),
             &options,
             Some(self.batch),
+            (!program.is_empty()).then(|| program.to_vec()),
         );
         let points = engine::execute_shard(&[suite], vec![point], &options, shard)?;
         Ok(Counts::new(run, shard, points))
@@ -1032,8 +1057,10 @@ fn cmd_external_shard(
 ) -> Result<u8> {
     let timeout = check_timeout(timeout)?;
     check_counts_out(counts_out)?;
+    let program = command;
     let command = command_with_seed(command, shard.seed(0));
     let counts = audit.run_shard(
+        program,
         || {
             let child = ExternalMechanism::start(&command, timeout)?;
             Ok(Box::new(child) as Box<dyn Responder>)
@@ -1048,8 +1075,10 @@ fn cmd_external_shard(
 /// response awaited at most `timeout` seconds.
 fn cmd_external(audit: &ExternalAudit, timeout: f64, command: &[String]) -> Result<u8> {
     let timeout = check_timeout(timeout)?;
+    let program = command;
     let command = command_with_seed(command, Shard::WHOLE.seed(0));
-    let report = audit.run(
+    let report = audit.run_program(
+        program,
         || {
             let child = ExternalMechanism::start(&command, timeout)?;
             Ok(Box::new(child) as Box<dyn Responder>)

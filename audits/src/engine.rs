@@ -300,7 +300,9 @@ pub(crate) fn build_points(suite: &Suite) -> Result<Vec<(Params, PointAudit)>> {
 /// # Errors
 /// Invalid suites or options, and mechanism or statistics errors.
 pub fn run(suites: &[Suite], options: &RunOptions) -> Result<Report> {
-    execute(suites, suite_points(suites, options.seed)?, options)
+    let mut report = execute(suites, suite_points(suites, options.seed)?, options)?;
+    report.audited = Some(crate::shard::audited("run", suites, None));
+    Ok(report)
 }
 
 /// The grid points of `suites`, each seeded from the run seed, its suite's seed and its
@@ -821,6 +823,7 @@ fn assemble(
         suites: summaries,
         results: rows,
         epsilon: eps_rows,
+        audited: None,
     })
 }
 

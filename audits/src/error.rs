@@ -170,6 +170,30 @@ pub enum ShardError {
         /// Its fl-audit version.
         found: String,
     },
+    /// A file was drawn by another build of fl-audit than this one (another commit, a
+    /// tree with other changes: see [`crate::shard::BUILD_ID`]).
+    Build {
+        /// The file.
+        path: String,
+        /// Its build.
+        found: String,
+        /// This build.
+        expected: String,
+    },
+    /// A table of a file is not one the run's sources draw for its shard: another shape
+    /// (length, kind, alphabet) or totals that do not match the shard's outputs.
+    Table {
+        /// The file.
+        path: String,
+        /// The grid point (suite and parameters).
+        point: String,
+        /// The input (number and label).
+        input: String,
+        /// The table.
+        table: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A file belongs to another run than the first file (another seed, α, sample size,
     /// suites, command or number of shards).
     Mismatch {
@@ -215,6 +239,24 @@ impl fmt::Display for ShardError {
                 f,
                 "{path}: written by fl-audit {found}; this is fl-audit {} (merge shards with the version that drew them)",
                 env!("CARGO_PKG_VERSION")
+            ),
+            Self::Build {
+                path,
+                found,
+                expected,
+            } => write!(
+                f,
+                "{path}: drawn by fl-audit build {found}; this is build {expected} (merge shards with the build that drew them)"
+            ),
+            Self::Table {
+                path,
+                point,
+                input,
+                table,
+                message,
+            } => write!(
+                f,
+                "{path}: {point}, {input}, table {table}: {message} (refused: not a table this run draws)"
             ),
             Self::Mismatch { path, first, what } => write!(
                 f,

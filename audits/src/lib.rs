@@ -15,7 +15,8 @@ mod source;
 pub mod suite;
 mod tally;
 
-/// Generated at build time: the embedded suite files and the compiler version.
+/// Generated at build time: the embedded suite files, the compiler version and the build
+/// identifier.
 mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 }

@@ -5,10 +5,13 @@
 //! the point's seed and the shard) and writes its sufficient statistics to FILE: per grid
 //! point and input, every count table the analysis reads (the law's counts, bit statistics
 //! or real outputs, serial pairs at every lag, per-batch counts, the learned event's cells,
-//! the outputs observed), with the run's parameters. `fl-audit merge FILES…` checks that
-//! the files are the N shards of one run (the same parameters, tool version and format,
-//! each shard exactly once), adds the tables in shard order and analyses them: the report
-//! of `fl-audit run --shards N`, byte for byte (`report.json`).
+//! the outputs observed), with the run's parameters, the audited command and the build of
+//! fl-audit that drew them. `fl-audit merge FILES…` checks that the files are the N shards
+//! of one run (the same command, parameters, build and format, each shard exactly once),
+//! that every table in them is one the run's sources could have drawn for that shard
+//! ([`Counts::validate`]: its shape and its totals), adds the tables in shard order with checked
+//! sums and analyses them: the report of `fl-audit run --shards N`, byte for byte
+//! (`report.json`).
 //!
 //! Every table is a sum over outputs, so the merge is exact; a serial pair or a batch
 //! never straddles two shards (they are independent draws, and the run is defined as
@@ -20,9 +23,12 @@
 //! The file (JSON, [`FORMAT`] version [`FORMAT_VERSION`]):
 //!
 //! ```text
-//! { "format": "fl-audit-shard-counts", "format_version": 1, "fl_audit_version": "…",
-//!   "run": { "command": "run"|"external", "suites": [suite file, …], "seed": S,
-//!            "alpha": A, "samples": N|null, "batch": B|null },
+//! { "format": "fl-audit-shard-counts", "format_version": 2, "fl_audit_version": "…",
+//!   "fl_audit_build": "git:<commit>[+dirty.<hash>]"|"…",
+//!   "run": { "command": "run"|"external", "suites": [suite file, …],
+//!            "suite_sha256": [SHA-256 of each suite's canonical JSON, …],
+//!            "program": [argv after `--`, `{seed}` not substituted]|null,
+//!            "seed": S, "alpha": A, "samples": N|null, "batch": B|null },
 //!   "shard": { "index": i, "count": N },
 //!   "points": [ { "suite": name, "params": {…}, "seed": point seed, "samples": whole
 //!                 run's samples per input, "seconds": s, "inputs": [counts, …] }, … ] }
@@ -37,13 +43,15 @@ use std::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod verify;
+
 use crate::{
     engine::{self, PointDraws, RunOptions, Shard, SuitePoint},
     error::{AuditError, Result},
     family,
     progress::Progress,
     report::Report,
-    source::Source,
+    source::{FeedFactory, Source},
     suite::Suite,
     tally::Draws,
 };
@@ -51,8 +59,18 @@ use crate::{
 /// The `format` field of a counts file.
 pub const FORMAT: &str = "fl-audit-shard-counts";
 
-/// The version of the counts file format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version of the counts file format this build writes and reads (2: the audited
+/// command and the build recorded).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The most outputs an external run asks per request (`fl-audit external --batch`).
+pub const MAX_BATCH: u64 = 1_000_000;
+
+/// Which source this fl-audit was built from: `git:<commit>`, `git:<commit>+dirty.<hash>`
+/// for a tree with changes, `git:<commit>+packaged` from a packaged crate, the
+/// `FL_AUDIT_BUILD_ID` it was built with, or `unknown` (see `audits/build.rs`). A counts
+/// file records it; `fl-audit merge` takes only shards of its own build.
+pub const BUILD_ID: &str = crate::builtin::BUILD_ID;
 
 pub use crate::error::ShardError;
 
@@ -75,6 +93,11 @@ pub(crate) struct RunSpec {
     pub command: RunCommand,
     /// The suites, as suite files.
     pub suites: Vec<Value>,
+    /// The SHA-256 of each suite's canonical JSON (keys sorted, no whitespace).
+    pub suite_sha256: Vec<String>,
+    /// The external program's command line after `--`, its `{seed}` placeholders not
+    /// substituted (`None`: `run`, or an in-process mechanism).
+    pub program: Option<Vec<String>>,
     /// The run seed.
     pub seed: u64,
     /// The family-wise α.
@@ -86,16 +109,21 @@ pub(crate) struct RunSpec {
 }
 
 impl RunSpec {
-    /// The spec of a run of `suites`.
+    /// The spec of a run of `suites` (`program`: the external mechanism's command line,
+    /// as given after `--`).
     pub(crate) fn new(
         command: RunCommand,
         suites: &[Suite],
         options: &RunOptions,
         batch: Option<u64>,
+        program: Option<Vec<String>>,
     ) -> Self {
+        let suites: Vec<Value> = suites.iter().map(Suite::to_json).collect();
         Self {
             command,
-            suites: suites.iter().map(Suite::to_json).collect(),
+            suite_sha256: suites.iter().map(verify::suite_sha256).collect(),
+            suites,
+            program,
             seed: options.seed,
             alpha: options.alpha,
             samples: options.samples,
@@ -107,7 +135,9 @@ impl RunSpec {
     fn difference(&self, other: &Self) -> Option<&'static str> {
         if self.command != other.command {
             Some("the command (run or external)")
-        } else if self.suites != other.suites {
+        } else if self.program != other.program {
+            Some("the external program (its command line after --)")
+        } else if self.suites != other.suites || self.suite_sha256 != other.suite_sha256 {
             Some("the suites (mechanism, parameters, grid, tests)")
         } else if self.seed != other.seed {
             Some("the seed")
@@ -157,7 +187,7 @@ impl RunSpec {
                     &suite.mechanism,
                     &suite.params,
                     &suite.tests,
-                    &mut |_, _, _| Ok(Box::new(Merged) as Box<dyn Source>),
+                    &mut |_, _, feed| Ok(Box::new(Merged { feed }) as Box<dyn Source>),
                 )?;
                 Ok(vec![SuitePoint {
                     suite: 0,
@@ -170,14 +200,37 @@ impl RunSpec {
     }
 }
 
-/// The source of a merged run: its counts were drawn by the shards.
-struct Merged;
+/// What a run of `suites` by `command` (`run` or `external`) audited, for its report.
+pub(crate) fn audited(
+    command: &str,
+    suites: &[Suite],
+    program: Option<Vec<String>>,
+) -> crate::report::Audited {
+    crate::report::Audited {
+        command: command.into(),
+        program,
+        suites: suites
+            .iter()
+            .map(|s| (s.name.clone(), verify::suite_sha256(&s.to_json())))
+            .collect(),
+    }
+}
+
+/// The source of a merged run: its counts were drawn by the shards. It draws only the
+/// empty tables of an input's observer (no output: the shapes a counts file is checked
+/// against).
+struct Merged {
+    feed: Box<FeedFactory>,
+}
 
 impl Source for Merged {
-    fn draw(&mut self, _: usize, _: u64, _: u64, _: &Progress) -> Result<Draws> {
-        Err(AuditError::Mechanism(
-            "a merged run draws nothing (its shards did)".into(),
-        ))
+    fn draw(&mut self, input: usize, n: u64, _: u64, _: &Progress) -> Result<Draws> {
+        if n > 0 {
+            return Err(AuditError::Mechanism(
+                "a merged run draws nothing (its shards did)".into(),
+            ));
+        }
+        Ok((self.feed)(input)?.finish_boxed())
     }
 }
 
@@ -194,7 +247,7 @@ pub fn run_shard(suites: &[Suite], options: &RunOptions, shard: Shard) -> Result
         shard,
     )?;
     Ok(Counts::new(
-        RunSpec::new(RunCommand::Run, suites, options, None),
+        RunSpec::new(RunCommand::Run, suites, options, None, None),
         shard,
         points,
     ))
@@ -214,6 +267,7 @@ struct Header {
     format: String,
     format_version: u32,
     fl_audit_version: String,
+    fl_audit_build: Option<String>,
 }
 
 /// One shard's counts file.
@@ -223,6 +277,7 @@ pub struct Counts {
     format: String,
     format_version: u32,
     fl_audit_version: String,
+    fl_audit_build: String,
     run: RunSpec,
     shard: ShardField,
     points: Vec<PointDraws>,
@@ -235,6 +290,7 @@ impl Counts {
             format: FORMAT.into(),
             format_version: FORMAT_VERSION,
             fl_audit_version: env!("CARGO_PKG_VERSION").into(),
+            fl_audit_build: BUILD_ID.into(),
             run,
             shard: ShardField {
                 index: shard.index(),
@@ -291,12 +347,21 @@ impl Counts {
         result
     }
 
-    /// Reads and checks a counts file (format, format version, fl-audit version, a valid
-    /// shard, each input's outputs equal to the shard's share of the samples).
+    /// The build of fl-audit that drew these counts ([`BUILD_ID`] of that build).
+    #[must_use]
+    pub fn build(&self) -> &str {
+        &self.fl_audit_build
+    }
+
+    /// Reads and checks a counts file (format, format version, fl-audit version and
+    /// build, a valid shard, each input's outputs equal to the shard's share of the
+    /// samples, the suites' hashes). Its tables are checked against the run's plan by
+    /// [`Counts::validate`] (and by every merge).
     ///
     /// # Errors
     /// [`AuditError::Io`] when it cannot be read; [`ShardError::Corrupt`],
-    /// [`ShardError::FormatVersion`] or [`ShardError::ToolVersion`].
+    /// [`ShardError::FormatVersion`], [`ShardError::ToolVersion`] or
+    /// [`ShardError::Build`].
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read(path).map_err(|e| AuditError::io(path, &e))?;
         Ok(Self::parse(&path.display().to_string(), &text)?)
@@ -331,7 +396,23 @@ impl Counts {
                 found: header.fl_audit_version,
             });
         }
+        match header.fl_audit_build {
+            Some(b) if b == BUILD_ID => {}
+            found => {
+                return Err(ShardError::Build {
+                    path: path.into(),
+                    found: found.unwrap_or_else(|| "(none)".into()),
+                    expected: BUILD_ID.into(),
+                });
+            }
+        }
         let counts: Self = serde_json::from_slice(text).map_err(|e| corrupt(format!("{e}")))?;
+        let hashes: Vec<String> = counts.run.suites.iter().map(verify::suite_sha256).collect();
+        if hashes != counts.run.suite_sha256 {
+            return Err(corrupt(
+                "the suites' SHA-256 are not those of the suites recorded".into(),
+            ));
+        }
         let shard = Shard::new(counts.shard.index, counts.shard.count)
             .map_err(|e| corrupt(e.to_string()))?;
         for p in &counts.points {
@@ -352,6 +433,16 @@ impl Counts {
         }
         Ok(counts)
     }
+
+    /// Checks every table against what the run's sources draw for this shard (see
+    /// [`check`]: shapes and totals); `path` names the file in errors.
+    ///
+    /// # Errors
+    /// [`ShardError::Table`] naming the point, the input and the table that is wrong;
+    /// the errors of building the run's suites.
+    pub fn validate(&self, path: &str) -> Result<()> {
+        Ok(verify::Plan::of(&self.run)?.check(path, self)?)
+    }
 }
 
 /// What identifies a grid point's counts in a shard: equal in every shard of a run.
@@ -368,6 +459,7 @@ struct PointKey {
 #[derive(Debug, Clone)]
 struct Summary {
     path: String,
+    build: String,
     run: RunSpec,
     shard: ShardField,
     points: Vec<PointKey>,
@@ -377,6 +469,7 @@ impl Summary {
     fn of(path: &str, counts: &Counts) -> Self {
         Self {
             path: path.into(),
+            build: counts.fl_audit_build.clone(),
             run: counts.run.clone(),
             shard: counts.shard,
             points: counts
@@ -408,6 +501,12 @@ fn check_summaries(files: &[Summary]) -> core::result::Result<Vec<usize>, ShardE
             first: first.path.clone(),
             what: what.into(),
         };
+        if file.build != first.build {
+            return Err(mismatch(&format!(
+                "the build of fl-audit ({} and {})",
+                file.build, first.build
+            )));
+        }
         if let Some(what) = file.run.difference(&first.run) {
             return Err(mismatch(what));
         }
@@ -457,14 +556,15 @@ pub struct Merge {
 }
 
 impl Merge {
-    /// Reads the files, checks that they are the shards of one run ([`check`]) and adds
-    /// their counts in shard order. Memory: the files are read twice (to check them, then
-    /// to add them in shard order), so that at most one file's counts are held beside the
-    /// sum.
+    /// Reads the files, checks that they are the shards of one run ([`check`]), checks
+    /// every table of each ([`Counts::validate`]) and adds their counts in shard order
+    /// with checked sums. Memory: the files are read twice (to check them, then to add
+    /// them in shard order), so that at most one file's counts are held beside the sum.
     ///
     /// # Errors
-    /// As [`Counts::read`] and [`check`]; a file that changed between the two reads is
-    /// [`ShardError::Corrupt`].
+    /// As [`Counts::read`], [`check`] and [`Counts::validate`]; a file that changed
+    /// between the two reads is [`ShardError::Corrupt`]; a sum that overflows 64 bits is
+    /// [`ShardError::Table`].
     pub fn read(paths: &[PathBuf]) -> Result<Self> {
         let summaries = paths
             .iter()
@@ -474,6 +574,13 @@ impl Merge {
             })
             .collect::<Result<Vec<_>>>()?;
         let order = check_summaries(&summaries)?;
+        let plan = match summaries.first() {
+            Some(first) => verify::Plan::of(&first.run).map_err(|e| ShardError::Corrupt {
+                path: first.path.clone(),
+                message: e.to_string(),
+            })?,
+            None => return Err(ShardError::NoFiles.into()),
+        };
         let mut merge: Option<Self> = None;
         for at in order {
             let (path, expected) = (&paths[at], &summaries[at]);
@@ -489,8 +596,9 @@ impl Merge {
                 }
                 .into());
             }
+            plan.check(&expected.path, &counts)?;
             match merge.as_mut() {
-                Some(m) => m.add(counts),
+                Some(m) => m.add(&expected.path, counts)?,
                 None => merge = Some(Self::start(counts)),
             }
         }
@@ -500,14 +608,32 @@ impl Merge {
     /// [`Merge::read`] of counts already read.
     ///
     /// # Errors
-    /// As [`check`].
+    /// As [`Merge::read`].
     pub fn of(files: Vec<(String, Counts)>) -> core::result::Result<Self, ShardError> {
-        let mut shards = check(files)?.into_iter();
-        let mut merge = Self::start(shards.next().ok_or(ShardError::NoFiles)?);
-        for counts in shards {
-            merge.add(counts);
+        let summaries: Vec<Summary> = files.iter().map(|(p, c)| Summary::of(p, c)).collect();
+        let order = check_summaries(&summaries)?;
+        let plan = match files.first() {
+            Some((path, first)) => {
+                verify::Plan::of(&first.run).map_err(|e| ShardError::Corrupt {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?
+            }
+            None => return Err(ShardError::NoFiles),
+        };
+        let mut files: Vec<Option<(String, Counts)>> = files.into_iter().map(Some).collect();
+        let mut merge: Option<Self> = None;
+        for at in order {
+            let Some((path, counts)) = files.get_mut(at).and_then(Option::take) else {
+                continue;
+            };
+            plan.check(&path, &counts)?;
+            match merge.as_mut() {
+                Some(m) => m.add(&path, counts)?,
+                None => merge = Some(Self::start(counts)),
+            }
         }
-        Ok(merge)
+        merge.ok_or(ShardError::NoFiles)
     }
 
     /// The merge of the first shard alone.
@@ -519,13 +645,28 @@ impl Merge {
         }
     }
 
-    /// Adds the next shard's counts, per grid point and input.
-    fn add(&mut self, next: Counts) {
+    /// Adds the next shard's counts (the file `path`), per grid point and input, with
+    /// checked sums.
+    fn add(&mut self, path: &str, next: Counts) -> core::result::Result<(), ShardError> {
         self.shards += 1;
         for (t, p) in self.points.iter_mut().zip(next.points) {
             t.seconds += p.seconds;
-            engine::merge_inputs(&mut t.inputs, p.inputs);
+            let point = format!(
+                "suite `{}` at {}",
+                t.suite,
+                crate::suite::params_label(&t.params)
+            );
+            for (i, (total, piece)) in t.inputs.iter_mut().zip(p.inputs).enumerate() {
+                verify::checked_merge(total, piece).map_err(|message| ShardError::Table {
+                    path: path.into(),
+                    point: point.clone(),
+                    input: format!("input {i}"),
+                    table: "the merged sums".into(),
+                    message,
+                })?;
+            }
         }
+        Ok(())
     }
 
     /// The number of shards merged.
@@ -557,6 +698,44 @@ impl Merge {
             shards: self.shards,
             ..self.run.options()
         };
-        engine::execute_merged(&suites, points, &options, self.points)
+        let command = match self.run.command {
+            RunCommand::Run => "run",
+            RunCommand::External => "external",
+        };
+        let audited = audited(command, &suites, self.run.program.clone());
+        let mut report = engine::execute_merged(&suites, points, &options, self.points)?;
+        report.audited = Some(audited);
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two files of one run that record two builds: the merge names the build as what
+    /// differs (each file is also checked against this build when it is read).
+    #[test]
+    fn shards_of_two_builds_are_two_runs() {
+        let suite = crate::suite::builtin()
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name == "rr-binary")
+            .unwrap();
+        let options = RunOptions {
+            samples: Some(10),
+            ..RunOptions::default()
+        };
+        let spec = RunSpec::new(RunCommand::Run, &[suite], &options, None, None);
+        let file = |index, build: &str| {
+            let mut c = Counts::new(spec.clone(), Shard::new(index, 2).unwrap(), Vec::new());
+            c.fl_audit_build = build.into();
+            (format!("s{index}"), c)
+        };
+        match check(vec![file(0, BUILD_ID), file(1, "git:0+dirty.1")]) {
+            Err(ShardError::Mismatch { what, .. }) => assert!(what.contains("build"), "{what}"),
+            r => panic!("{:?}", r.map(|_| ())),
+        }
+        assert!(check(vec![file(0, BUILD_ID), file(1, BUILD_ID)]).is_ok());
     }
 }

@@ -435,6 +435,14 @@ pub(crate) fn mix(a: u64, b: u64) -> u64 {
 /// Samples per parallel chunk; fixed, so results do not depend on the number of threads.
 const CHUNK: u64 = 1 << 18;
 
+/// The independent pieces [`Internal::draw`] draws `n` outputs per input in: (how many
+/// full chunks, their size [`CHUNK`], the size of the last, shorter one, 0 for none). A
+/// serial pair never straddles two pieces, and each starts the learned event's blocks
+/// afresh; a shard's counts file is checked against them before a merge.
+pub(crate) const fn internal_pieces(n: u64) -> (u64, u64, u64) {
+    (n / CHUNK, CHUNK, n % CHUNK)
+}
+
 /// Outputs per batch of the project's samplers (the over-dispersion test's unit; a chunk
 /// holds 16).
 pub(crate) const BLOCK: u64 = 1 << 14;

@@ -240,6 +240,12 @@ impl SerialLags {
         self.alphabet
     }
 
+    /// The whole table, streams × lags × alphabet × alphabet (what a counts file holds;
+    /// read by its validation before a merge).
+    pub(crate) fn cells(&self) -> &[u64] {
+        &self.table
+    }
+
     /// The alphabet × alphabet table of the pairs (Yₜ, Yₜ₊ℓ) of `stream` at lag `lag`
     /// (1..=[`SERIAL_LAGS`]; row: the earlier output), of the symbols flushed so far.
     pub(crate) fn table(&self, stream: usize, lag: usize) -> &[u64] {
@@ -378,6 +384,12 @@ impl BatchCounts {
     /// The closed batches' counts (batches × alphabet, row-major, in stream order).
     pub(crate) fn rows(&self) -> &[u64] {
         &self.rows
+    }
+
+    /// The counts of the batch being filled (all zero once a batch is closed; read by a
+    /// counts file's validation before a merge).
+    pub(crate) fn open(&self) -> &[u64] {
+        &self.open
     }
 
     /// Appends another piece's batches after this one's (each closes its own batch).

@@ -283,6 +283,22 @@ pub struct Report {
     pub results: Vec<TestRow>,
     /// Every ε lower bound, in run order.
     pub epsilon: Vec<EpsilonRow>,
+    /// What was audited (`report.json`'s `audited`; `None` writes nothing).
+    pub audited: Option<Audited>,
+}
+
+/// What a run audited, as its counts files record it and `fl-audit merge` checks it: the
+/// command, the external program and each suite's hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audited {
+    /// `run` or `external`.
+    pub command: String,
+    /// The external mechanism's command line after `--`, its `{seed}` placeholders not
+    /// substituted (`None`: `run`, or an in-process mechanism).
+    pub program: Option<Vec<String>>,
+    /// Each suite's name and the SHA-256 of its canonical JSON (keys sorted, no
+    /// whitespace), in run order.
+    pub suites: Vec<(String, String)>,
 }
 
 fn num(x: f64) -> Value {
@@ -468,7 +484,7 @@ impl Report {
                 })
             })
             .collect();
-        json!({
+        let mut report = json!({
             "tool": "fl-audit",
             "versions": self.versions,
             "alpha": num(self.alpha),
@@ -481,7 +497,21 @@ impl Report {
             "suites": suites,
             "results": results,
             "epsilon": epsilon,
-        })
+        });
+        if let (Some(a), Some(o)) = (&self.audited, report.as_object_mut()) {
+            let mut audited = json!({
+                "command": a.command,
+                "suites": a.suites.iter().map(|(name, sha)| json!({
+                    "name": name,
+                    "sha256": sha,
+                })).collect::<Vec<_>>(),
+            });
+            if let (Some(p), Some(x)) = (&a.program, audited.as_object_mut()) {
+                x.insert("program".into(), json!(p));
+            }
+            o.insert("audited".into(), audited);
+        }
+        report
     }
 }
 
@@ -557,6 +587,9 @@ pub fn versions() -> BTreeMap<String, String> {
     let v = env!("CARGO_PKG_VERSION").to_string();
     let mut m = BTreeMap::new();
     m.insert("fl-audit".into(), v.clone());
+    // Which source the binary was built from (a commit, with its changes if dirty): shards
+    // of one run must come from one build.
+    m.insert("fl-audit-build".into(), crate::shard::BUILD_ID.into());
     // The audited crates are workspace members and share the workspace version.
     m.insert("fl-ldp".into(), v.clone());
     m.insert("fl-signds".into(), v.clone());
