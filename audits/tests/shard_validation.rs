@@ -325,6 +325,7 @@ fn external_shard(program: &[String], shard: Shard) -> Value {
         alpha: 1e-3,
         batch: 64,
         out: None,
+        seed: 0,
     };
     let counts = audit
         .run_shard(

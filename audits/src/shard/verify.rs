@@ -269,10 +269,43 @@ impl Plan {
             ));
         }
         let n = shard.samples(point.samples);
+        let schedule = match self.pieces {
+            Pieces::Internal => None,
+            Pieces::External { batch } => {
+                // The schedule has at least n/32 requests per input; a file that holds fewer
+                // batch rows is refused before the schedule is drawn (a crafted file may
+                // claim 2⁶⁴ outputs).
+                let rows = point
+                    .inputs
+                    .iter()
+                    .map(|d| d.streams.batches.rows().len() / d.streams.batches.alphabet().max(1))
+                    .min()
+                    .unwrap_or(0) as u64;
+                if n / crate::schedule::SINGLE_SHARE > rows {
+                    return Err(whole(
+                        "streams.batches",
+                        format!(
+                            "{rows} responses, the schedule of {n} outputs per input asks at \
+                             least {}",
+                            n / crate::schedule::SINGLE_SHARE
+                        ),
+                    ));
+                }
+                Some(crate::schedule::schedule(
+                    point.inputs.len(),
+                    n,
+                    batch,
+                    shard.seed(plan.seed),
+                ))
+            }
+        };
         for (i, (draws, empty)) in point.inputs.iter().zip(&plan.empty).enumerate() {
             let label = plan.labels.get(i).map_or("", String::as_str);
             let input = format!("input {i} ({label})");
-            self.check_draws(draws, empty, plan.layout, n)
+            let expected = schedule
+                .as_deref()
+                .map(|s| Expected::of(s, i, point.inputs.len()));
+            self.check_draws(draws, empty, plan.layout, n, expected.as_ref())
                 .map_err(|(table, message)| refuse(input, &table, message))?;
         }
         Ok(())
@@ -286,6 +319,7 @@ impl Plan {
         empty: &Draws,
         layout: Layout,
         n: u64,
+        expected: Option<&Expected>,
     ) -> Result<(), (String, String)> {
         let s = &d.streams;
         if s.position != n {
@@ -327,7 +361,18 @@ impl Plan {
                 }
             }
         }
-        check_batches(d, empty, n, self.pieces.batch())?;
+        match expected {
+            None => {
+                check_batches(d, empty, n, self.pieces.batch())?;
+                if s.contexts.is_some() || s.reuse.is_some() {
+                    return Err((
+                        "streams.contexts".into(),
+                        "the project's sampler has no schedule: no contexts or reuse result".into(),
+                    ));
+                }
+            }
+            Some(e) => check_schedule(d, empty, n, e)?,
+        }
         // The learned event's cells.
         let (e, shape) = (&s.events, &empty.streams.events);
         if e.fit.len() != shape.fit.len() || e.certify.len() != shape.certify.len() {
@@ -617,6 +662,161 @@ fn check_bits(b: &BitStats, e: &BitStats, n: u64) -> Result<(), (String, String)
                 "the whole vectors do not give the ones and pairs counted".into(),
             ));
         }
+    }
+    Ok(())
+}
+
+/// What an external run's schedule implies for one input's tables.
+pub(crate) struct Expected {
+    /// The sizes of the input's requests, in order (its batch rows' totals).
+    sizes: Vec<u64>,
+    /// The input's outputs by the input of the previous request (the last row: none).
+    previous: Vec<u64>,
+    /// The input's outputs by request-size class.
+    size_class: Vec<u64>,
+    /// Outputs in the run's whole stream (every input).
+    stream: u64,
+}
+
+impl Expected {
+    fn of(schedule: &[crate::schedule::Request], input: usize, inputs: usize) -> Self {
+        let mut e = Self {
+            sizes: Vec::new(),
+            previous: vec![0; inputs + 1],
+            size_class: vec![0; crate::tally::SIZE_CLASSES],
+            stream: 0,
+        };
+        let mut previous = inputs;
+        for r in schedule {
+            e.stream = e.stream.saturating_add(r.size);
+            if r.input == input {
+                e.sizes.push(r.size);
+                e.previous[previous] += r.size;
+                e.size_class[crate::tally::size_class(r.size)] += r.size;
+            }
+            previous = r.input;
+        }
+        e
+    }
+}
+
+/// An external run's batches, contexts and reuse result against its schedule: one batch
+/// per request of the input, of the request's size, in order; the context tables' rows
+/// total what the schedule put there and their columns the batches' symbol counts; the
+/// reuse result within what the stream allows.
+fn check_schedule(d: &Draws, empty: &Draws, n: u64, e: &Expected) -> Result<(), (String, String)> {
+    let (b, shape) = (&d.streams.batches, &empty.streams.batches);
+    let t = "streams.batches";
+    let a = shape.alphabet().max(1);
+    if b.alphabet() != shape.alphabet() || b.open().len() != a || b.rows().len() % a != 0 {
+        return Err((
+            t.into(),
+            format!(
+                "alphabet {} with {} open and {} row cells, the observer's alphabet is {a}",
+                b.alphabet(),
+                b.open().len(),
+                b.rows().len()
+            ),
+        ));
+    }
+    if b.open().iter().any(|&c| c > 0) {
+        return Err((
+            t.into(),
+            "a batch is left open (every shard closes its last batch)".into(),
+        ));
+    }
+    let rows: Vec<&[u64]> = b.rows().chunks_exact(a).collect();
+    if rows.len() != e.sizes.len() {
+        return Err((
+            t.into(),
+            format!(
+                "{} batches, the schedule of {n} outputs sends this input {} requests",
+                rows.len(),
+                e.sizes.len()
+            ),
+        ));
+    }
+    let mut columns = vec![0u64; a];
+    for (r, (row, &want)) in rows.iter().zip(&e.sizes).enumerate() {
+        if sum(row) != Some(want) {
+            return Err((
+                format!("{t} (batch {r})"),
+                format!(
+                    "{} outputs, the schedule's request asks {want}",
+                    show(sum(row))
+                ),
+            ));
+        }
+        for (c, &x) in columns.iter_mut().zip(row.iter()) {
+            *c = c
+                .checked_add(x)
+                .ok_or_else(|| (t.to_string(), "overflow".to_string()))?;
+        }
+    }
+    let Some(ctx) = d.streams.contexts.as_ref() else {
+        return Err((
+            "streams.contexts".into(),
+            "an external run's counts must hold the schedule's context tables".into(),
+        ));
+    };
+    for (name, table, want) in [
+        ("previous_input", &ctx.previous_input, &e.previous),
+        ("request_size", &ctx.request_size, &e.size_class),
+    ] {
+        let t = format!("streams.contexts.{name}");
+        if ctx.alphabet != a || table.len() != want.len() * a {
+            return Err((
+                t,
+                format!(
+                    "{} cells over {} symbols, the schedule's table is {} x {a}",
+                    table.len(),
+                    ctx.alphabet,
+                    want.len()
+                ),
+            ));
+        }
+        let mut cols = vec![0u64; a];
+        for (r, (row, &w)) in table.chunks_exact(a).zip(want).enumerate() {
+            if sum(row) != Some(w) {
+                return Err((
+                    format!("{t} (row {r})"),
+                    format!("{} outputs, the schedule puts {w} there", show(sum(row))),
+                ));
+            }
+            for (c, &x) in cols.iter_mut().zip(row) {
+                *c = c
+                    .checked_add(x)
+                    .ok_or_else(|| (t.clone(), "overflow".to_string()))?;
+            }
+        }
+        if cols != columns {
+            return Err((
+                t,
+                format!("symbol totals {cols:?}, the batches count {columns:?}"),
+            ));
+        }
+    }
+    let Some(r) = d.streams.reuse.as_ref() else {
+        return Err((
+            "streams.reuse".into(),
+            "an external run's counts must hold the reuse-at-any-lag result".into(),
+        ));
+    };
+    let piece = crate::analysis::reuse::PIECE as u64;
+    let pieces = e.stream.div_ceil(piece);
+    let bad = !(r.max_exponent.is_finite() && r.max_exponent >= 0.0)
+        || r.pieces.checked_add(r.short_pieces) != Some(pieces)
+        || r.longest_lag >= piece.min(e.stream.max(1))
+        || r.at_lag > r.longest_lag
+        || r.lags > r.pieces.saturating_mul(r.longest_lag);
+    if bad {
+        return Err((
+            "streams.reuse".into(),
+            format!(
+                "{r:?} is not a result of {pieces} piece(s) of the run's {} outputs",
+                e.stream
+            ),
+        ));
     }
     Ok(())
 }
