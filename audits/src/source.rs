@@ -552,6 +552,9 @@ impl Source for External {
             let b = self.batch.min(left);
             let size = usize::try_from(b).unwrap_or(usize::MAX);
             let outputs = self.mechanism.respond(&x, size, self.kind)?;
+            if let Some(d) = self.mechanism.take_deviation() {
+                feed.streams().deviation.get_or_insert(d);
+            }
             feed.feed(&outputs)?;
             feed.end_batch();
             progress.add(b);

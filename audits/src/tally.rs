@@ -443,6 +443,11 @@ pub(crate) struct Streams {
     pub events: EventCells,
     /// Outputs observed (the stream position of the next one).
     pub position: u64,
+    /// The first deviation of an external mechanism's responses from the canonical form
+    /// of the output as sent (`protocol::Canon`), if any: the audit's `output-as-sent`
+    /// test fails on it. Absent from a counts file without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deviation: Option<String>,
 }
 
 impl Streams {
@@ -459,6 +464,7 @@ impl Streams {
             batches: BatchCounts::new(batch_alphabet),
             events: EventCells::new(cells),
             position: 0,
+            deviation: None,
         }
     }
 
@@ -491,6 +497,9 @@ impl Streams {
         self.batches.merge(&other.batches);
         self.events.merge(&other.events);
         self.position += other.position;
+        if self.deviation.is_none() {
+            self.deviation.clone_from(&other.deviation);
+        }
     }
 }
 
