@@ -363,4 +363,44 @@ mod tests {
         assert!(err.to_string().contains("cannot start"));
         assert!(ExternalMechanism::start(&[], t).is_err());
     }
+
+    #[test]
+    fn deviations_are_kept_across_requests_and_taken_once() {
+        // A child whose second response changes the layout the first fixed.
+        let mut m = ExternalMechanism::start(
+            &sh(r#"read l; echo '{"outputs":[1,0]}'; while read l; do echo '{"outputs":[1, 0]}'; done"#),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        m.request(&Value::from(1), 2, OutputKind::Class(2)).unwrap();
+        assert_eq!(m.take_deviation(), None);
+        let o = m.request(&Value::from(1), 2, OutputKind::Class(2)).unwrap();
+        assert_eq!(o, Outputs::Classes(vec![1, 0]), "the values are still read");
+        let d = m.take_deviation().unwrap();
+        assert!(
+            d.starts_with("request #2: output #1: the bytes between"),
+            "{d}"
+        );
+        assert_eq!(m.take_deviation(), None);
+        m.finish();
+        // In process: the same checks.
+        let mut calls = 0;
+        let mut cb = CallbackMechanism::new(move |_: &str| {
+            calls += 1;
+            Ok(if calls == 1 {
+                r#"{"outputs":[[0,3]]}"#.to_string()
+            } else {
+                r#"{"outputs":[[3,0]]}"#.to_string()
+            })
+        });
+        let set = OutputKind::IndexSet { dim: 4, size: 2 };
+        cb.respond(&Value::from(0), 1, set).unwrap();
+        assert_eq!(cb.take_deviation(), None);
+        cb.respond(&Value::from(0), 1, set).unwrap();
+        let d = cb.take_deviation().unwrap();
+        assert!(
+            d.contains("request #2: output #0: indices sent as [3,0]"),
+            "{d}"
+        );
+    }
 }

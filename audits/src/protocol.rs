@@ -839,12 +839,7 @@ mod tests {
             Outputs::Classes(vec![0, 1, 1])
         );
         assert_eq!(
-            parse_response(
-                r#"{"outputs":[[0,1],[1,1]],"note":"x"}"#,
-                2,
-                OutputKind::Bits(2)
-            )
-            .unwrap(),
+            parse_response(r#"{"outputs":[[0,1],[1,1]]}"#, 2, OutputKind::Bits(2)).unwrap(),
             Outputs::Bits(vec![false, true, true, true])
         );
         assert_eq!(
@@ -857,12 +852,12 @@ mod tests {
     fn parses_the_structured_kinds() {
         assert_eq!(
             parse_response(
-                r#"{"outputs":[[3,1],[0,2]]}"#,
+                r#"{"outputs":[[1,3],[0,2]]}"#,
                 2,
                 OutputKind::IndexSet { dim: 4, size: 2 }
             )
             .unwrap(),
-            Outputs::Sets(vec![vec![3, 1], vec![0, 2]])
+            Outputs::Sets(vec![vec![1, 3], vec![0, 2]])
         );
         assert_eq!(
             parse_response(
@@ -999,5 +994,197 @@ mod tests {
             assert!(err.contains(what), "{line}: {err}");
             assert!(!err.contains('\n'));
         }
+    }
+
+    /// Parses `lines` as one run; the deviation of each.
+    fn run(lines: &[&str], n: usize, kind: OutputKind) -> Vec<Option<String>> {
+        let mut canon = Canon::default();
+        lines
+            .iter()
+            .map(|l| canon.parse(l, n, kind).unwrap().deviation)
+            .collect()
+    }
+
+    #[test]
+    fn canonical_responses_have_no_deviation() {
+        let client = OutputKind::ClientReport { dim: 8, size: 2 };
+        // Python's default separators and compact ones, each held over the run.
+        for lines in [
+            [
+                r#"{"outputs": [{"sign": 1, "magrr_bit": 0, "indices": [2, 5]}]}"#,
+                r#"{"outputs": [{"sign": -1, "magrr_bit": 1, "indices": [0, 7]}]}"#,
+            ],
+            [
+                r#"{"outputs":[{"indices":[2,5],"magrr_bit":0,"sign":1}]}"#,
+                r#"{"outputs":[{"indices":[0,7],"magrr_bit":1,"sign":-1}]}"#,
+            ],
+        ] {
+            assert_eq!(run(&lines, 1, client), vec![None, None]);
+        }
+        let reals = run(
+            &[
+                r#"{"outputs":[[0.5,-1e-05],[3.0,2.5]]}"#,
+                r#"{"outputs":[[1.5,-2e-05],[0.25,4.0]]}"#,
+            ],
+            2,
+            OutputKind::Reals(2),
+        );
+        assert_eq!(reals, vec![None, None]);
+    }
+
+    /// Negative controls, one per class of deviation of the output as sent: each is read
+    /// (the values are valid) and reported with its reason.
+    #[test]
+    fn every_deviation_of_the_output_as_sent_is_reported() {
+        let set = OutputKind::IndexSet { dim: 8, size: 2 };
+        let client = OutputKind::ClientReport { dim: 8, size: 2 };
+        let hashed = OutputKind::OlhHashed {
+            values: 2,
+            buckets: 3,
+        };
+        let class = OutputKind::Class(3);
+        let cases: Vec<(Vec<&str>, usize, OutputKind, &str)> = vec![
+            (
+                vec![r#"{"outputs":[[5,2]]}"#],
+                1,
+                set,
+                "not in ascending order",
+            ),
+            (
+                vec![r#"{"outputs":[{"sign":1,"magrr_bit":0,"indices":[5,2]}]}"#],
+                1,
+                client,
+                "not in ascending order",
+            ),
+            (
+                vec![r#"{"outputs":[1.0]}"#],
+                1,
+                class,
+                "integer written as `1.0`",
+            ),
+            (
+                vec![r#"{"outputs":[1e0]}"#],
+                1,
+                class,
+                "integer written as `1e0`",
+            ),
+            (
+                vec![r#"{"outputs":[-0]}"#],
+                1,
+                class,
+                "integer written as `-0`",
+            ),
+            (vec![r#"{"outputs":[true]}"#], 1, class, "`true`"),
+            (vec![r#"{"outputs":[[1,4.0]]}"#], 1, set, "integer written"),
+            (
+                vec![r#"{"outputs":[1],"note":0}"#],
+                1,
+                class,
+                "the key \"note\"",
+            ),
+            (
+                vec![r#"{"outputs":[1],"outputs":[2]}"#],
+                1,
+                class,
+                "two \"outputs\"",
+            ),
+            (
+                vec![r#"{"outputs":[{"sign":1,"magrr_bit":0,"indices":[2,5],"x":1}]}"#],
+                1,
+                client,
+                "the key(s) \"x\"",
+            ),
+            (
+                vec![r#"{"outputs":[{"sign":1,"magrr_bit":1,"magrr_bit":0,"indices":[2,5]}]}"#],
+                1,
+                client,
+                "a key given twice",
+            ),
+            (
+                vec![r#"{"outputs":[{"bucket":1,"hashes":[0,2],"seed":7}]}"#],
+                1,
+                hashed,
+                "the key(s) \"seed\"",
+            ),
+            (
+                vec![r#"{"outputs":[{"bucket":1,"bucket":2,"hashes":[0,2]}]}"#],
+                1,
+                hashed,
+                "a key given twice",
+            ),
+            (
+                vec![r#"{"outputs":[0,1]}"#, r#"{"outputs":[0, 1]}"#],
+                2,
+                class,
+                "between outputs",
+            ),
+            (
+                vec![r#"{"outputs":[[2,5]]}"#, r#"{"outputs":[[2, 5]]}"#],
+                1,
+                set,
+                "laid out as",
+            ),
+            (
+                vec![
+                    r#"{"outputs":[{"sign":1,"magrr_bit":0,"indices":[2,5]}]}"#,
+                    r#"{"outputs":[{"magrr_bit":0,"sign":1,"indices":[2,5]}]}"#,
+                ],
+                1,
+                client,
+                "laid out as",
+            ),
+            (
+                vec![r#"{"outputs":[0]}"#, "{\"outputs\":[0]}\r"],
+                1,
+                class,
+                "after the last output",
+            ),
+            (
+                vec![r#"{"outputs":[0]}"#, r#" {"outputs":[0]}"#],
+                1,
+                class,
+                "before the first output",
+            ),
+            (
+                vec![
+                    r#"{"outputs":[[0.5,0.25]]}"#,
+                    r#"{"outputs":[[5e-1,0.25]]}"#,
+                ],
+                1,
+                OutputKind::Reals(2),
+                "notation",
+            ),
+            (
+                vec![r#"{"outputs":[[0.50000000000000001,0.25]]}"#],
+                1,
+                OutputKind::Reals(2),
+                "shortest",
+            ),
+        ];
+        for (lines, n, kind, what) in cases {
+            let deviations = run(&lines, n, kind);
+            let last = deviations.last().cloned().flatten();
+            let d = last.unwrap_or_else(|| panic!("{lines:?}: no deviation"));
+            assert!(d.contains(what), "{lines:?}: {d}");
+            assert!(!d.contains('\n'));
+            // The strict, stateless parser rejects a deviation within one response.
+            if lines.len() == 1 {
+                let err = parse_response(lines[0], n, kind).unwrap_err();
+                assert!(err.contains("canonical"), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_carriage_return_is_part_of_the_layout() {
+        let mut canon = Canon::default();
+        let mut two = &b"{\"outputs\":[1]}\r\n{\"outputs\":[0]}\r\n"[..];
+        for _ in 0..2 {
+            let r = canon.read(&mut two, 1, OutputKind::Class(2)).unwrap();
+            assert_eq!(r.deviation, None);
+        }
+        let mut mixed = &b"{\"outputs\":[1]}\n"[..];
+        let r = canon.read(&mut mixed, 1, OutputKind::Class(2)).unwrap();
+        assert!(r.deviation.unwrap().contains("after the last output"));
     }
 }
