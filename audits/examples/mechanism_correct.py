@@ -2,7 +2,10 @@
 """A correct external mechanism for `fl-audit external` (standard library only).
 
 Speaks the fl-audit protocol (docs/AUDIT_PROTOCOL.md): reads one JSON request per line on
-stdin, {"input": X, "n": N}, and answers one line {"outputs": [Y1, ..., YN]}.
+stdin, {"input": X, "n": N}, and answers one line {"outputs": [Y1, ..., YN]} in the
+protocol's canonical form (the output as sent): index sets in ascending order, plain
+integers, reals as Python's repr writes them (shortest round-trip digits), the documented
+keys in one order, and one fixed layout (json.dumps with compact separators).
 
     python3 mechanism_correct.py --mechanism NAME --eps E [options] [--seed S]
 
@@ -99,11 +102,13 @@ def selection_probabilities(eps, k, d, h):
 
 
 def select(rng, probs, top, d):
-    """nu from the law, then nu indices of the top-k set and h - nu of the rest."""
+    """nu from the law, then nu indices of the top-k set and h - nu of the rest, sent in
+    ascending order: the set's one canonical order (drawn order, top-k members first,
+    would tell which indices are in the top-k set)."""
     nu = rng.choices(range(len(probs)), weights=probs)[0]
     inside = set(top)
     rest = [j for j in range(d) if j not in inside]
-    return rng.sample(sorted(top), nu) + rng.sample(rest, len(probs) - 1 - nu)
+    return sorted(rng.sample(sorted(top), nu) + rng.sample(rest, len(probs) - 1 - nu))
 
 
 def top_k(update, k, positive=True):

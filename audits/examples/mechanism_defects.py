@@ -37,9 +37,24 @@ Defects (and the mechanisms they apply to):
 - drift (rr-binary, label-dp-binary, signds-magrr): after 2^18 outputs the program answers
   at epsilon + 1 (a state that changes during a run).
 
+Defects of the output as sent (the values are exact; the bytes carry more than them):
+
+- order-leak (signds-selection, signds-client): the selected indices are sent in the
+  order they were drawn, members of the top-k set first;
+- notation-bit (laplace): a real is written in exponent notation (same shortest digits)
+  when the input's first coordinate is its largest, as repr writes it otherwise;
+- whitespace-bit (any): the response's separators are ", " and ": " when its first output,
+  as JSON, has an odd number of digits 1, compact otherwise;
+- extra-key (any): the response carries a key besides "outputs" (the request's n);
+- integer-float (integer-valued families): every integer of the response is written as
+  a float (1.0);
+- duplicate-key (signds-client): the report carries "magrr_bit" twice, the true bit
+  first (which a last-wins JSON reader drops) and the randomized one second.
+
 Options as mechanism_correct.py; --seed S makes the randomness reproducible.
 """
 
+import decimal
 import math
 import random
 import sys
@@ -62,8 +77,16 @@ def oue_shared_uniform(args, rng):
     return sample
 
 
-def client(args, rng, shared=False, factor=2.0, shrink_rule="shrink"):
-    """The SignDS client of mechanism_correct.py with one of three defects."""
+def leaky_select(rng, probs, top, d):
+    """mechanism_correct.select without its sort: the drawn order, top-k members first."""
+    nu = rng.choices(range(len(probs)), weights=probs)[0]
+    inside = set(top)
+    rest = [j for j in range(d) if j not in inside]
+    return rng.sample(sorted(top), nu) + rng.sample(rest, len(probs) - 1 - nu)
+
+
+def client(args, rng, shared=False, factor=2.0, shrink_rule="shrink", leak=None):
+    """The SignDS client of mechanism_correct.py with one of its defects."""
     eps = args.eps
     keep = correct.keep_probability(args.eps_rr)
 
@@ -82,11 +105,15 @@ def client(args, rng, shared=False, factor=2.0, shrink_rule="shrink"):
         bit = int(r < bound)
         coin = u if shared else rng.random()  # BUG when shared: the sign's uniform again
         probs = correct.selection_probabilities(eps, k, d, args.output_dim)
-        return {
+        select = leaky_select if leak == "order-leak" else correct.select
+        report = {
             "sign": 1 if positive else -1,
             "magrr_bit": bit if coin < keep else 1 - bit,
-            "indices": correct.select(rng, probs, top, d),
+            "indices": select(rng, probs, top, d),
         }
+        if leak == "duplicate-key":
+            report["true_bit"] = bit  # written as a first "magrr_bit" by encode()
+        return report
 
     return sample
 
@@ -157,7 +184,45 @@ def make_sampler(args, rng):
         return client(args, rng, shrink_rule="growth")
     if defect == "magrr-flip-low":
         return magrr_flip_low(args, rng)
+    if defect in ("order-leak", "duplicate-key") and args.mechanism == "signds-client":
+        return client(args, rng, leak=defect)
+    if defect == "order-leak":
+        correct.select = leaky_select  # BUG: the selection in drawn order
     return correct.make_sampler(args, rng)
+
+
+def exponent_form(v):
+    """v with the same (shortest) digits as repr, in exponent notation."""
+    return "{:e}".format(decimal.Decimal(repr(v)))
+
+
+def encode(args, x, outputs):
+    """The response line, with the defects of the output as sent."""
+    defect = args.defect
+    separators = (",", ":")
+    if defect == "whitespace-bit" and correct.json.dumps(outputs[0]).count("1") % 2:
+        separators = (", ", ": ")  # BUG: the layout depends on the data
+    if defect == "extra-key":
+        return correct.json.dumps({"outputs": outputs, "n": len(outputs)},
+                                  separators=separators)
+    if defect == "integer-float":
+        def as_float(o):
+            if isinstance(o, list):
+                return [as_float(v) for v in o]
+            if isinstance(o, dict):
+                return {k: as_float(v) for k, v in o.items()}
+            return float(o)
+        outputs = as_float(outputs)  # BUG: 1.0 for 1
+    if defect == "notation-bit" and x[0] == max(x):
+        rows = ["[" + ",".join(exponent_form(v) for v in o) + "]" for o in outputs]
+        return '{"outputs":[' + ",".join(rows) + "]}"  # BUG: notation follows the input
+    if defect == "duplicate-key":
+        reports = ['{"sign":%d,"magrr_bit":%d,"magrr_bit":%d,"indices":%s}'
+                   % (r["sign"], r["true_bit"], r["magrr_bit"],
+                      correct.json.dumps(r["indices"], separators=separators))
+                   for r in outputs]
+        return '{"outputs":[' + ",".join(reports) + "]}"  # BUG: the true bit, sent first
+    return correct.json.dumps({"outputs": outputs}, separators=separators)
 
 
 def flood(stdout):
@@ -212,7 +277,7 @@ def serve(args):
         last_response[key] = outputs
         previous_input = x
         answered += n
-        text = correct.json.dumps({"outputs": outputs}, separators=(",", ":")) + "\n"
+        text = encode(args, x, outputs) + "\n"
         sys.stdout.write(text)
         sys.stdout.flush()
 
@@ -236,6 +301,12 @@ if __name__ == "__main__":
             "coin-pool",
             "too-regular",
             "drift",
+            "order-leak",
+            "notation-bit",
+            "whitespace-bit",
+            "extra-key",
+            "integer-float",
+            "duplicate-key",
         ],
     )
     serve(parser.parse_args())

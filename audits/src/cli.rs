@@ -1008,7 +1008,24 @@ impl ExternalAudit {
         } else {
             let mut failing: Vec<_> = report.results.iter().filter(|r| !r.passed).collect();
             failing.sort_by(|a, b| a.adjusted_p_value.total_cmp(&b.adjusted_p_value));
-            if let Some(worst) = failing.first() {
+            // A deviation of the output as sent is named first, with its reason.
+            let as_sent = failing.iter().find(|r| r.test == family::OUTPUT_AS_SENT);
+            if let Some(row) = as_sent {
+                let mut about = row.params.clone();
+                for k in params.keys() {
+                    about.remove(k);
+                }
+                let reason = about
+                    .remove("reason")
+                    .and_then(|r| r.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                format!(
+                    "FAIL: {} [{}]: {reason} ({} failing tests); {powered}; {eps_line}",
+                    row.test,
+                    params_label(&about),
+                    failing.len()
+                )
+            } else if let Some(worst) = failing.first() {
                 let mut about = worst.params.clone();
                 for k in params.keys() {
                     about.remove(k);

@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::{
     error::{AuditError, Result},
-    protocol::{OutputKind, Outputs, parse_response, read_response, request_line},
+    protocol::{Canon, OutputKind, Outputs, Response, request_line},
 };
 
 /// A mechanism under audit, answering the external protocol's requests.
@@ -35,20 +35,43 @@ pub trait Responder: Send {
     /// [`AuditError::External`] when the mechanism fails or answers with anything but `n`
     /// valid outputs.
     fn respond(&mut self, input: &Value, n: usize, kind: OutputKind) -> Result<Outputs>;
+
+    /// The first deviation from the canonical form of the output as sent
+    /// ([`crate::protocol::Canon`], checked over every response since the mechanism
+    /// started) found since the last call, as `request #r: output #i: …`; `None` when
+    /// every response since then was canonical. The audit fails a run with a deviation
+    /// (the `output-as-sent` test). A responder that wraps another must pass this on.
+    fn take_deviation(&mut self) -> Option<String>;
 }
 
 impl Responder for ExternalMechanism {
     fn respond(&mut self, input: &Value, n: usize, kind: OutputKind) -> Result<Outputs> {
         self.request(input, n, kind)
     }
+
+    fn take_deviation(&mut self) -> Option<String> {
+        self.deviation.take()
+    }
+}
+
+/// Keeps the first of the deviations of request number `request`'s response.
+fn note(pending: &mut Option<String>, request: u64, response: Response) -> Outputs {
+    if pending.is_none()
+        && let Some(d) = response.deviation
+    {
+        *pending = Some(format!("request #{request}: {d}"));
+    }
+    response.outputs
 }
 
 /// An in-process mechanism: a function from one request line (`{"input": X, "n": N}`) to
 /// one response line (`{"outputs": [...]}`), or to a one-line failure. Its answers go
-/// through the same parser as a child's ([`parse_response`]).
+/// through the same parser and canonical-form checks as a child's ([`Canon`]).
 pub struct CallbackMechanism<F> {
     answer: F,
     requests: u64,
+    canon: Canon,
+    deviation: Option<String>,
 }
 
 impl<F> core::fmt::Debug for CallbackMechanism<F> {
@@ -65,6 +88,8 @@ impl<F: FnMut(&str) -> core::result::Result<String, String> + Send> CallbackMech
         Self {
             answer,
             requests: 0,
+            canon: Canon::default(),
+            deviation: None,
         }
     }
 }
@@ -77,15 +102,20 @@ impl<F: FnMut(&str) -> core::result::Result<String, String> + Send> Responder
         let number = self.requests;
         let fail = |e: String| AuditError::External(format!("request #{number}: {e}"));
         let line = (self.answer)(&request_line(input, n)).map_err(fail)?;
-        parse_response(&line, n, kind).map_err(fail)
+        let response = self.canon.parse(&line, n, kind).map_err(fail)?;
+        Ok(note(&mut self.deviation, number, response))
+    }
+
+    fn take_deviation(&mut self) -> Option<String> {
+        self.deviation.take()
     }
 }
 
 /// What the reader thread makes of one response.
 #[derive(Debug)]
 enum Reply {
-    /// The validated outputs.
-    Parsed(Outputs),
+    /// The validated outputs (and their deviation from the canonical form, if any).
+    Parsed(Response),
     /// The child closed its stdout before answering.
     Eof,
     /// The response was malformed (the child is killed).
@@ -103,6 +133,8 @@ pub struct ExternalMechanism {
     timeout: Duration,
     command: String,
     requests: u64,
+    /// The first deviation from the canonical form not yet taken.
+    deviation: Option<String>,
 }
 
 impl ExternalMechanism {
@@ -131,12 +163,14 @@ impl ExternalMechanism {
         if let Some(stdout) = stdout {
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stdout);
+                // The canonical form of the whole run's responses.
+                let mut canon = Canon::default();
                 // One response per request, parsed as it arrives; the thread (and with it
                 // the read end of the child's stdout, so that a child stopped mid-line is
                 // killed rather than interrupted by a broken pipe) ends when the mechanism
                 // is dropped (no more jobs).
                 while let Ok((n, kind)) = todo.recv() {
-                    let reply = match read_response(&mut reader, n, kind) {
+                    let reply = match canon.read(&mut reader, n, kind) {
                         Ok(o) => Reply::Parsed(o),
                         Err(e) if e == "no response" => Reply::Eof,
                         Err(e) => Reply::Failed(e),
@@ -155,6 +189,7 @@ impl ExternalMechanism {
             timeout,
             command: command.join(" ").escape_debug().to_string(),
             requests: 0,
+            deviation: None,
         })
     }
 
@@ -209,7 +244,7 @@ impl ExternalMechanism {
             return Err(self.fail(what));
         }
         match self.replies.recv_timeout(self.timeout) {
-            Ok(Reply::Parsed(outputs)) => Ok(outputs),
+            Ok(Reply::Parsed(response)) => Ok(note(&mut self.deviation, self.requests, response)),
             Ok(Reply::Eof) | Err(RecvTimeoutError::Disconnected) => {
                 let what = self.exited();
                 Err(self.fail(what))
@@ -327,5 +362,45 @@ mod tests {
         let err = ExternalMechanism::start(&["/nonexistent/mechanism".into()], t).unwrap_err();
         assert!(err.to_string().contains("cannot start"));
         assert!(ExternalMechanism::start(&[], t).is_err());
+    }
+
+    #[test]
+    fn deviations_are_kept_across_requests_and_taken_once() {
+        // A child whose second response changes the layout the first fixed.
+        let mut m = ExternalMechanism::start(
+            &sh(r#"read l; echo '{"outputs":[1,0]}'; while read l; do echo '{"outputs":[1, 0]}'; done"#),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        m.request(&Value::from(1), 2, OutputKind::Class(2)).unwrap();
+        assert_eq!(m.take_deviation(), None);
+        let o = m.request(&Value::from(1), 2, OutputKind::Class(2)).unwrap();
+        assert_eq!(o, Outputs::Classes(vec![1, 0]), "the values are still read");
+        let d = m.take_deviation().unwrap();
+        assert!(
+            d.starts_with("request #2: output #1: the bytes between"),
+            "{d}"
+        );
+        assert_eq!(m.take_deviation(), None);
+        m.finish();
+        // In process: the same checks.
+        let mut calls = 0;
+        let mut cb = CallbackMechanism::new(move |_: &str| {
+            calls += 1;
+            Ok(if calls == 1 {
+                r#"{"outputs":[[0,3]]}"#.to_string()
+            } else {
+                r#"{"outputs":[[3,0]]}"#.to_string()
+            })
+        });
+        let set = OutputKind::IndexSet { dim: 4, size: 2 };
+        cb.respond(&Value::from(0), 1, set).unwrap();
+        assert_eq!(cb.take_deviation(), None);
+        cb.respond(&Value::from(0), 1, set).unwrap();
+        let d = cb.take_deviation().unwrap();
+        assert!(
+            d.contains("request #2: output #0: indices sent as [3,0]"),
+            "{d}"
+        );
     }
 }

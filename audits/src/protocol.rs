@@ -2,7 +2,18 @@
 //! the parser can be fuzzed without a child process.
 //!
 //! Request (one line): `{"input": X, "n": N}`. Response (one line): `{"outputs": [Y1, …, YN]}`
-//! (other keys are ignored). See `docs/AUDIT_PROTOCOL.md`.
+//! and no other key. See `docs/AUDIT_PROTOCOL.md`.
+//!
+//! The response's bytes are the output: besides its values, a response must have the
+//! canonical form [`Canon`] checks (index sets strictly ascending, plain integers, reals in
+//! their shortest digits and a notation that is a function of the value, exactly the
+//! documented keys each once, one layout over the whole run). A deviation is not a parse
+//! error: the values are still returned, with the deviation ([`Response::deviation`]),
+//! which the audit turns into a failing `output-as-sent` test.
+
+mod canonical;
+
+pub use canonical::Canon;
 
 use serde_json::{Value, json};
 
@@ -111,6 +122,17 @@ impl Outputs {
     }
 }
 
+/// One parsed response: its validated outputs and, if its bytes deviate from the run's
+/// canonical form, the first deviation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The outputs, validated and typed.
+    pub outputs: Outputs,
+    /// The first deviation from the canonical form of the output as sent (`output #i: …`),
+    /// if any.
+    pub deviation: Option<String>,
+}
+
 /// The request line (without the newline) asking for `n` outputs for `input`.
 #[must_use]
 pub fn request_line(input: &Value, n: usize) -> String {
@@ -148,22 +170,16 @@ pub fn response_byte_limit(n: usize, kind: OutputKind) -> usize {
         .min(MAX_LINE_BYTES)
 }
 
-/// Parses and validates one response line: exactly `n` outputs of `kind`, parsed one
-/// output at a time into its typed form and rejected at the first output beyond `n`
-/// (nothing else — other keys, their values — is kept).
+/// Parses and validates one response line, alone (a fresh [`Canon`]): exactly `n` outputs
+/// of `kind`, parsed one output at a time into its typed form and rejected at the first
+/// output beyond `n`, in canonical form.
 ///
 /// # Errors
 /// A one-line message: malformed JSON, missing `outputs`, wrong count, or the first
 /// output that does not have the required form (with its position); a line longer than
-/// [`response_byte_limit`] or not UTF-8.
+/// [`response_byte_limit`] or not UTF-8; a deviation from the canonical form.
 pub fn parse_response(line: &str, n: usize, kind: OutputKind) -> Result<Outputs, String> {
-    let limit = response_byte_limit(n, kind);
-    if line.len() > limit {
-        return Err(format!(
-            "response line longer than {limit} bytes (the most {n} outputs may take)"
-        ));
-    }
-    parse_bytes(line.as_bytes(), n, kind)
+    strict(Canon::default().parse(line, n, kind))
 }
 
 /// Reads one response line from `reader` — at most [`response_byte_limit`] bytes: a longer
@@ -174,62 +190,128 @@ pub fn parse_response(line: &str, n: usize, kind: OutputKind) -> Result<Outputs,
 /// # Errors
 /// As [`parse_response`]; an empty read (end of input) is `"no response"`.
 pub fn read_response<R: std::io::BufRead>(
-    mut reader: R,
+    reader: R,
     n: usize,
     kind: OutputKind,
 ) -> Result<Outputs, String> {
-    use std::io::{BufRead as _, Read as _};
-    let limit = response_byte_limit(n, kind);
-    let mut line = Vec::new();
-    let read = reader
-        .by_ref()
-        .take(limit as u64 + 1)
-        .read_until(b'\n', &mut line)
-        .map_err(|e| format!("cannot read the response: {e}"))?;
-    if read == 0 {
-        return Err("no response".into());
+    strict(Canon::default().read(reader, n, kind))
+}
+
+/// A deviation as an error.
+fn strict(r: Result<Response, String>) -> Result<Outputs, String> {
+    let r = r?;
+    match r.deviation {
+        Some(d) => Err(format!("not in canonical form: {d}")),
+        None => Ok(r.outputs),
     }
-    if line.last() == Some(&b'\n') {
-        line.pop();
-        if line.last() == Some(&b'\r') {
-            line.pop();
+}
+
+impl Canon {
+    /// Parses and validates one response line of the run as [`parse_response`] does, and
+    /// checks it against the run's canonical form (fixing what the run has not fixed yet).
+    ///
+    /// # Errors
+    /// As [`parse_response`], except that a deviation from the canonical form is not an
+    /// error but [`Response::deviation`].
+    pub fn parse(&mut self, line: &str, n: usize, kind: OutputKind) -> Result<Response, String> {
+        let limit = response_byte_limit(n, kind);
+        if line.len() > limit {
+            return Err(format!(
+                "response line longer than {limit} bytes (the most {n} outputs may take)"
+            ));
         }
-    } else if line.len() > limit {
-        return Err(format!(
-            "response line longer than {limit} bytes (the most {n} outputs may take)"
-        ));
+        self.parse_bytes(line.as_bytes(), n, kind)
     }
-    parse_bytes(&line, n, kind)
+
+    /// Reads one response line of the run from `reader` as [`read_response`] does, and
+    /// checks it like [`Canon::parse`] (a `\r` before the newline is part of the line's
+    /// layout).
+    ///
+    /// # Errors
+    /// As [`Canon::parse`]; an empty read (end of input) is `"no response"`.
+    pub fn read<R: std::io::BufRead>(
+        &mut self,
+        mut reader: R,
+        n: usize,
+        kind: OutputKind,
+    ) -> Result<Response, String> {
+        use std::io::{BufRead as _, Read as _};
+        let limit = response_byte_limit(n, kind);
+        let mut line = Vec::new();
+        let read = reader
+            .by_ref()
+            .take(limit as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("cannot read the response: {e}"))?;
+        if read == 0 {
+            return Err("no response".into());
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        } else if line.len() > limit {
+            return Err(format!(
+                "response line longer than {limit} bytes (the most {n} outputs may take)"
+            ));
+        }
+        self.parse_bytes(&line, n, kind)
+    }
+
+    /// Parses one response (without its newline) and checks its form.
+    fn parse_bytes(
+        &mut self,
+        bytes: &[u8],
+        n: usize,
+        kind: OutputKind,
+    ) -> Result<Response, String> {
+        if std::str::from_utf8(bytes).is_err() {
+            return Err("response is not valid UTF-8".into());
+        }
+        let problem = std::cell::RefCell::new(None);
+        let deviation = std::cell::RefCell::new(None);
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let seed = ResponseSeed {
+            n,
+            kind,
+            problem: &problem,
+            deviation: &deviation,
+        };
+        let parsed = serde::de::DeserializeSeed::deserialize(seed, &mut de).and_then(|o| {
+            de.end()?;
+            Ok(o)
+        });
+        let outputs = parsed.map_err(|e| {
+            problem
+                .into_inner()
+                .unwrap_or_else(|| format!("malformed JSON response: {e}"))
+        })?;
+        let mut deviation = deviation.into_inner();
+        if deviation.is_none() {
+            let keys = match kind {
+                OutputKind::ClientReport { .. } => 3,
+                OutputKind::OlhHashed { .. } => 2,
+                _ => 0,
+            };
+            let reals = matches!(kind, OutputKind::Reals(_));
+            deviation = self.check_bytes(bytes, reals, keys).err();
+        }
+        Ok(Response { outputs, deviation })
+    }
 }
 
-/// Parses one response (without its newline).
-fn parse_bytes(bytes: &[u8], n: usize, kind: OutputKind) -> Result<Outputs, String> {
-    if std::str::from_utf8(bytes).is_err() {
-        return Err("response is not valid UTF-8".into());
+/// Records `message` as the response's first deviation from the canonical form.
+fn deviate(deviation: &std::cell::RefCell<Option<String>>, message: String) {
+    let mut d = deviation.borrow_mut();
+    if d.is_none() {
+        *d = Some(message);
     }
-    let problem = std::cell::RefCell::new(None);
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let seed = ResponseSeed {
-        n,
-        kind,
-        problem: &problem,
-    };
-    let parsed = serde::de::DeserializeSeed::deserialize(seed, &mut de).and_then(|o| {
-        de.end()?;
-        Ok(o)
-    });
-    parsed.map_err(|e| {
-        problem
-            .into_inner()
-            .unwrap_or_else(|| format!("malformed JSON response: {e}"))
-    })
 }
 
-/// Parses `{"outputs": [...], ...}`.
+/// Parses `{"outputs": [...]}` (another key, or `outputs` twice, is a deviation).
 struct ResponseSeed<'a> {
     n: usize,
     kind: OutputKind,
     problem: &'a std::cell::RefCell<Option<String>>,
+    deviation: &'a std::cell::RefCell<Option<String>>,
 }
 
 /// Records `message` as the response's problem and returns the error that stops parsing.
@@ -314,18 +396,28 @@ impl<'de> serde::de::Visitor<'de> for ResponseSeed<'_> {
         while let Some(key) = map.next_key::<Key>()? {
             match key {
                 Key::Outputs if outputs.is_some() => {
-                    return Err(stop(
-                        self.problem,
-                        "response has two \"outputs\" fields".into(),
-                    ));
+                    // Not read: the outputs are the first array's.
+                    deviate(
+                        self.deviation,
+                        "response has two \"outputs\" fields (a key given twice)".into(),
+                    );
+                    map.next_value::<serde::de::IgnoredAny>()?;
                 }
                 Key::Outputs => {
                     outputs = Some(map.next_value_seed(OutputsSeed {
                         builder: Builder::new(self.n, self.kind),
                         problem: self.problem,
+                        deviation: self.deviation,
                     })?);
                 }
-                Key::Other => {
+                Key::Other(name) => {
+                    deviate(
+                        self.deviation,
+                        format!(
+                            "response has the key {}: a response is exactly {{\"outputs\": [...]}}",
+                            describe(&Value::from(name))
+                        ),
+                    );
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
             }
@@ -334,10 +426,10 @@ impl<'de> serde::de::Visitor<'de> for ResponseSeed<'_> {
     }
 }
 
-/// A key of the response object: `outputs` or anything else (not kept).
+/// A key of the response object: `outputs` or another one (named in the deviation).
 enum Key {
     Outputs,
-    Other,
+    Other(String),
 }
 
 impl<'de> serde::Deserialize<'de> for Key {
@@ -352,7 +444,7 @@ impl<'de> serde::Deserialize<'de> for Key {
                 Ok(if v == "outputs" {
                     Key::Outputs
                 } else {
-                    Key::Other
+                    Key::Other(v.chars().take(64).collect())
                 })
             }
         }
@@ -364,6 +456,7 @@ impl<'de> serde::Deserialize<'de> for Key {
 struct OutputsSeed<'a> {
     builder: Builder,
     problem: &'a std::cell::RefCell<Option<String>>,
+    deviation: &'a std::cell::RefCell<Option<String>>,
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for OutputsSeed<'_> {
@@ -428,7 +521,12 @@ impl<'de> serde::de::Visitor<'de> for OutputsSeed<'_> {
         // One more is already too many: stop before reading it.
         let more = std::cell::Cell::new(false);
         match seq.next_element_seed(TooMany(&more)) {
-            Ok(None) => Ok(b.out),
+            Ok(None) => {
+                if let Some(d) = b.deviation {
+                    deviate(self.deviation, d);
+                }
+                Ok(b.out)
+            }
             Err(e) if !more.get() => Err(e),
             _ => Err(stop(
                 self.problem,
@@ -455,6 +553,47 @@ struct Builder {
     n: usize,
     kind: OutputKind,
     out: Outputs,
+    /// The first deviation from the canonical form seen in the values (an unsorted set,
+    /// an extra key).
+    deviation: Option<String>,
+}
+
+/// The integer a JSON value stands for: an integer, a number with an integral value
+/// (`1.0`, `1e0`) or a boolean (1 or 0). Only plain integers are canonical; the others
+/// are read so that their notation can be reported as a deviation of the output as sent
+/// ([`Canon`]), not as a malformed output.
+fn integer(v: &Value) -> Option<i128> {
+    match v {
+        Value::Bool(b) => Some(i128::from(*b)),
+        Value::Number(x) => x
+            .as_u64()
+            .map(i128::from)
+            .or_else(|| x.as_i64().map(i128::from))
+            .or_else(|| {
+                x.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+                    .map(|f| f as i128)
+            }),
+        _ => None,
+    }
+}
+
+/// [`integer`] in `0..bound`.
+fn below(v: &Value, bound: u64) -> Option<u64> {
+    integer(v)
+        .and_then(|x| u64::try_from(x).ok())
+        .filter(|&x| x < bound)
+}
+
+/// The keys of an object that are not among `keys`, listed for a deviation.
+fn other_keys(o: &serde_json::Map<String, Value>, keys: &[&str]) -> Option<String> {
+    let other: Vec<String> = o
+        .keys()
+        .filter(|k| !keys.contains(&k.as_str()))
+        .take(3)
+        .map(|k| describe(&Value::from(k.as_str())))
+        .collect();
+    (!other.is_empty()).then(|| other.join(", "))
 }
 
 impl Builder {
@@ -471,15 +610,20 @@ impl Builder {
             OutputKind::ClientReport { .. } => Outputs::Reports(Vec::with_capacity(n_cap)),
             OutputKind::OlhHashed { .. } => Outputs::Hashed(Vec::with_capacity(n_cap)),
         };
-        Self { n, kind, out }
+        Self {
+            n,
+            kind,
+            out,
+            deviation: None,
+        }
     }
 
     /// Validates output number `i` and stores it.
     fn push(&mut self, i: usize, item: &Value) -> Result<(), String> {
         match (self.kind, &mut self.out) {
             (OutputKind::Class(classes), Outputs::Classes(out)) => {
-                match item.as_u64().and_then(|c| usize::try_from(c).ok()) {
-                    Some(c) if c < classes => out.push(c),
+                match below(item, classes as u64).and_then(|c| usize::try_from(c).ok()) {
+                    Some(c) => out.push(c),
                     _ => {
                         return Err(format!(
                             "output #{i} is {}, expected an integer in 0..{}",
@@ -492,7 +636,7 @@ impl Builder {
             (OutputKind::Bits(dim), Outputs::Bits(out)) => {
                 let row = row(item, i, dim)?;
                 for (j, b) in row.iter().enumerate() {
-                    match b.as_u64() {
+                    match below(b, 2) {
                         Some(0) => out.push(false),
                         Some(1) => out.push(true),
                         _ => {
@@ -505,7 +649,11 @@ impl Builder {
                 }
             }
             (OutputKind::IndexSet { dim, size }, Outputs::Sets(out)) => {
-                out.push(index_set(item, i, dim, size)?);
+                let set = index_set(item, i, dim, size)?;
+                if !set.is_sorted() {
+                    self.deviation.get_or_insert_with(|| unsorted(i, &set));
+                }
+                out.push(set);
             }
             (OutputKind::ClientReport { dim, size }, Outputs::Reports(out)) => {
                 let Value::Object(o) = item else {
@@ -514,12 +662,12 @@ impl Builder {
                         describe(item)
                     ));
                 };
-                let positive = match o.get("sign").and_then(Value::as_i64) {
+                let positive = match o.get("sign").and_then(integer) {
                     Some(1) => true,
                     Some(-1) => false,
                     _ => return Err(format!("output #{i}: \"sign\" must be 1 or -1")),
                 };
-                let magrr_bit = match o.get("magrr_bit").and_then(Value::as_u64) {
+                let magrr_bit = match o.get("magrr_bit").and_then(integer) {
                     Some(0) => false,
                     Some(1) => true,
                     _ => return Err(format!("output #{i}: \"magrr_bit\" must be 0 or 1")),
@@ -528,6 +676,17 @@ impl Builder {
                     Some(v) => index_set(v, i, dim, size)?,
                     None => return Err(format!("output #{i} has no \"indices\"")),
                 };
+                if let Some(other) = other_keys(o, &["sign", "magrr_bit", "indices"]) {
+                    self.deviation.get_or_insert_with(|| {
+                        format!(
+                            "output #{i} has the key(s) {other}: a report has exactly \"sign\", \
+                             \"magrr_bit\" and \"indices\""
+                        )
+                    });
+                }
+                if !indices.is_sorted() {
+                    self.deviation.get_or_insert_with(|| unsorted(i, &indices));
+                }
                 out.push(ClientReport {
                     positive,
                     magrr_bit,
@@ -536,11 +695,11 @@ impl Builder {
             }
             (OutputKind::OlhSeeded { seeds, buckets }, Outputs::Classes(out)) => {
                 let pair = match item {
-                    Value::Array(p) if p.len() == 2 => (p[0].as_u64(), p[1].as_u64()),
+                    Value::Array(p) if p.len() == 2 => (below(&p[0], seeds), below(&p[1], buckets)),
                     _ => (None, None),
                 };
                 match pair {
-                    (Some(seed), Some(bucket)) if seed < seeds && bucket < buckets => {
+                    (Some(seed), Some(bucket)) => {
                         let index = u128::from(seed) * u128::from(buckets) + u128::from(bucket);
                         out.push(usize::try_from(index).map_err(|_| {
                             format!("output #{i}: report index does not fit in memory")
@@ -556,14 +715,25 @@ impl Builder {
                 }
             }
             (OutputKind::OlhHashed { values, buckets }, Outputs::Hashed(out)) => {
-                let bucket = item.get("bucket").and_then(Value::as_u64);
+                let bucket = item.get("bucket").and_then(|b| below(b, buckets));
                 let hashes = item.get("hashes").and_then(Value::as_array).and_then(|h| {
                     h.iter()
-                        .map(|x| x.as_u64().filter(|&x| x < buckets))
+                        .map(|x| below(x, buckets))
                         .collect::<Option<Vec<u64>>>()
                 });
+                if let Some(other) = item
+                    .as_object()
+                    .and_then(|o| other_keys(o, &["bucket", "hashes"]))
+                {
+                    self.deviation.get_or_insert_with(|| {
+                        format!(
+                            "output #{i} has the key(s) {other}: a report has exactly \"bucket\" \
+                             and \"hashes\""
+                        )
+                    });
+                }
                 match (bucket, hashes) {
-                    (Some(b), Some(h)) if b < buckets && h.len() == values => {
+                    (Some(b), Some(h)) if h.len() == values => {
                         out.push(HashedReport {
                             bucket: b,
                             hashes: h,
@@ -599,6 +769,15 @@ impl Builder {
     }
 }
 
+/// The deviation of a set of indices not sent in strictly ascending order.
+fn unsorted(i: usize, set: &[u32]) -> String {
+    format!(
+        "output #{i}: indices sent as {}, not in ascending order (a set has one canonical \
+         order; any other may carry information)",
+        describe(&Value::from(set.to_vec()))
+    )
+}
+
 /// `size` distinct indices in `0..dim`.
 fn index_set(item: &Value, i: usize, dim: usize, size: usize) -> Result<Vec<u32>, String> {
     let bad = || {
@@ -616,8 +795,8 @@ fn index_set(item: &Value, i: usize, dim: usize, size: usize) -> Result<Vec<u32>
     }
     let mut set = Vec::with_capacity(size);
     for x in a {
-        match x.as_u64().and_then(|j| u32::try_from(j).ok()) {
-            Some(j) if (j as usize) < dim => set.push(j),
+        match below(x, dim as u64).and_then(|j| u32::try_from(j).ok()) {
+            Some(j) => set.push(j),
             _ => return Err(bad()),
         }
     }
@@ -660,12 +839,7 @@ mod tests {
             Outputs::Classes(vec![0, 1, 1])
         );
         assert_eq!(
-            parse_response(
-                r#"{"outputs":[[0,1],[1,1]],"note":"x"}"#,
-                2,
-                OutputKind::Bits(2)
-            )
-            .unwrap(),
+            parse_response(r#"{"outputs":[[0,1],[1,1]]}"#, 2, OutputKind::Bits(2)).unwrap(),
             Outputs::Bits(vec![false, true, true, true])
         );
         assert_eq!(
@@ -678,12 +852,12 @@ mod tests {
     fn parses_the_structured_kinds() {
         assert_eq!(
             parse_response(
-                r#"{"outputs":[[3,1],[0,2]]}"#,
+                r#"{"outputs":[[1,3],[0,2]]}"#,
                 2,
                 OutputKind::IndexSet { dim: 4, size: 2 }
             )
             .unwrap(),
-            Outputs::Sets(vec![vec![3, 1], vec![0, 2]])
+            Outputs::Sets(vec![vec![1, 3], vec![0, 2]])
         );
         assert_eq!(
             parse_response(
@@ -820,5 +994,197 @@ mod tests {
             assert!(err.contains(what), "{line}: {err}");
             assert!(!err.contains('\n'));
         }
+    }
+
+    /// Parses `lines` as one run; the deviation of each.
+    fn run(lines: &[&str], n: usize, kind: OutputKind) -> Vec<Option<String>> {
+        let mut canon = Canon::default();
+        lines
+            .iter()
+            .map(|l| canon.parse(l, n, kind).unwrap().deviation)
+            .collect()
+    }
+
+    #[test]
+    fn canonical_responses_have_no_deviation() {
+        let client = OutputKind::ClientReport { dim: 8, size: 2 };
+        // Python's default separators and compact ones, each held over the run.
+        for lines in [
+            [
+                r#"{"outputs": [{"sign": 1, "magrr_bit": 0, "indices": [2, 5]}]}"#,
+                r#"{"outputs": [{"sign": -1, "magrr_bit": 1, "indices": [0, 7]}]}"#,
+            ],
+            [
+                r#"{"outputs":[{"indices":[2,5],"magrr_bit":0,"sign":1}]}"#,
+                r#"{"outputs":[{"indices":[0,7],"magrr_bit":1,"sign":-1}]}"#,
+            ],
+        ] {
+            assert_eq!(run(&lines, 1, client), vec![None, None]);
+        }
+        let reals = run(
+            &[
+                r#"{"outputs":[[0.5,-1e-05],[3.0,2.5]]}"#,
+                r#"{"outputs":[[1.5,-2e-05],[0.25,4.0]]}"#,
+            ],
+            2,
+            OutputKind::Reals(2),
+        );
+        assert_eq!(reals, vec![None, None]);
+    }
+
+    /// Negative controls, one per class of deviation of the output as sent: each is read
+    /// (the values are valid) and reported with its reason.
+    #[test]
+    fn every_deviation_of_the_output_as_sent_is_reported() {
+        let set = OutputKind::IndexSet { dim: 8, size: 2 };
+        let client = OutputKind::ClientReport { dim: 8, size: 2 };
+        let hashed = OutputKind::OlhHashed {
+            values: 2,
+            buckets: 3,
+        };
+        let class = OutputKind::Class(3);
+        let cases: Vec<(Vec<&str>, usize, OutputKind, &str)> = vec![
+            (
+                vec![r#"{"outputs":[[5,2]]}"#],
+                1,
+                set,
+                "not in ascending order",
+            ),
+            (
+                vec![r#"{"outputs":[{"sign":1,"magrr_bit":0,"indices":[5,2]}]}"#],
+                1,
+                client,
+                "not in ascending order",
+            ),
+            (
+                vec![r#"{"outputs":[1.0]}"#],
+                1,
+                class,
+                "integer written as `1.0`",
+            ),
+            (
+                vec![r#"{"outputs":[1e0]}"#],
+                1,
+                class,
+                "integer written as `1e0`",
+            ),
+            (
+                vec![r#"{"outputs":[-0]}"#],
+                1,
+                class,
+                "integer written as `-0`",
+            ),
+            (vec![r#"{"outputs":[true]}"#], 1, class, "`true`"),
+            (vec![r#"{"outputs":[[1,4.0]]}"#], 1, set, "integer written"),
+            (
+                vec![r#"{"outputs":[1],"note":0}"#],
+                1,
+                class,
+                "the key \"note\"",
+            ),
+            (
+                vec![r#"{"outputs":[1],"outputs":[2]}"#],
+                1,
+                class,
+                "two \"outputs\"",
+            ),
+            (
+                vec![r#"{"outputs":[{"sign":1,"magrr_bit":0,"indices":[2,5],"x":1}]}"#],
+                1,
+                client,
+                "the key(s) \"x\"",
+            ),
+            (
+                vec![r#"{"outputs":[{"sign":1,"magrr_bit":1,"magrr_bit":0,"indices":[2,5]}]}"#],
+                1,
+                client,
+                "a key given twice",
+            ),
+            (
+                vec![r#"{"outputs":[{"bucket":1,"hashes":[0,2],"seed":7}]}"#],
+                1,
+                hashed,
+                "the key(s) \"seed\"",
+            ),
+            (
+                vec![r#"{"outputs":[{"bucket":1,"bucket":2,"hashes":[0,2]}]}"#],
+                1,
+                hashed,
+                "a key given twice",
+            ),
+            (
+                vec![r#"{"outputs":[0,1]}"#, r#"{"outputs":[0, 1]}"#],
+                2,
+                class,
+                "between outputs",
+            ),
+            (
+                vec![r#"{"outputs":[[2,5]]}"#, r#"{"outputs":[[2, 5]]}"#],
+                1,
+                set,
+                "laid out as",
+            ),
+            (
+                vec![
+                    r#"{"outputs":[{"sign":1,"magrr_bit":0,"indices":[2,5]}]}"#,
+                    r#"{"outputs":[{"magrr_bit":0,"sign":1,"indices":[2,5]}]}"#,
+                ],
+                1,
+                client,
+                "laid out as",
+            ),
+            (
+                vec![r#"{"outputs":[0]}"#, "{\"outputs\":[0]}\r"],
+                1,
+                class,
+                "after the last output",
+            ),
+            (
+                vec![r#"{"outputs":[0]}"#, r#" {"outputs":[0]}"#],
+                1,
+                class,
+                "before the first output",
+            ),
+            (
+                vec![
+                    r#"{"outputs":[[0.5,0.25]]}"#,
+                    r#"{"outputs":[[5e-1,0.25]]}"#,
+                ],
+                1,
+                OutputKind::Reals(2),
+                "notation",
+            ),
+            (
+                vec![r#"{"outputs":[[0.50000000000000001,0.25]]}"#],
+                1,
+                OutputKind::Reals(2),
+                "shortest",
+            ),
+        ];
+        for (lines, n, kind, what) in cases {
+            let deviations = run(&lines, n, kind);
+            let last = deviations.last().cloned().flatten();
+            let d = last.unwrap_or_else(|| panic!("{lines:?}: no deviation"));
+            assert!(d.contains(what), "{lines:?}: {d}");
+            assert!(!d.contains('\n'));
+            // The strict, stateless parser rejects a deviation within one response.
+            if lines.len() == 1 {
+                let err = parse_response(lines[0], n, kind).unwrap_err();
+                assert!(err.contains("canonical"), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_carriage_return_is_part_of_the_layout() {
+        let mut canon = Canon::default();
+        let mut two = &b"{\"outputs\":[1]}\r\n{\"outputs\":[0]}\r\n"[..];
+        for _ in 0..2 {
+            let r = canon.read(&mut two, 1, OutputKind::Class(2)).unwrap();
+            assert_eq!(r.deviation, None);
+        }
+        let mut mixed = &b"{\"outputs\":[1]}\n"[..];
+        let r = canon.read(&mut mixed, 1, OutputKind::Class(2)).unwrap();
+        assert!(r.deviation.unwrap().contains("after the last output"));
     }
 }

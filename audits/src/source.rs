@@ -598,6 +598,9 @@ impl Source for External {
             let size = usize::try_from(r.size).unwrap_or(usize::MAX);
             let outputs = self.mechanism.respond(x, size, self.kind)?;
             feed.feed(&outputs)?;
+            if let Some(d) = self.mechanism.take_deviation() {
+                feed.streams().deviation.get_or_insert(d);
+            }
             let before = feed.streams().batches.rows().len();
             feed.end_batch();
             let batches = &feed.streams().batches;
@@ -632,6 +635,9 @@ impl Source for External {
             let b = self.batch.min(left);
             let size = usize::try_from(b).unwrap_or(usize::MAX);
             let outputs = self.mechanism.respond(&x, size, self.kind)?;
+            if let Some(d) = self.mechanism.take_deviation() {
+                feed.streams().deviation.get_or_insert(d);
+            }
             feed.feed(&outputs)?;
             feed.end_batch();
             progress.add(b);

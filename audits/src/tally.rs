@@ -565,6 +565,11 @@ pub(crate) struct Streams {
     /// reuse test needs it (never serialised).
     #[serde(skip)]
     log: Option<Vec<u8>>,
+    /// The first deviation of an external mechanism's responses from the canonical form
+    /// of the output as sent (`protocol::Canon`), if any: the audit's `output-as-sent`
+    /// test fails on it. Absent from a counts file without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deviation: Option<String>,
 }
 
 impl Streams {
@@ -584,6 +589,7 @@ impl Streams {
             contexts: None,
             reuse: None,
             log: None,
+            deviation: None,
         }
     }
 
@@ -640,6 +646,9 @@ impl Streams {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.reuse = Some(*b),
             _ => {}
+        }
+        if self.deviation.is_none() {
+            self.deviation.clone_from(&other.deviation);
         }
     }
 }

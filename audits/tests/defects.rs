@@ -391,3 +391,84 @@ fn a_flooding_child_is_an_error_within_bounded_memory() {
     assert!(err.contains("longer than"), "{err}");
     assert!(max_rss_kb < 300.0 * 1024.0, "{max_rss_kb} kB");
 }
+
+/// Negative controls of the output as sent (issue 30, item 5): children whose values are
+/// exact but whose bytes carry more — the selection in drawn order (top-k members first), a
+/// real's notation following the input, whitespace following the data, an extra key, an
+/// integer written as a float, a duplicated key hiding the true MagRR bit — each FAIL with
+/// the `output-as-sent` test and its reason in the verdict line (a deterministic check:
+/// a few thousand samples suffice). The same children without the defect pass in
+/// tests/cli.rs (`external_examples_pass_and_fail_for_every_family`).
+#[test]
+fn outputs_that_carry_more_than_their_values_fail_as_output_as_sent() {
+    let selection = ["--dim", "8", "--top-k", "2", "--output-dim", "2"];
+    let client = [
+        "--dim",
+        "40",
+        "--top-k-fraction",
+        "0.1",
+        "--output-dim",
+        "2",
+        "--eps-rr",
+        "1",
+    ];
+    let cases: [(&str, &[&str], &str, &str); 7] = [
+        (
+            "signds-selection",
+            &selection,
+            "order-leak",
+            "not in ascending order",
+        ),
+        (
+            "signds-client",
+            &client,
+            "order-leak",
+            "not in ascending order",
+        ),
+        (
+            "signds-client",
+            &client,
+            "duplicate-key",
+            "a key given twice",
+        ),
+        ("laplace", &["--dim", "3"], "notation-bit", "notation"),
+        ("rr-binary", &[], "whitespace-bit", "the run's first were"),
+        (
+            "frequency-grr",
+            &["--classes", "4"],
+            "extra-key",
+            "the key \"n\"",
+        ),
+        (
+            "rr-kary",
+            &["--classes", "3"],
+            "integer-float",
+            "integer written as",
+        ),
+    ];
+    for (mechanism, options, defect, reason) in cases {
+        let mut child = options.to_vec();
+        child.extend(["--defect", defect]);
+        let audit_options = [options, &["--samples", "3000", "--batch", "100"][..]].concat();
+        let (o, report) = audit(mechanism, "1", &audit_options, &child);
+        let out = stdout(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{mechanism} {defect}: {out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let verdict = out.lines().last().unwrap_or_default();
+        assert!(
+            verdict.starts_with("FAIL: output-as-sent [input=") && verdict.contains(reason),
+            "{mechanism} {defect}: {verdict}"
+        );
+        assert!(
+            failing(&report)
+                .iter()
+                .any(|(t, p)| t == "output-as-sent" && p["reason"].as_str().is_some()),
+            "{mechanism} {defect}: {:?}",
+            failing(&report)
+        );
+    }
+}

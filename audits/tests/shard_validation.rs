@@ -314,6 +314,10 @@ impl Responder for Coins {
             (0..n).map(|_| (self.0.next_u32() & 1) as usize).collect(),
         ))
     }
+
+    fn take_deviation(&mut self) -> Option<String> {
+        None
+    }
 }
 
 fn external_shard(program: &[String], shard: Shard) -> Value {

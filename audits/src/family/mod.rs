@@ -570,6 +570,10 @@ impl Law {
     }
 }
 
+/// The test an external mechanism fails when its responses deviate from the canonical
+/// form of the output as sent (`protocol::Canon`).
+pub const OUTPUT_AS_SENT: &str = "output-as-sent";
+
 /// One grid point ready to run: its law, its tests and where its samples come from.
 pub(crate) struct PointAudit {
     /// The expected law.
@@ -742,6 +746,23 @@ impl PointAudit {
                 result
                     .notes
                     .push(context_note(self.external, first.reuse.as_ref()));
+            }
+        }
+        // The output as sent: a deviation from the canonical form is a certain failure
+        // (a conforming mechanism never deviates, so p = 0 is exact and the test needs no
+        // share of α: it is not in `test_count`).
+        for (label, s) in labels.iter().zip(&streams) {
+            if let Some(reason) = &s.deviation {
+                result.outcomes.push(crate::analysis::Outcome {
+                    test: OUTPUT_AS_SENT.into(),
+                    about: Params::from([
+                        ("input".to_string(), Value::from(label.as_str())),
+                        ("reason".to_string(), Value::from(reason.as_str())),
+                    ]),
+                    samples: s.position,
+                    statistic: f64::INFINITY,
+                    p_value: 0.0,
+                });
             }
         }
         if self.learns()
