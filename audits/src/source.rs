@@ -689,6 +689,40 @@ mod tests {
         }
     }
 
+    /// Each coordinate is counted in the cell (e_{k−1}, e_k] of its value (a value on an
+    /// edge in the cell it closes), the box event {Y₀ > t₀, Y₁ ≤ t₁} exactly, and the
+    /// counts of two pieces add up.
+    #[test]
+    fn real_outputs_are_counted_in_the_laws_cells() {
+        let edges = RealCellEdges {
+            sets: vec![vec![-1.0, 0.0, 1.0]],
+            of: vec![0, 0],
+            in_box: Some((0.0, 0.0)),
+        };
+        let grid = CellGrid {
+            edges: Vec::new(),
+            coordinates: 0,
+        };
+        let mut a = RealAccumulator::new(vec![vec![0.0]; 2], grid, edges);
+        for row in [[0.0, 0.0], [0.5, -2.0], [2.0, 1.0], [1.0, 0.0]] {
+            a.add(&row.to_vec()).unwrap();
+        }
+        assert!(a.add(&vec![1.0]).is_err());
+        let d = a.finish();
+        let expected = RealCells {
+            cells: vec![vec![0, 1, 2, 1], vec![1, 2, 1, 0]],
+            in_box: 2,
+        };
+        assert_eq!(d.data, Data::RealCells(expected.clone()));
+        let mut twice = d.clone();
+        twice.merge(d);
+        let Data::RealCells(c) = twice.data else {
+            panic!("not real cells")
+        };
+        assert_eq!(c.cells[0], vec![0, 2, 4, 2]);
+        assert_eq!(c.in_box, 4);
+    }
+
     #[test]
     fn mix_separates_streams() {
         assert_ne!(mix(1, 0), mix(0, 1));
