@@ -713,7 +713,7 @@ mod tests {
             cells: vec![vec![0, 1, 2, 1], vec![1, 2, 1, 0]],
             in_box: 2,
         };
-        assert_eq!(d.data, Data::RealCells(expected.clone()));
+        assert_eq!(d.data, Data::RealCells(expected));
         let mut twice = d.clone();
         twice.merge(d);
         let Data::RealCells(c) = twice.data else {
