@@ -15,10 +15,10 @@
 //!
 //! Every table is a sum over outputs, so the merge is exact; a serial pair or a batch
 //! never straddles two shards (they are independent draws, and the run is defined as
-//! their concatenation). Real outputs (the Laplace family's Kolmogorov–Smirnov tests)
-//! are kept as the outputs themselves, their bit patterns in the file: exact, but a
-//! counts file grows with the samples (8 bytes and a few digits per coordinate and
-//! output).
+//! their concatenation). Real outputs (the Laplace and discrete Gaussian families) are
+//! counted per coordinate in the cells their law fixes before sampling
+//! (`tally::RealCells`, at most 2¹² cells per coordinate): a counts file does not grow
+//! with the samples (format version 1 kept the outputs themselves).
 //!
 //! The file (JSON, [`FORMAT`] version [`FORMAT_VERSION`]):
 //!

@@ -15,8 +15,8 @@ use crate::{
     schedule::schedule,
     suite::Params,
     tally::{
-        BitStats, Contexts, Data, Draws, FULL_VECTOR_MAX_DIM, MAX_EVENT_CELLS, SERIAL_ALPHABET,
-        Streams, class_symbol, group,
+        BitStats, Contexts, Data, Draws, FULL_VECTOR_MAX_DIM, MAX_EVENT_CELLS, RealCells,
+        SERIAL_ALPHABET, Streams, class_symbol, group,
     },
 };
 
@@ -254,15 +254,32 @@ pub(crate) fn laplace_octile_edges(centre: f64, scale: f64) -> Vec<f64> {
         .collect()
 }
 
-/// Real vectors by coordinate: one serial stream per coordinate (the value's bin among
-/// its own octile edges), coordinate 0's bin as the batch symbol, and as the event cell
-/// the bins of the first coordinates among edges shared by every input.
+/// Real vectors by coordinate: each coordinate counted in the law's cells
+/// ([`RealCellEdges`]; the outputs themselves are not kept), one serial stream per
+/// coordinate (the value's bin among its own octile edges), coordinate 0's bin as the
+/// batch symbol, and as the event cell the bins of the first coordinates among edges
+/// shared by every input.
 #[derive(Debug, Clone)]
 pub(crate) struct RealAccumulator {
-    cols: Vec<Vec<f64>>,
+    counts: RealCells,
+    cell_edges: RealCellEdges,
     edges: Vec<Vec<f64>>,
     cells: CellGrid,
     streams: Streams,
+}
+
+/// The cells a [`RealAccumulator`] counts each coordinate in (the law's, from
+/// `analysis::RealLaw::cell_edges`): coordinate j's cells are (−∞, e₀], (e₀, e₁], …,
+/// (e_last, ∞) for the edges `sets[of[j]]` (coordinates with the same centre share one
+/// list), and the box event {Y₀ > t₀, Y₁ ≤ t₁} is counted when given.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct RealCellEdges {
+    /// Distinct edge lists (each increasing).
+    pub sets: Vec<Vec<f64>>,
+    /// Per coordinate, the index of its edge list in `sets`.
+    pub of: Vec<usize>,
+    /// (t₀, t₁) of the box event, if it is counted.
+    pub in_box: Option<(f64, f64)>,
 }
 
 /// The event cells of a real vector: the bin of each of the first `coordinates`
@@ -293,11 +310,23 @@ impl CellGrid {
 
 impl RealAccumulator {
     /// For vectors of `edges.len()` coordinates, coordinate j's serial stream binned by
-    /// `edges[j]` (increasing), event cells from `cells`.
-    pub(crate) fn new(edges: Vec<Vec<f64>>, cells: CellGrid) -> Self {
+    /// `edges[j]` (increasing), event cells from `cells`, and each coordinate counted in
+    /// the law's cells `cell_edges` (a coordinate it has no list for is counted in one
+    /// cell).
+    pub(crate) fn new(edges: Vec<Vec<f64>>, cells: CellGrid, cell_edges: RealCellEdges) -> Self {
         let alphabet = edges.iter().map(|e| e.len() + 1).max().unwrap_or(1);
+        let counts = RealCells {
+            cells: (0..edges.len())
+                .map(|j| {
+                    let edges = cell_edges.of.get(j).and_then(|&s| cell_edges.sets.get(s));
+                    vec![0; edges.map_or(0, Vec::len) + 1]
+                })
+                .collect(),
+            in_box: 0,
+        };
         Self {
-            cols: vec![Vec::new(); edges.len()],
+            counts,
+            cell_edges,
             streams: Streams::new(edges.len(), alphabet, alphabet, cells.cells()),
             edges,
             cells,
@@ -315,18 +344,41 @@ impl Rows for RealAccumulator {
     type Item = f64;
 
     fn width(&self) -> usize {
-        self.cols.len()
+        self.counts.cells.len()
     }
 
     fn add_row(&mut self, y: &[f64]) {
         let mut first = 0;
-        for (j, ((col, edges), &v)) in self.cols.iter_mut().zip(&self.edges).zip(y).enumerate() {
-            col.push(v);
+        let empty: &[f64] = &[];
+        for (j, ((counts, edges), &v)) in self
+            .counts
+            .cells
+            .iter_mut()
+            .zip(&self.edges)
+            .zip(y)
+            .enumerate()
+        {
+            let cells = self
+                .cell_edges
+                .of
+                .get(j)
+                .and_then(|&s| self.cell_edges.sets.get(s))
+                .map_or(empty, Vec::as_slice);
+            // Cell k is (e_{k-1}, e_k]: the first edge ≥ v.
+            if let Some(c) = counts.get_mut(cells.partition_point(|&e| e < v)) {
+                *c += 1;
+            }
             let bin = edges.partition_point(|&e| e < v);
             self.streams.symbol(j, bin);
             if j == 0 {
                 first = bin;
             }
+        }
+        if let (Some((t0, t1)), [y0, y1, ..]) = (self.cell_edges.in_box, y)
+            && *y0 > t0
+            && *y1 <= t1
+        {
+            self.counts.in_box += 1;
         }
         let cell = self.cells.cell(y);
         self.streams.end_output(first, cell);
@@ -341,7 +393,7 @@ impl Rows for RealAccumulator {
 
     fn into_draws(self) -> Draws {
         Draws {
-            data: Data::Reals(self.cols),
+            data: Data::RealCells(self.counts),
             streams: self.streams,
         }
     }
@@ -721,6 +773,40 @@ mod tests {
             let p = Params::from([(key.to_string(), serde_json::json!(value))]);
             assert!(Defects::from_params(&p).is_err());
         }
+    }
+
+    /// Each coordinate is counted in the cell (e_{k−1}, e_k] of its value (a value on an
+    /// edge in the cell it closes), the box event {Y₀ > t₀, Y₁ ≤ t₁} exactly, and the
+    /// counts of two pieces add up.
+    #[test]
+    fn real_outputs_are_counted_in_the_laws_cells() {
+        let edges = RealCellEdges {
+            sets: vec![vec![-1.0, 0.0, 1.0]],
+            of: vec![0, 0],
+            in_box: Some((0.0, 0.0)),
+        };
+        let grid = CellGrid {
+            edges: Vec::new(),
+            coordinates: 0,
+        };
+        let mut a = RealAccumulator::new(vec![vec![0.0]; 2], grid, edges);
+        for row in [[0.0, 0.0], [0.5, -2.0], [2.0, 1.0], [1.0, 0.0]] {
+            a.add(&row.to_vec()).unwrap();
+        }
+        assert!(a.add(&vec![1.0]).is_err());
+        let d = a.finish();
+        let expected = RealCells {
+            cells: vec![vec![0, 1, 2, 1], vec![1, 2, 1, 0]],
+            in_box: 2,
+        };
+        assert_eq!(d.data, Data::RealCells(expected));
+        let mut twice = d.clone();
+        twice.merge(d);
+        let Data::RealCells(c) = twice.data else {
+            panic!("not real cells")
+        };
+        assert_eq!(c.cells[0], vec![0, 2, 4, 2]);
+        assert_eq!(c.in_box, 4);
     }
 
     #[test]

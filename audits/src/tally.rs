@@ -21,31 +21,23 @@ pub(crate) enum Data {
     Counts(Vec<u64>),
     /// Statistics of bit vectors.
     Bits(BitStats),
-    /// Real-valued outputs, one vector per coordinate (serialised as the values' IEEE-754
-    /// bit patterns, so that a shard's counts file restores them exactly).
-    Reals(#[serde(with = "real_bits")] Vec<Vec<f64>>),
+    /// Real-valued outputs as per-coordinate histograms over cells fixed by the law before
+    /// sampling ([`RealCells`]): bounded memory whatever the sample size, and tables that
+    /// add up across chunks and shards like every other count.
+    RealCells(RealCells),
 }
 
-/// Serialises real outputs as their bit patterns (exact, whatever the JSON number parser
-/// rounds).
-mod real_bits {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(cols: &[Vec<f64>], s: S) -> Result<S::Ok, S::Error> {
-        let bits: Vec<Vec<u64>> = cols
-            .iter()
-            .map(|c| c.iter().map(|x| x.to_bits()).collect())
-            .collect();
-        bits.serialize(s)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error> {
-        let bits = Vec::<Vec<u64>>::deserialize(d)?;
-        Ok(bits
-            .into_iter()
-            .map(|c| c.into_iter().map(f64::from_bits).collect())
-            .collect())
-    }
+/// Real vectors counted per coordinate in the cells (−∞, e₀], (e₀, e₁], …, (e_last, ∞) of
+/// the law's edges for that coordinate (`analysis::RealLaw::edges`), and in the law's box
+/// event (the ε statement's event, when it has one). The law's tests read nothing else:
+/// every threshold they test (the tails, the chi-square's bins, the central mass) is one
+/// of the edges, so their counts are exact.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub(crate) struct RealCells {
+    /// Per coordinate, the counts of its cells (one more than its edges).
+    pub cells: Vec<Vec<u64>>,
+    /// Outputs in the box event.
+    pub in_box: u64,
 }
 
 impl Data {
@@ -53,13 +45,14 @@ impl Data {
         match (self, other) {
             (Self::Counts(a), Self::Counts(b)) => add_into(a, &b),
             (Self::Bits(a), Self::Bits(b)) => a.merge(&b),
-            (Self::Reals(a), Self::Reals(b)) => {
-                if a.len() < b.len() {
-                    a.resize(b.len(), Vec::new());
+            (Self::RealCells(a), Self::RealCells(b)) => {
+                if a.cells.len() < b.cells.len() {
+                    a.cells.resize(b.cells.len(), Vec::new());
                 }
-                for (x, y) in a.iter_mut().zip(b) {
-                    x.extend(y);
+                for (x, y) in a.cells.iter_mut().zip(&b.cells) {
+                    add_into(x, y);
                 }
+                a.in_box += b.in_box;
             }
             // Kinds never mix: a source returns one kind.
             _ => {}

@@ -130,6 +130,40 @@ fn planned_sizes_detect_a_one_percent_error_in_a_flip_probability() {
     }
 }
 
+/// The planning statement of the real-valued laws: with `"samples": "plan"`, a Laplace
+/// sampler whose scale is off by 1 % relative — ε × 1.01 or × 0.99 — is rejected (the
+/// planned probability is the central mass P(c − b < Y ≤ c + b), whose complement e^(−1)
+/// moves by the scale's relative error), while the correct sampler passes. Fixed seed,
+/// the run's family-wise α = 10^-3.
+#[test]
+fn planned_sizes_detect_a_one_percent_error_in_the_laplace_scale() {
+    let suite = |sampler: Option<f64>| {
+        let sampler =
+            sampler.map_or_else(String::new, |e| format!(r#", "sampler": {{"eps": {e}}}"#));
+        Suite::parse(
+            "t",
+            &format!(
+                r#"{{"name": "t", "mechanism": "laplace", "params": {{"eps": 1, "dim": 2}},
+                "seed": 5, "samples": "plan", "tests": ["tails"]{sampler}}}"#
+            ),
+        )
+        .unwrap()
+    };
+    let run = |s: Suite| engine::run(&[s], &seeded(11)).unwrap();
+    let good = run(suite(None));
+    assert!(good.passed(), "{:?}", good.results);
+    assert!(good.detectable().is_none());
+    for factor in [1.01, 0.99] {
+        let bad = run(suite(Some(factor)));
+        assert!(
+            bad.results
+                .iter()
+                .any(|r| !r.passed && r.test == "central-binomial"),
+            "laplace: eps x {factor} must be rejected"
+        );
+    }
+}
+
 /// The SignDS client suite's MagRR half: a client whose ε_RR is 1.3× the claimed one fails
 /// the MagRR keep test, and 2× is a certified violation of the MagRR bit's ε (the suite's
 /// `eps` is the selection's, covered by the test above).
@@ -483,16 +517,20 @@ fn a_magrr_flip_three_percent_low_fails_at_the_planned_size() {
 }
 
 /// The discrete Gaussian (fl-hetero-nn's gradient noise) at the built-in suite's own sample
-/// size: a sampler with σ 4 % too large or too small, at each grid point, is rejected by a
-/// p-value below α/10⁴ (so in any run of up to 10⁴ tests: the default run has about 5 000),
-/// while the correct sampler passes.
+/// size (the planner's): a sampler with σ 4 % too large or too small, at each grid point,
+/// is rejected by a p-value below α/10⁴ (so in any run of up to 10⁴ tests: the default run
+/// has about 5 000), while the correct sampler passes.
 #[test]
 fn a_discrete_gaussian_with_sigma_four_percent_off_fails_at_the_default_size() {
     let s = builtin("discrete-gaussian");
     let default = seeded(99);
     let good = engine::run(std::slice::from_ref(&s), &default).unwrap();
     assert!(good.passed());
-    assert_eq!(good.suites[0].samples_per_input[0], 300_000);
+    assert_eq!(
+        good.suites[0].samples_per_input,
+        good.suites[0].planned_per_input
+    );
+    assert!(good.suites[0].detectable.is_none());
     for point in s.points() {
         let sigma = point["sigma"].as_f64().unwrap();
         for factor in [0.96, 1.04] {

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::{Family, Law, MechanismInfo, Param, Reader};
 use crate::{
-    analysis::{RealLaw, learned::LearnedSpec},
+    analysis::{MAX_REAL_CELLS, RealLaw, learned::LearnedSpec},
     error::{AuditError, Result},
     protocol::OutputKind,
     report::Branch,
@@ -86,8 +86,8 @@ impl Family for DiscreteGaussian {
     }
 
     fn law(&self) -> Result<Law> {
-        let (m, m_left) = (self.m.clone(), self.m.clone());
-        let (shifts, shifts_left) = (self.shifts.clone(), self.shifts.clone());
+        let m = self.m.clone();
+        let shifts = self.shifts.clone();
         Ok(Law::Reals(RealLaw {
             dim: 1,
             inputs: self
@@ -100,14 +100,11 @@ impl Family for DiscreteGaussian {
                 Some(&s) => lattice_cdf(&m, (y - s as f64).floor()),
                 None => f64::NAN,
             }),
-            cdf_left: Box::new(move |i, _, y| match shifts_left.get(i) {
-                Some(&s) => lattice_cdf(&m_left, (y - s as f64).ceil() - 1.0),
-                None => f64::NAN,
-            }),
             scale: self.m.sigma(),
             epsilon: None,
             chi_square_edges: self.chi_square_edges(),
-            plan: Some(vec![self.central_mass()]),
+            cell_offsets: self.cell_offsets(),
+            plan: None,
         }))
     }
 
@@ -130,12 +127,18 @@ impl Family for DiscreteGaussian {
                 edges.push(e);
             }
         }
+        let Law::Reals(law) = self.law()? else {
+            return Err(AuditError::Mechanism(
+                "the discrete Gaussian law is real-valued".into(),
+            ));
+        };
         Ok(RealAccumulator::new(
             vec![edges],
             CellGrid {
                 edges: Vec::new(),
                 coordinates: 1,
             },
+            law.cell_edges(input),
         ))
     }
 
@@ -181,12 +184,20 @@ impl DiscreteGaussian {
         edges
     }
 
-    /// P(|Z| ≤ ⌊σ⌋), the probability the planner sizes for: no keep/flip probability
-    /// exists, and a relative error in σ moves this mass by about as much (the 3σ tails
-    /// the other real-valued law plans for would ask for 10⁸–10⁹ samples per input).
-    fn central_mass(&self) -> f64 {
-        let k = self.m.sigma().floor() as i128;
-        self.m.cdf(k) - self.m.cdf(-k - 1)
+    /// The cells' edges around the shift: the half-integers between every integer
+    /// within 40σ of it (the law's whole mass to e^(−800)), so that the KS statistic at
+    /// the edges is the exact lattice statistic; for σ > 51, runs of integers, at most
+    /// [`MAX_REAL_CELLS`] cells.
+    fn cell_offsets(&self) -> Vec<f64> {
+        let l = (40.0 * self.m.sigma()).ceil().max(40.0);
+        let width = (2.0 * (l + 1.0) / MAX_REAL_CELLS as f64).ceil().max(1.0);
+        let mut offsets = Vec::new();
+        let mut e = -l - 0.5;
+        while e <= l + 0.5 {
+            offsets.push(e);
+            e += width;
+        }
+        offsets
     }
 
     /// The smallest integer z with P(Z ≤ z) ≥ q (bisection on fl-ldp's CDF).

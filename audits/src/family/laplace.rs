@@ -7,13 +7,16 @@ use serde_json::json;
 
 use super::{EPS, Family, Law, MechanismInfo, Param, Reader, neighbour_pairs};
 use crate::{
-    analysis::{RealLaw, learned::LearnedSpec},
+    analysis::{MAX_REAL_CELLS, RealLaw, learned::LearnedSpec},
     error::{AuditError, Result},
     protocol::OutputKind,
     report::Branch,
     source::{CellGrid, RealAccumulator, laplace_octile_edges},
     suite::Params,
 };
+
+/// The most cells of one input's coordinates together.
+const MAX_REAL_CELLS_PER_INPUT: usize = 1 << 20;
 
 /// The coordinates the learned event bins.
 const EVENT_COORDINATES: usize = 3;
@@ -86,7 +89,7 @@ impl Family for Laplace {
 
     fn law(&self) -> Result<Law> {
         let xs: Vec<Vec<f64>> = self.inputs.iter().map(|(_, x)| x.clone()).collect();
-        let (m, m_left, xs_left) = (self.m, self.m, xs.clone());
+        let m = self.m;
         Ok(Law::Reals(RealLaw {
             dim: self.dim,
             inputs: self
@@ -99,15 +102,10 @@ impl Family for Laplace {
                     .and_then(|x| m.coordinate_cdf(x, j, y).ok())
                     .unwrap_or(f64::NAN)
             }),
-            cdf_left: Box::new(move |i, j, y| {
-                xs_left
-                    .get(i)
-                    .and_then(|x| m_left.coordinate_cdf_left(x, j, y).ok())
-                    .unwrap_or(f64::NAN)
-            }),
             scale: self.m.noise_scale(),
             epsilon: Some(self.m.privacy().epsilon),
             chi_square_edges: Vec::new(),
+            cell_offsets: self.cell_offsets(),
             plan: None,
         }))
     }
@@ -124,9 +122,15 @@ impl Family for Laplace {
             .get(input)
             .ok_or_else(|| AuditError::Mechanism(format!("no input number {input}")))?;
         let scale = self.m.noise_scale();
+        let Law::Reals(law) = self.law()? else {
+            return Err(AuditError::Mechanism(
+                "the Laplace law is real-valued".into(),
+            ));
+        };
         Ok(RealAccumulator::new(
             x.iter().map(|&c| laplace_octile_edges(c, scale)).collect(),
             self.grid(),
+            law.cell_edges(input),
         ))
     }
 
@@ -218,6 +222,26 @@ impl Family for Laplace {
 }
 
 impl Laplace {
+    /// The cells' edges around a coordinate's centre: the quantiles k/K, k = 1..K−1, of
+    /// the continuous Laplace law of the mechanism's scale b (closed form; the lattice
+    /// law's own CDF gives each cell's probability), K = 2¹² cells for up to 256
+    /// coordinates and fewer above (2²⁰/D, at least 2⁸), so that the counts of one input
+    /// stay within 2²⁰ cells.
+    fn cell_offsets(&self) -> Vec<f64> {
+        let b = self.m.noise_scale();
+        let k = (MAX_REAL_CELLS_PER_INPUT / self.dim.max(1)).clamp(1 << 8, MAX_REAL_CELLS);
+        (1..k)
+            .map(|i| {
+                let q = i as f64 / k as f64;
+                if q < 0.5 {
+                    b * (2.0 * q).ln()
+                } else {
+                    -b * (2.0 * (1.0 - q)).ln()
+                }
+            })
+            .collect()
+    }
+
     /// The learned event's grid: edges at −2b, −b, −b/2, 0, ½, 1, 1 + b/2, 1 + b, 1 + 2b
     /// (the inputs' coordinates lie in [0, 1]), on the first three coordinates.
     fn grid(&self) -> CellGrid {

@@ -713,7 +713,7 @@ impl PointAudit {
                 let cols = data
                     .into_iter()
                     .map(|d| match d {
-                        Data::Reals(c) => Ok(c),
+                        Data::RealCells(c) => Ok(c),
                         _ => Err(wrong_kind()),
                     })
                     .collect::<Result<Vec<_>>>()?;

@@ -460,26 +460,31 @@ fn check_data(data: &Data, empty: &Data, layout: Layout, n: u64) -> Result<(), (
             check_layout(c, layout, n)
         }
         (Data::Bits(b), Data::Bits(e)) => check_bits(b, e, n),
-        (Data::Reals(cols), Data::Reals(e)) => {
-            if cols.len() != e.len() {
+        (Data::RealCells(r), Data::RealCells(e)) => {
+            if r.cells.len() != e.cells.len() {
                 return Err((
-                    "data.Reals".into(),
-                    format!("{} coordinates, the law has {}", cols.len(), e.len()),
+                    "data.RealCells".into(),
+                    format!(
+                        "{} coordinates, the law has {}",
+                        r.cells.len(),
+                        e.cells.len()
+                    ),
                 ));
             }
-            for (j, col) in cols.iter().enumerate() {
-                if col.len() as u64 != n {
+            for (j, (col, shape)) in r.cells.iter().zip(&e.cells).enumerate() {
+                if col.len() != shape.len() {
                     return Err((
-                        format!("data.Reals (coordinate {j})"),
-                        format!("{} values, {outputs} are {n}", col.len()),
+                        format!("data.RealCells (coordinate {j})"),
+                        format!("{} cells, the law's edges make {}", col.len(), shape.len()),
                     ));
                 }
-                if let Some(k) = col.iter().position(|x| !x.is_finite()) {
-                    return Err((
-                        format!("data.Reals (coordinate {j})"),
-                        format!("output {k} is {}, not a finite number", col[k]),
-                    ));
-                }
+                total(&format!("data.RealCells (coordinate {j})"), col, n, outputs)?;
+            }
+            if r.in_box > n {
+                return Err((
+                    "data.RealCells.in_box".into(),
+                    format!("{} outputs in the box, {outputs} are {n}", r.in_box),
+                ));
             }
             Ok(())
         }
@@ -494,7 +499,7 @@ fn kind(d: &Data) -> &'static str {
     match d {
         Data::Counts(_) => "Counts",
         Data::Bits(_) => "Bits",
-        Data::Reals(_) => "Reals",
+        Data::RealCells(_) => "RealCells",
     }
 }
 
@@ -895,7 +900,27 @@ pub(crate) fn checked_merge(total: &mut Draws, piece: Draws) -> Result<(), Strin
                     overflow = Some("data.Bits");
                 }
             }
+            (Data::RealCells(a), Data::RealCells(b)) => {
+                if a.in_box.checked_add(b.in_box).is_none()
+                    || a.cells.iter().zip(&b.cells).any(|(x, y)| !fits(x, y))
+                {
+                    overflow = Some("data.RealCells");
+                }
+            }
             _ => {}
+        }
+        if let (Some(a), Some(b)) = (&s.contexts, &p.contexts)
+            && (!fits(&a.previous_input, &b.previous_input)
+                || !fits(&a.request_size, &b.request_size))
+        {
+            overflow = Some("streams.contexts");
+        }
+        if let (Some(a), Some(b)) = (&s.reuse, &p.reuse)
+            && (a.pieces.checked_add(b.pieces).is_none()
+                || a.short_pieces.checked_add(b.short_pieces).is_none()
+                || a.lags.checked_add(b.lags).is_none())
+        {
+            overflow = Some("streams.reuse");
         }
     }
     if let Some(table) = overflow {
