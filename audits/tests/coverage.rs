@@ -64,7 +64,10 @@ fn a_wide_embedding_reusing_coins_at_any_fixed_offset_fails() {
         "{notes:?}"
     );
     for offset in [64usize, 100, 37] {
-        let bad = run(embedding(200, Some(json!({"reuse_offset": offset}))), 20_000);
+        let bad = run(
+            embedding(200, Some(json!({"reuse_offset": offset}))),
+            20_000,
+        );
         let rejected: Vec<_> = bad.results.iter().filter(|t| !t.passed).collect();
         assert!(!rejected.is_empty(), "offset {offset}: must be rejected");
         assert!(
@@ -185,5 +188,196 @@ fn the_one_hot_coverage_note_explains_the_missing_combination() {
             .iter()
             .any(|t| t.test == "cross-output-independence"),
         "OUE's bit vectors get the cross-output tests"
+    );
+}
+
+/// `fl-audit external --mechanism embedding-dp --eps 1 --dim D --samples N -- python3
+/// mechanism_defects.py --mechanism embedding-dp --eps 1 --seed 7 [--defect DEFECT]`: the
+/// exit code and the failing tests (test, params).
+fn external_embedding(
+    dim: &str,
+    samples: &str,
+    defect: Option<&str>,
+) -> (i32, Vec<(String, Value)>) {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!(
+        "fl-audit-coverage-{}-{dim}-{}",
+        std::process::id(),
+        defect.unwrap_or("none")
+    ));
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fl-audit"));
+    c.env_remove("CI")
+        .args(["external", "--mechanism", "embedding-dp", "--eps", "1"])
+        .args(["--dim", dim, "--samples", samples, "--out"])
+        .arg(&dir)
+        .args(["--", "python3"])
+        .arg(root.join("examples").join("mechanism_defects.py"))
+        .args(["--mechanism", "embedding-dp", "--eps", "1", "--seed", "7"]);
+    if let Some(d) = defect {
+        c.args(["--defect", d]);
+    }
+    let o = c.output().unwrap();
+    let report: Value = std::fs::read(dir.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let _ = std::fs::remove_dir_all(&dir);
+    let failing = report["results"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter(|r| r["passed"] == false)
+                .map(|r| (r["test"].as_str().unwrap().to_string(), r["params"].clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    (o.status.code().unwrap_or(-1), failing)
+}
+
+/// The external form of the three controls above, held out in
+/// examples/mechanism_defects.py (written from the protocol): the correct program passes,
+/// each defect fails, through the test that looks where it hides.
+#[test]
+fn external_embeddings_with_coverage_defects_fail() {
+    for (dim, samples, defect, test) in [
+        ("80", "10000", "embedding-offset-coins", "pair-independence"),
+        (
+            "4",
+            "40000",
+            "embedding-carried-coin",
+            "cross-output-independence",
+        ),
+        (
+            "8",
+            "20000",
+            "embedding-two-positives",
+            "coordinate-binomial",
+        ),
+    ] {
+        let (code, failing) = external_embedding(dim, samples, None);
+        assert_eq!(code, 0, "D = {dim}, no defect: {failing:?}");
+        let (code, failing) = external_embedding(dim, samples, Some(defect));
+        assert_eq!(code, 1, "{defect}: {failing:?}");
+        assert!(
+            failing.iter().any(|(t, _)| t == test),
+            "{defect}: {failing:?}"
+        );
+        if defect == "embedding-two-positives" {
+            // Only the inputs with two positive coordinates show it.
+            assert!(
+                failing.iter().all(|(_, p)| p["input"]
+                    .as_str()
+                    .is_some_and(|l| l.starts_with("two-positive"))),
+                "{failing:?}"
+            );
+        }
+    }
+}
+
+/// The SignDS client's r is the magnitude of the DRAWN sign's top-k mean. A client that
+/// takes it from the wrong tail is right on the symmetric update u = (i − d/2 + ½)ᵢ,
+/// whose tails have equal magnitudes, and wrong on an asymmetric one: the audit's
+/// asymmetric updates (all positive, a few large positives, a skewed scattered
+/// permutation), sent with a threshold between the two tails, reject it on those inputs
+/// only; the correct client passes. Sampler defect and held-out external program alike.
+#[test]
+fn a_signds_client_reading_the_wrong_tail_fails_on_asymmetric_updates() {
+    let suite = |sampler: &str| {
+        Suite::parse(
+            "t",
+            &format!(
+                r#"{{"name": "t", "mechanism": "signds-client", "params": {{"eps": 1.5,
+                "eps_rr": 1, "dim": 40, "top_k_fraction": 0.2, "output_dim": 6}}, "seed": 3,
+                "samples": 1000, "tests": ["sign", "magrr", "nu", "joint", "epsilon",
+                "learned", "serial"]{sampler}}}"#
+            ),
+        )
+        .unwrap()
+    };
+    let good = run(suite(""), 20_000);
+    assert!(good.passed(), "{:?}", failing(&good));
+    let coverage = &good.suites[0].coverage;
+    assert!(
+        coverage.iter().any(|c| c.branch.branch.starts_with("asymmetric update")
+            && c.branch.inputs.len() == 6),
+        "{coverage:?}"
+    );
+    let bad = run(suite(r#", "sampler": {"wrong_tail": true}"#), 20_000);
+    let rejected: Vec<_> = bad.results.iter().filter(|t| !t.passed).collect();
+    assert!(
+        rejected.iter().any(|t| t.test == "magrr-binomial"),
+        "{:?}",
+        failing(&bad)
+    );
+    for t in &rejected {
+        let label = t.params["input"].as_str().unwrap();
+        assert!(label.contains("between the tails"), "{t:?}");
+    }
+
+    let external = |defect: Option<&str>| {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let dir = std::env::temp_dir().join(format!(
+            "fl-audit-coverage-client-{}-{}",
+            std::process::id(),
+            defect.unwrap_or("none")
+        ));
+        let params = [
+            "--eps",
+            "1.5",
+            "--dim",
+            "40",
+            "--top-k-fraction",
+            "0.2",
+            "--output-dim",
+            "6",
+            "--eps-rr",
+            "1",
+        ];
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fl-audit"));
+        c.env_remove("CI")
+            .args(["external", "--mechanism", "signds-client"])
+            .args(params)
+            .args(["--samples", "5000", "--out"])
+            .arg(&dir)
+            .args(["--", "python3"])
+            .arg(root.join("examples").join("mechanism_defects.py"))
+            .args(["--mechanism", "signds-client", "--seed", "7"])
+            .args(params);
+        if let Some(d) = defect {
+            c.args(["--defect", d]);
+        }
+        let o = c.output().unwrap();
+        let report: Value = std::fs::read(dir.join("report.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        let _ = std::fs::remove_dir_all(&dir);
+        (o, report)
+    };
+    let (o, report) = external(None);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(report["results"].is_array());
+    let (o, report) = external(Some("client-wrong-tail"));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows = report["results"].as_array().unwrap();
+    let rejected: Vec<&Value> = rows.iter().filter(|r| r["passed"] == false).collect();
+    assert!(rejected.iter().any(|r| r["test"] == "magrr-binomial"));
+    assert!(
+        rejected.iter().all(|r| r["params"]["input"]
+            .as_str()
+            .unwrap()
+            .contains("between the tails")),
+        "{rejected:?}"
     );
 }

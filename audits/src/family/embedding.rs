@@ -141,7 +141,10 @@ fn sparsity_patterns(dim: usize) -> Vec<(String, Vec<bool>)> {
         ("one-positive-first".to_string(), only(&[0])),
         (format!("one-positive-at-{middle}"), only(&[middle])),
         ("one-positive-last".to_string(), only(&[last])),
-        ("two-positive-adjacent".to_string(), only(&[middle - 1, middle])),
+        (
+            "two-positive-adjacent".to_string(),
+            only(&[middle - 1, middle]),
+        ),
         ("two-positive-far".to_string(), only(&[0, last])),
         ("three-positive".to_string(), only(&[0, middle, last])),
         (format!("all-but-{middle}-positive"), except(&[middle])),
