@@ -789,6 +789,53 @@ mod tests {
     }
 
     #[test]
+    fn the_pair_design_covers_every_offset_and_coordinate() {
+        assert_eq!(pair_design(64).len(), 64 * 63 / 2);
+        for d in [65usize, 200, 1000] {
+            let pairs = pair_design(d);
+            assert!(pairs.windows(2).all(|w| w[0] < w[1]));
+            assert!(pairs.iter().all(|&(j, k)| j < k && k < d));
+            let bound = d * (d.ilog2() as usize + 2);
+            assert!(pairs.len() <= bound, "{d}: {}", pairs.len());
+            for delta in 1..d {
+                let at: Vec<_> = pairs.iter().filter(|&&(j, k)| k - j == delta).collect();
+                if delta.is_power_of_two() {
+                    assert_eq!(at.len(), d - delta, "{d}, offset {delta}");
+                } else {
+                    assert_eq!(at.len(), 1, "{d}, offset {delta}");
+                }
+            }
+        }
+        assert_eq!(pair_design(200).len(), 1536);
+        // Past 64 coordinates the pair counts come from the design's list: the same
+        // tables as counting each pair directly, and the cross tables over consecutive
+        // vectors.
+        let d = 70;
+        let vectors: Vec<Vec<bool>> = (0..50u64)
+            .map(|t| {
+                (0..d)
+                    .map(|j| splitmix(t * 131 + j as u64) & 1 == 1)
+                    .collect()
+            })
+            .collect();
+        let mut s = BitStats::new(d);
+        for v in &vectors {
+            s.add(v);
+        }
+        for (p, &(j, k)) in pair_design(d).iter().enumerate() {
+            let both = vectors.iter().filter(|v| v[j] && v[k]).count() as u64;
+            assert_eq!(s.pair_table(p, j, k)[3], both);
+            let (f, b) = s.cross_tables(p);
+            let mut direct = ([0u64; 4], [0u64; 4]);
+            for w in vectors.windows(2) {
+                direct.0[2 * usize::from(w[0][j]) + usize::from(w[1][k])] += 1;
+                direct.1[2 * usize::from(w[0][k]) + usize::from(w[1][j])] += 1;
+            }
+            assert_eq!((f, b), direct, "pair ({j}, {k})");
+        }
+    }
+
+    #[test]
     fn bit_stats_count_every_pair_and_vectors() {
         let mut s = BitStats::new(3);
         s.add(&[true, false, true]);
