@@ -568,6 +568,10 @@ pub(crate) struct BitStats {
     /// The previous vector of this piece, if any (not part of the counts).
     #[serde(skip)]
     previous: Option<Vec<bool>>,
+    /// The previous vector of this piece as a bit mask, up to [`PAIR_MAX_DIM`]
+    /// coordinates (not part of the counts).
+    #[serde(skip)]
+    previous_mask: Option<u64>,
 }
 
 impl PartialEq for BitStats {
@@ -598,6 +602,7 @@ impl BitStats {
             cross: vec![0; 8 * design.len()],
             design,
             previous: None,
+            previous_mask: None,
         }
     }
 
@@ -609,8 +614,12 @@ impl BitStats {
         let mut set = [0usize; PAIR_MAX_DIM];
         let mut count = 0;
         let d = self.ones.len();
+        let mut mask = 0u64;
         for (j, &b) in bits.iter().enumerate() {
             if b {
+                if all_pairs && j < 64 {
+                    mask |= 1 << j;
+                }
                 if let Some(o) = self.ones.get_mut(j) {
                     *o += 1;
                 }
@@ -634,17 +643,29 @@ impl BitStats {
                 *c += u64::from(bit(bits, j) && bit(bits, k));
             }
         }
-        if let Some(prev) = &self.previous {
-            for (cells, &(j, k)) in self.cross.chunks_exact_mut(8).zip(&self.design) {
-                let forward = 2 * usize::from(bit(prev, j)) + usize::from(bit(bits, k));
-                let backward = 4 + 2 * usize::from(bit(prev, k)) + usize::from(bit(bits, j));
-                cells[forward] += 1;
-                cells[backward] += 1;
+        if all_pairs {
+            // Bit masks: a few shifts per pair.
+            if let Some(prev) = self.previous_mask {
+                let b = |m: u64, i: u32| ((m >> (i & 63)) & 1) as usize;
+                for (cells, &(j, k)) in self.cross.chunks_exact_mut(8).zip(&self.design) {
+                    cells[2 * b(prev, j) + b(mask, k)] += 1;
+                    cells[4 + 2 * b(prev, k) + b(mask, j)] += 1;
+                }
             }
-        }
-        match &mut self.previous {
-            Some(p) if p.len() == bits.len() => p.copy_from_slice(bits),
-            p => *p = Some(bits.to_vec()),
+            self.previous_mask = Some(mask);
+        } else {
+            if let Some(prev) = &self.previous {
+                for (cells, &(j, k)) in self.cross.chunks_exact_mut(8).zip(&self.design) {
+                    let forward = 2 * usize::from(bit(prev, j)) + usize::from(bit(bits, k));
+                    let backward = 4 + 2 * usize::from(bit(prev, k)) + usize::from(bit(bits, j));
+                    cells[forward] += 1;
+                    cells[backward] += 1;
+                }
+            }
+            match &mut self.previous {
+                Some(p) if p.len() == bits.len() => p.copy_from_slice(bits),
+                p => *p = Some(bits.to_vec()),
+            }
         }
         if let Some(c) = self.full.as_mut().and_then(|f| f.get_mut(index)) {
             *c += 1;
@@ -686,6 +707,7 @@ impl BitStats {
             add_into(a, b);
         }
         self.previous = None;
+        self.previous_mask = None;
     }
 }
 

@@ -129,14 +129,14 @@ fn a_coin_carried_to_another_coordinate_of_the_next_output_fails() {
 /// A different law for one sparsity pattern: when exactly m coordinates of the input are
 /// positive, every output bit is set to 1 with probability 0.2 (the law of the other
 /// inputs untouched). At D = 8 the regular inputs have 0, 4 or 8 positives only; the
-/// sparsity inputs run m = 1, 2, 3, 6, 7, and each is rejected, on the inputs with
-/// exactly m positives only.
+/// sparsity inputs run m = 1, 2, 6, 7, and each is rejected, on the inputs with exactly m
+/// positives only.
 #[test]
 fn a_law_that_depends_on_the_number_of_positive_coordinates_fails() {
     let good = run(embedding(8, None), 20_000);
     assert!(good.passed(), "{:?}", failing(&good));
     let coverage = &good.suites[0].coverage;
-    for m in [1, 2, 3, 4, 6, 7] {
+    for m in [1, 2, 4, 6, 7] {
         let row = format!("exactly {m} of 8 coordinates positive");
         assert!(
             coverage
@@ -145,7 +145,7 @@ fn a_law_that_depends_on_the_number_of_positive_coordinates_fails() {
             "{row}: {coverage:?}"
         );
     }
-    for m in [1usize, 2, 3, 6, 7] {
+    for m in [1usize, 2, 6, 7] {
         let bad = run(
             embedding(8, Some(json!({"bias_when_positives": m}))),
             20_000,
@@ -240,7 +240,7 @@ fn external_embedding(
 #[test]
 fn external_embeddings_with_coverage_defects_fail() {
     for (dim, samples, defect, test) in [
-        ("80", "10000", "embedding-offset-coins", "pair-independence"),
+        ("80", "5000", "embedding-offset-coins", "pair-independence"),
         (
             "4",
             "40000",
@@ -299,7 +299,7 @@ fn a_signds_client_reading_the_wrong_tail_fails_on_asymmetric_updates() {
     let coverage = &good.suites[0].coverage;
     assert!(
         coverage.iter().any(|c| c.branch.branch.starts_with("asymmetric update")
-            && c.branch.inputs.len() == 6),
+            && c.branch.inputs.len() == 3),
         "{coverage:?}"
     );
     let bad = run(suite(r#", "sampler": {"wrong_tail": true}"#), 20_000);

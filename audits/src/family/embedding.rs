@@ -1,7 +1,7 @@
 //! `embedding-dp`: fl-ldp's EmbeddingDP (sign quantisation, then randomized response at
 //! ε/2 per coordinate), on inputs chosen so that every pair of coordinates is seen with
-//! each input-bit combination and every sparsity pattern (1, 2, 3, D − 2, D − 1 positive
-//! coordinates, at the ends, in the middle, adjacent and far apart) runs.
+//! each input-bit combination and the sparsity patterns (0, 1, 2, D/2, D − 2, D − 1, D
+//! positive coordinates; first, adjacent and far apart) run.
 
 use fl_ldp::{BitProduct, EmbeddingDp, Mechanism};
 use rand::{Rng, rngs::ChaCha20Rng};
@@ -68,8 +68,9 @@ pub(crate) struct Embedding {
 /// written as `x >= 0` or on the sign bit goes wrong.
 ///
 /// Then the sparsity patterns ([`sparsity_patterns`]): a branch on the number or the
-/// position of the positive coordinates runs for 1, 2, 3, D − 2 and D − 1 positives, one
-/// positive first, in the middle and last, two adjacent and two far apart. A pattern an
+/// position of the positive coordinates runs for 1, 2, D − 2 and D − 1 positives (with the
+/// covering array's 0, D/2 and D), one positive first, two adjacent, two far apart (first
+/// and last), every coordinate but the middle one, every one but the two ends. A pattern an
 /// earlier input already has is not repeated (the coverage table names the input that
 /// has it).
 fn inputs(dim: usize) -> Vec<(String, Vec<f64>)> {
@@ -126,8 +127,10 @@ fn inputs(dim: usize) -> Vec<(String, Vec<f64>)> {
 }
 
 /// The sparsity patterns the inputs exercise (label, bit per coordinate), for D ≥ 2: one
-/// positive coordinate first, in the middle and last; two adjacent and two far apart;
-/// three; D − 1 (all but the middle one) and D − 2 (all but the first and the last).
+/// positive coordinate (the first); two adjacent (around the middle) and two far apart
+/// (the first and the last); D − 1 (all but the middle one) and D − 2 (all but the first
+/// and the last). Each is one more input with the suite's sample size, so the list is kept
+/// short: it adds at most 5 inputs (4 at D = 4, where two adjacent is `period-4-inverse`).
 /// Patterns with no positive or with every coordinate positive are the `negative` and
 /// `positive` inputs.
 fn sparsity_patterns(dim: usize) -> Vec<(String, Vec<bool>)> {
@@ -139,14 +142,11 @@ fn sparsity_patterns(dim: usize) -> Vec<(String, Vec<bool>)> {
     let except = |set: &[usize]| -> Vec<bool> { (0..dim).map(|j| !set.contains(&j)).collect() };
     let mut patterns = vec![
         ("one-positive-first".to_string(), only(&[0])),
-        (format!("one-positive-at-{middle}"), only(&[middle])),
-        ("one-positive-last".to_string(), only(&[last])),
         (
             "two-positive-adjacent".to_string(),
             only(&[middle - 1, middle]),
         ),
         ("two-positive-far".to_string(), only(&[0, last])),
-        ("three-positive".to_string(), only(&[0, middle, last])),
         (format!("all-but-{middle}-positive"), except(&[middle])),
         ("all-but-ends-positive".to_string(), except(&[0, last])),
     ];

@@ -122,7 +122,8 @@ impl Family for SignDsClient {
                 fl_signds::topk::top_k(&u, Sign::Positive, k)?,
             ];
             let r = [magnitude(&u, &sets[0]), magnitude(&u, &sets[1])];
-            for (name, b) in split_broadcasts(r) {
+            let (name, b) = split_broadcast(r, asymmetric.len() % 2 == 1);
+            {
                 let truths = r.map(|m| magrr_bit(m, b.r_est, b.phase, p.profile()));
                 asymmetric_inputs.push((format!("{label}, {name}"), asymmetric.len(), b, truths));
             }
@@ -416,28 +417,31 @@ fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// Two broadcasts that split the tails of an asymmetric update, whose negative and
-/// positive top-k magnitudes are `r`: the threshold (2·r_est in growth, r_est/2 in
-/// shrink) at their geometric mean, so the smaller magnitude's bit is 1 and the larger's
-/// 0 — a client that takes r from the wrong tail reports the other bit.
-fn split_broadcasts(r: [f64; 2]) -> Vec<(String, Broadcast)> {
+/// The broadcast that splits the tails of an asymmetric update, whose negative and
+/// positive top-k magnitudes are `r`, in the growth phase or (`shrink`) the shrink phase:
+/// the threshold (2·r_est in growth, r_est/2 in shrink) at their geometric mean, so the
+/// smaller magnitude's bit is 1 and the larger's 0 — a client that takes r from the wrong
+/// tail reports the other bit. (One broadcast per update: each input costs the suite's
+/// sample size; the phases alternate over the updates.)
+fn split_broadcast(r: [f64; 2], shrink: bool) -> (String, Broadcast) {
     let between = (r[0] * r[1]).sqrt();
-    vec![
-        (
-            "growth, threshold between the tails".into(),
-            Broadcast {
-                r_est: between / 2.0,
-                phase: Phase::Growth,
-            },
-        ),
+    if shrink {
         (
             "shrink, threshold between the tails".into(),
             Broadcast {
                 r_est: 2.0 * between,
                 phase: Phase::Shrink,
             },
-        ),
-    ]
+        )
+    } else {
+        (
+            "growth, threshold between the tails".into(),
+            Broadcast {
+                r_est: between / 2.0,
+                phase: Phase::Growth,
+            },
+        )
+    }
 }
 
 /// The client's fixed update: distinct values −d/2 + 1/2, …, d/2 − 1/2 (the top-k set of

@@ -1,8 +1,8 @@
 //! `signds-selection`: SignDS's dimension selection (fl-signds `SelectionLaw`, Exact
 //! profile) on four top-k sets: the first K indices, the last K (disjoint from the first
 //! when 2K ≤ d: the pair that reaches ε), K indices spread over 0..d (crossing the
-//! sampler's 64-bit bitset words) and K indices at irregular positions (drawn once from a
-//! fixed seed: uneven gaps, no arithmetic pattern).
+//! sampler's 64-bit bitset words) and, for K ≥ 3, K indices at irregular positions (drawn
+//! once from a fixed seed: uneven gaps, no arithmetic pattern).
 
 use fl_ldp::{FiniteOutputs, Mechanism};
 use fl_signds::{Profile, SelectionLaw};
@@ -96,8 +96,11 @@ impl Family for Selection {
                 ("first".into(), first),
                 ("last".into(), last),
                 ("spread".into(), spread),
-                ("irregular".into(), irregular(k, d)),
-            ],
+            ]
+            .into_iter()
+            // Uneven gaps need three indices at least.
+            .chain((k >= 3).then(|| ("irregular".into(), irregular(k, d))))
+            .collect(),
             input_form: r.choice("selection_input", &["top-k", "update"])?,
         })
     }
@@ -240,7 +243,7 @@ impl Family for Selection {
 fn irregular(k: usize, d: usize) -> Vec<u32> {
     let mut state = 0x1AE6_0BA5_u64;
     let mut next = |bound: usize| {
-        state = crate::source::mix(state, 0x5E1E_C7);
+        state = crate::source::mix(state, 0x005E_1EC7);
         (state % bound.max(1) as u64) as usize
     };
     let mut chosen = std::collections::BTreeSet::new();
