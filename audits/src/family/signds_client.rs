@@ -123,10 +123,8 @@ impl Family for SignDsClient {
             ];
             let r = [magnitude(&u, &sets[0]), magnitude(&u, &sets[1])];
             let (name, b) = split_broadcast(r, asymmetric.len() % 2 == 1);
-            {
-                let truths = r.map(|m| magrr_bit(m, b.r_est, b.phase, p.profile()));
-                asymmetric_inputs.push((format!("{label}, {name}"), asymmetric.len(), b, truths));
-            }
+            let truths = r.map(|m| magrr_bit(m, b.r_est, b.phase, p.profile()));
+            asymmetric_inputs.push((format!("{name}: {label}"), asymmetric.len(), b, truths));
             asymmetric.push((label, u, sets));
         }
         let wrong_tail = match params.get("wrong_tail") {
@@ -331,14 +329,14 @@ impl Family for SignDsClient {
                 "every value positive",
                 self.asymmetric_inputs
                     .iter()
-                    .filter(|x| x.0.starts_with("all-positive"))
+                    .filter(|x| x.0.ends_with(": all-positive"))
                     .map(|x| x.0.clone()),
             ),
             Branch::new(
                 "top-k set not contiguous (scattered indices)",
                 self.asymmetric_inputs
                     .iter()
-                    .filter(|x| !x.0.starts_with("all-positive"))
+                    .filter(|x| !x.0.ends_with(": all-positive"))
                     .map(|x| x.0.clone()),
             ),
         ]
