@@ -20,8 +20,17 @@ Defects (and the mechanisms they apply to):
 - client-threshold-factor (signds-client): the growth phase compares r with r_est instead
   of 2 r_est (a wrong threshold factor);
 - client-shrink-branch (signds-client): the shrink phase uses the growth rule r < 2 r_est;
+- client-wrong-tail (signds-client): r is the magnitude of the positive sign's top-k mean
+  whatever sign was drawn (right for a symmetric update only);
 - magrr-flip-low (signds-magrr, rr-binary): the flip probability is 3 % lower than
   1/(1 + e^eps) (true epsilon slightly above the claim);
+- embedding-offset-coins (embedding-dp, D > 64): coordinate j >= 64 reuses the
+  randomized-response coin of coordinate j - 64 (every coordinate keeps its law; pairs 64
+  apart do not);
+- embedding-carried-coin (embedding-dp): 5 % of the time, coordinate j of an output reuses
+  the coin of coordinate j + 1 (mod D) of the previous output of the same input;
+- embedding-two-positives (embedding-dp): an input with exactly two positive coordinates
+  takes a "sparse" branch that flips with the probability of eps instead of eps/2;
 - flood (any): answers the first request with one valid JSON response of about 100 MB
   (50 million outputs), written in pieces so that this program stays small;
 - previous-caller (any): a buffer keeps the previous request's input, and the first output
@@ -85,7 +94,7 @@ def leaky_select(rng, probs, top, d):
     return rng.sample(sorted(top), nu) + rng.sample(rest, len(probs) - 1 - nu)
 
 
-def client(args, rng, shared=False, factor=2.0, shrink_rule="shrink", leak=None):
+def client(args, rng, shared=False, factor=2.0, shrink_rule="shrink", leak=None, tail=None):
     """The SignDS client of mechanism_correct.py with one of its defects."""
     eps = args.eps
     keep = correct.keep_probability(args.eps_rr)
@@ -97,7 +106,8 @@ def client(args, rng, shared=False, factor=2.0, shrink_rule="shrink", leak=None)
         u = rng.random()
         positive = u < 0.5
         top = correct.top_k(update, k, positive)
-        r = abs(sum(update[j] for j in top) / k)
+        tail_set = top if tail is None else correct.top_k(update, k, tail)  # BUG if tail
+        r = abs(sum(update[j] for j in tail_set) / k)
         if phase == "growth" or shrink_rule == "growth":
             bound = factor * r_est
         else:
@@ -172,8 +182,36 @@ def binary_response(args, rng, n, answered):
     return None
 
 
+def embedding(args, rng, defect):
+    """EmbeddingDP (RR at eps/2 per sign bit) with one of three coin defects."""
+    keep = correct.keep_probability(args.eps / 2.0)
+    sparse_keep = correct.keep_probability(args.eps)
+    previous = {}  # per input: the coins of its previous output
+
+    def sample(x):
+        d = len(x)
+        signs = [1 if v > 0 else 0 for v in x]
+        k = keep
+        if defect == "embedding-two-positives" and sum(signs) == 2:
+            k = sparse_keep  # BUG: a branch for two positives with the wrong epsilon
+        coins = [int(rng.random() >= k) for _ in range(d)]
+        if defect == "embedding-offset-coins":
+            for j in range(64, d):
+                coins[j] = coins[j - 64]  # BUG: the coin of coordinate j - 64, again
+        key = correct.json.dumps(x)
+        before = previous.get(key)
+        if defect == "embedding-carried-coin" and before and rng.random() < 0.05:
+            coins = [before[(j + 1) % d] for j in range(d)]  # BUG: last output's coins
+        previous[key] = coins
+        return [s ^ c for s, c in zip(signs, coins)]
+
+    return sample
+
+
 def make_sampler(args, rng):
     defect = args.defect
+    if defect and defect.startswith("embedding-"):
+        return embedding(args, rng, defect)
     if defect == "oue-shared-uniform":
         return oue_shared_uniform(args, rng)
     if defect == "client-shared-uniform":
@@ -182,6 +220,8 @@ def make_sampler(args, rng):
         return client(args, rng, factor=1.0)
     if defect == "client-shrink-branch":
         return client(args, rng, shrink_rule="growth")
+    if defect == "client-wrong-tail":
+        return client(args, rng, tail=True)
     if defect == "magrr-flip-low":
         return magrr_flip_low(args, rng)
     if defect in ("order-leak", "duplicate-key") and args.mechanism == "signds-client":
@@ -294,7 +334,11 @@ if __name__ == "__main__":
             "replay-batches",
             "client-threshold-factor",
             "client-shrink-branch",
+            "client-wrong-tail",
             "magrr-flip-low",
+            "embedding-offset-coins",
+            "embedding-carried-coin",
+            "embedding-two-positives",
             "flood",
             "previous-caller",
             "single-request",

@@ -650,21 +650,87 @@ impl Streams {
 /// kept up to this dimension (2¹⁶ cells).
 pub(crate) const FULL_VECTOR_MAX_DIM: usize = 16;
 
-/// Pairs of coordinates are counted among the first this many coordinates (all pairs).
+/// Up to this dimension every pair of coordinates is counted ([`pair_design`]).
 pub(crate) const PAIR_MAX_DIM: usize = 64;
 
-/// Sufficient statistics of `n` bit vectors.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// Seed of the sampled part of [`pair_design`] (fixed: the design must be the same in every
+/// chunk, shard and analysis of a run, and those know the dimension only).
+const PAIR_DESIGN_SEED: u64 = 0x5EED_C0DE_00FA_1E00;
+
+/// The pairs of coordinates (j, k), j < k, whose joint law (and cross-output law) the
+/// audit counts for vectors of dimension `dim`, in increasing order:
+///
+/// - up to [`PAIR_MAX_DIM`] coordinates, every pair (D(D − 1)/2);
+/// - above, every pair at a power-of-two offset (j, j + 2^b) — the adjacent pairs
+///   (b = 0) and a block of coordinates that reuses the coins of an earlier block at any
+///   power-of-two distance — and, for every other offset δ in 3..D, one pair (j, j + δ)
+///   with j drawn from a fixed seed: a coordinate that reuses the coins of the one δ
+///   before it, at any fixed offset, shows in some tested pair. At most
+///   D·(⌈log₂ D⌉ + 1) pairs.
+#[must_use]
+pub(crate) fn pair_design(dim: usize) -> Vec<(usize, usize)> {
+    if dim <= PAIR_MAX_DIM {
+        return (0..dim)
+            .flat_map(|j| (j + 1..dim).map(move |k| (j, k)))
+            .collect();
+    }
+    let mut pairs = Vec::new();
+    for delta in 1..dim {
+        if delta.is_power_of_two() {
+            pairs.extend((0..dim - delta).map(|j| (j, j + delta)));
+        } else {
+            let span = (dim - delta) as u64;
+            let j = (splitmix(PAIR_DESIGN_SEED ^ delta as u64) % span) as usize;
+            pairs.push((j, j + delta));
+        }
+    }
+    pairs.sort_unstable();
+    pairs
+}
+
+/// SplitMix64's output function (the design's sampled pairs).
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Sufficient statistics of `n` bit vectors (equal when their counts are equal).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct BitStats {
     /// Vectors observed.
     pub n: u64,
     /// Ones per coordinate.
     pub ones: Vec<u64>,
-    /// For every pair of coordinates j < k among the first [`PAIR_MAX_DIM`], the vectors
-    /// with both bits set, in the order (0,1), (0,2), …, (1,2), …
+    /// For every pair (j, k) of [`pair_design`] (in its order), the vectors with both bits
+    /// set; up to [`PAIR_MAX_DIM`] coordinates the pairs (0,1), (0,2), …, (1,2), …
     pub both: Vec<u64>,
     /// Histogram of whole vectors (index Σ b_j 2^j) when D ≤ [`FULL_VECTOR_MAX_DIM`].
     pub full: Option<Vec<u64>>,
+    /// Cross-output pairs: for every pair (j, k) of [`pair_design`], 8 counts over the
+    /// consecutive outputs (Xₜ, Xₜ₊₁) of the stream: the 2 × 2 table of (Xₜ[j], Xₜ₊₁[k])
+    /// indexed 2·Xₜ[j] + Xₜ₊₁[k], then that of (Xₜ[k], Xₜ₊₁[j]). A pair never straddles
+    /// two pieces (chunks, shards), so the tables add up like the serial lag tables.
+    #[serde(default)]
+    pub cross: Vec<u64>,
+    /// The pairs of [`pair_design`] (not part of the counts).
+    #[serde(skip)]
+    design: Vec<(u32, u32)>,
+    /// The previous vector of this piece, if any (not part of the counts).
+    #[serde(skip)]
+    previous: Option<Vec<bool>>,
+    /// The previous vector of this piece as a bit mask, up to [`PAIR_MAX_DIM`]
+    /// coordinates (not part of the counts).
+    #[serde(skip)]
+    previous_mask: Option<u64>,
+}
+
+impl PartialEq for BitStats {
+    fn eq(&self, other: &Self) -> bool {
+        (self.n, &self.ones, &self.both, &self.full, &self.cross)
+            == (other.n, &other.ones, &other.both, &other.full, &other.cross)
+    }
 }
 
 /// The position of the pair (j, k), j < k, among the pairs of `d` coordinates.
@@ -676,42 +742,81 @@ pub(crate) fn pair_index(j: usize, k: usize, d: usize) -> usize {
 impl BitStats {
     /// Empty statistics for dimension `dim`.
     pub(crate) fn new(dim: usize) -> Self {
-        let paired = dim.min(PAIR_MAX_DIM);
+        let design: Vec<(u32, u32)> = pair_design(dim)
+            .into_iter()
+            .map(|(j, k)| (j as u32, k as u32))
+            .collect();
         Self {
             n: 0,
             ones: vec![0; dim],
-            both: vec![0; paired * paired.saturating_sub(1) / 2],
+            both: vec![0; design.len()],
             full: (dim <= FULL_VECTOR_MAX_DIM).then(|| vec![0; 1 << dim]),
+            cross: vec![0; 8 * design.len()],
+            design,
+            previous: None,
+            previous_mask: None,
         }
-    }
-
-    /// The coordinates whose pairs are counted.
-    pub(crate) fn paired(&self) -> usize {
-        self.ones.len().min(PAIR_MAX_DIM)
     }
 
     /// Adds one vector.
     pub(crate) fn add(&mut self, bits: &[bool]) {
         self.n += 1;
         let mut index = 0usize;
+        let all_pairs = self.ones.len() <= PAIR_MAX_DIM;
         let mut set = [0usize; PAIR_MAX_DIM];
         let mut count = 0;
-        let d = self.paired();
+        let d = self.ones.len();
+        let mut mask = 0u64;
         for (j, &b) in bits.iter().enumerate() {
             if b {
+                if all_pairs && j < 64 {
+                    mask |= 1 << j;
+                }
                 if let Some(o) = self.ones.get_mut(j) {
                     *o += 1;
                 }
                 index |= 1 << j.min(usize::BITS as usize - 1);
-                if j < d {
+                if all_pairs && j < d {
                     for &i in &set[..count] {
                         if let Some(c) = self.both.get_mut(pair_index(i, j, d)) {
                             *c += 1;
                         }
                     }
-                    set[count] = j;
-                    count += 1;
+                    if let Some(s) = set.get_mut(count) {
+                        *s = j;
+                        count += 1;
+                    }
                 }
+            }
+        }
+        let bit = |v: &[bool], i: u32| v.get(i as usize).copied().unwrap_or(false);
+        if !all_pairs {
+            for (c, &(j, k)) in self.both.iter_mut().zip(&self.design) {
+                *c += u64::from(bit(bits, j) && bit(bits, k));
+            }
+        }
+        if all_pairs {
+            // Bit masks: a few shifts per pair.
+            if let Some(prev) = self.previous_mask {
+                let b = |m: u64, i: u32| ((m >> (i & 63)) & 1) as usize;
+                for (cells, &(j, k)) in self.cross.chunks_exact_mut(8).zip(&self.design) {
+                    cells[2 * b(prev, j) + b(mask, k)] += 1;
+                    cells[4 + 2 * b(prev, k) + b(mask, j)] += 1;
+                }
+            }
+            self.previous_mask = Some(mask);
+        } else {
+            if let Some(prev) = &self.previous {
+                for (cells, &(j, k)) in self.cross.chunks_exact_mut(8).zip(&self.design) {
+                    let forward = 2 * usize::from(bit(prev, j)) + usize::from(bit(bits, k));
+                    let backward = 4 + 2 * usize::from(bit(prev, k)) + usize::from(bit(bits, j));
+                    cells[forward] += 1;
+                    cells[backward] += 1;
+                }
+            }
+            match &mut self.previous {
+                Some(p) if p.len() == bits.len() => p.copy_from_slice(bits),
+                p => *p = Some(bits.to_vec()),
             }
         }
         if let Some(c) = self.full.as_mut().and_then(|f| f.get_mut(index)) {
@@ -719,25 +824,42 @@ impl BitStats {
         }
     }
 
-    /// The 2 × 2 joint counts of coordinates j < k, indexed 2·b_j + b_k.
-    pub(crate) fn pair_table(&self, j: usize, k: usize) -> [u64; 4] {
-        let both = self
-            .both
-            .get(pair_index(j, k, self.paired()))
-            .copied()
-            .unwrap_or(0);
-        let (oj, ok) = (self.ones[j], self.ones[k]);
-        [self.n + both - oj - ok, ok - both, oj - both, both]
+    /// The 2 × 2 joint counts of the pair number `pair` of [`pair_design`], (j, k),
+    /// indexed 2·b_j + b_k.
+    pub(crate) fn pair_table(&self, pair: usize, j: usize, k: usize) -> [u64; 4] {
+        let both = self.both.get(pair).copied().unwrap_or(0);
+        let oj = self.ones.get(j).copied().unwrap_or(0);
+        let ok = self.ones.get(k).copied().unwrap_or(0);
+        [
+            (self.n + both).saturating_sub(oj + ok),
+            ok.saturating_sub(both),
+            oj.saturating_sub(both),
+            both,
+        ]
     }
 
-    /// Merges another batch.
+    /// The cross-output tables of the pair number `pair` of [`pair_design`], (j, k):
+    /// (Xₜ[j], Xₜ₊₁[k]) and (Xₜ[k], Xₜ₊₁[j]), each indexed 2·first + second.
+    pub(crate) fn cross_tables(&self, pair: usize) -> ([u64; 4], [u64; 4]) {
+        let mut t = ([0u64; 4], [0u64; 4]);
+        if let Some(c) = self.cross.get(8 * pair..8 * pair + 8) {
+            t.0.copy_from_slice(&c[..4]);
+            t.1.copy_from_slice(&c[4..]);
+        }
+        t
+    }
+
+    /// Merges another batch (its first vector is not paired with this one's last).
     pub(crate) fn merge(&mut self, other: &Self) {
         self.n += other.n;
         add_into(&mut self.ones, &other.ones);
         add_into(&mut self.both, &other.both);
+        add_into(&mut self.cross, &other.cross);
         if let (Some(a), Some(b)) = (self.full.as_mut(), other.full.as_ref()) {
             add_into(a, b);
         }
+        self.previous = None;
+        self.previous_mask = None;
     }
 }
 
@@ -841,15 +963,65 @@ mod tests {
     }
 
     #[test]
+    fn the_pair_design_covers_every_offset_and_coordinate() {
+        assert_eq!(pair_design(64).len(), 64 * 63 / 2);
+        for d in [65usize, 200, 1000] {
+            let pairs = pair_design(d);
+            assert!(pairs.windows(2).all(|w| w[0] < w[1]));
+            assert!(pairs.iter().all(|&(j, k)| j < k && k < d));
+            let bound = d * (d.ilog2() as usize + 2);
+            assert!(pairs.len() <= bound, "{d}: {}", pairs.len());
+            for delta in 1..d {
+                let at: Vec<_> = pairs.iter().filter(|&&(j, k)| k - j == delta).collect();
+                if delta.is_power_of_two() {
+                    assert_eq!(at.len(), d - delta, "{d}, offset {delta}");
+                } else {
+                    assert_eq!(at.len(), 1, "{d}, offset {delta}");
+                }
+            }
+        }
+        assert_eq!(pair_design(200).len(), 1536);
+        // Past 64 coordinates the pair counts come from the design's list: the same
+        // tables as counting each pair directly, and the cross tables over consecutive
+        // vectors.
+        let d = 70;
+        let vectors: Vec<Vec<bool>> = (0..50u64)
+            .map(|t| {
+                (0..d)
+                    .map(|j| splitmix(t * 131 + j as u64) & 1 == 1)
+                    .collect()
+            })
+            .collect();
+        let mut s = BitStats::new(d);
+        for v in &vectors {
+            s.add(v);
+        }
+        for (p, &(j, k)) in pair_design(d).iter().enumerate() {
+            let both = vectors.iter().filter(|v| v[j] && v[k]).count() as u64;
+            assert_eq!(s.pair_table(p, j, k)[3], both);
+            let (f, b) = s.cross_tables(p);
+            let mut direct = ([0u64; 4], [0u64; 4]);
+            for w in vectors.windows(2) {
+                direct.0[2 * usize::from(w[0][j]) + usize::from(w[1][k])] += 1;
+                direct.1[2 * usize::from(w[0][k]) + usize::from(w[1][j])] += 1;
+            }
+            assert_eq!((f, b), direct, "pair ({j}, {k})");
+        }
+    }
+
+    #[test]
     fn bit_stats_count_every_pair_and_vectors() {
         let mut s = BitStats::new(3);
         s.add(&[true, false, true]);
         s.add(&[true, true, true]);
         assert_eq!(s.ones, vec![2, 1, 2]);
         assert_eq!(s.both, vec![1, 2, 1]);
-        assert_eq!(s.pair_table(0, 1), [0, 0, 1, 1]);
-        assert_eq!(s.pair_table(0, 2), [0, 0, 0, 2]);
-        assert_eq!(s.pair_table(1, 2), [0, 1, 0, 1]);
+        assert_eq!(s.pair_table(0, 0, 1), [0, 0, 1, 1]);
+        assert_eq!(s.pair_table(1, 0, 2), [0, 0, 0, 2]);
+        assert_eq!(s.pair_table(2, 1, 2), [0, 1, 0, 1]);
+        // One consecutive pair: (1 0 1) then (1 1 1).
+        assert_eq!(s.cross_tables(0), ([0, 0, 0, 1], [0, 1, 0, 0]));
+        assert_eq!(s.cross_tables(2), ([0, 1, 0, 0], [0, 0, 0, 1]));
         let full = s.full.clone().unwrap();
         assert_eq!(full[0b101], 1);
         assert_eq!(full[0b111], 1);

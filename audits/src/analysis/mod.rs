@@ -16,7 +16,7 @@ use crate::{
     error::Result,
     report::{Panel, PanelData},
     suite::Params,
-    tally::{BitStats, FULL_VECTOR_MAX_DIM, PAIR_MAX_DIM},
+    tally::{BitStats, FULL_VECTOR_MAX_DIM, PAIR_MAX_DIM, pair_design},
 };
 
 /// One unadjusted test outcome of a grid point.
@@ -473,13 +473,47 @@ impl BitLaw {
         Some(format!("{}{}", u8::from(*a), u8::from(*b)))
     }
 
-    /// The pairs of coordinates the independence tests cover: all pairs among the first
-    /// [`PAIR_MAX_DIM`].
+    /// The pairs of coordinates the independence tests cover: [`pair_design`] (every pair
+    /// up to [`PAIR_MAX_DIM`] coordinates, above every power-of-two offset and one pair at
+    /// every other offset).
     fn pairs(&self) -> Vec<(usize, usize)> {
-        let d = self.dim.min(PAIR_MAX_DIM);
-        (0..d)
-            .flat_map(|j| (j + 1..d).map(move |k| (j, k)))
-            .collect()
+        pair_design(self.dim)
+    }
+
+    /// What the pair design covers, for the report: the pairs tested among all pairs, the
+    /// offsets, and the cross-output tests on the same pairs.
+    pub(crate) fn design_note(&self) -> Option<String> {
+        if self.dim < 2 {
+            return None;
+        }
+        let pairs = self.pairs().len();
+        let all = self.dim * (self.dim - 1) / 2;
+        let design = if self.dim <= PAIR_MAX_DIM {
+            format!("every pair of the {} coordinates", self.dim)
+        } else {
+            let mut offsets = Vec::new();
+            let mut o = 1;
+            while o < self.dim {
+                offsets.push(o.to_string());
+                o *= 2;
+            }
+            format!(
+                "every pair (j, j + o) at the power-of-two offsets o = {} and one pair (drawn \
+                 from a fixed seed) at every other offset 3..{}: every offset and every \
+                 coordinate is in a tested pair",
+                offsets.join(", "),
+                self.dim - 1
+            )
+        };
+        Some(format!(
+            "pair design: {pairs} of {all} pairs of coordinates ({:.1} %), {design}; \
+             pair-independence tests each within an output, cross-output-independence tests \
+             each in both orders ((j of output t, k of output t+1) and (k of t, j of t+1)) \
+             over consecutive outputs of every input ({} tests per input); coordinate j of \
+             output t against coordinate j of output t+1 is the serial test at lag 1",
+            100.0 * pairs as f64 / all.max(1) as f64,
+            2 * pairs
+        ))
     }
 
     /// Which input-bit combinations of each pair the independence tests saw, over all
@@ -490,6 +524,33 @@ impl BitLaw {
             return None;
         }
         let pairs = self.pairs();
+        // An input with at most one bit set (a one-hot value, OUE's input) can never show
+        // 11: that combination is impossible for such a family, not a gap.
+        let one_hot = self
+            .input_bits
+            .iter()
+            .all(|bits| bits.iter().filter(|&&b| b).count() <= 1);
+        if one_hot {
+            let full = pairs
+                .iter()
+                .filter(|&&(j, k)| {
+                    let mut seen: Vec<String> = (0..self.inputs.len())
+                        .filter_map(|i| self.pair_bits(i, j, k))
+                        .collect();
+                    seen.sort();
+                    seen.dedup();
+                    seen.len() == 3
+                })
+                .count();
+            return Some(format!(
+                "pair-independence input-bit combinations over the {} inputs: the inputs are \
+                 one-hot (a single value, the only input this family takes), so 11 cannot \
+                 occur; {full} of {} pairs of coordinates see all three possible \
+                 combinations (00 01 10)",
+                self.inputs.len(),
+                pairs.len()
+            ));
+        }
         let mut partial = Vec::new();
         for &(j, k) in &pairs {
             let mut seen: Vec<String> = (0..self.inputs.len())
@@ -527,7 +588,8 @@ impl BitLaw {
             per_input += self.dim;
         }
         if tests.has("independence") {
-            per_input += self.pairs().len() + usize::from(self.dim <= FULL_VECTOR_MAX_DIM);
+            // Within an output, and across consecutive outputs in both orders.
+            per_input += 3 * self.pairs().len() + usize::from(self.dim <= FULL_VECTOR_MAX_DIM);
         }
         per_input * self.inputs.len()
     }
@@ -564,7 +626,8 @@ impl BitLaw {
             }
             if tests.has("independence") {
                 // Every pair of coordinates against the product law (2 × 2 cells)…
-                for (j, k) in self.pairs() {
+                let pairs = self.pairs();
+                for (pair, &(j, k)) in pairs.iter().enumerate() {
                     let (a, b) = (p[j], p[k]);
                     let law = [(1.0 - a) * (1.0 - b), (1.0 - a) * b, a * (1.0 - b), a * b];
                     let mut ab = about(&[("input", json!(label)), ("coordinates", json!([j, k]))]);
@@ -574,9 +637,28 @@ impl BitLaw {
                     r.outcomes.push(chi_square(
                         "pair-independence",
                         ab,
-                        &s.pair_table(j, k),
+                        &s.pair_table(pair, j, k),
                         &law,
                     )?);
+                }
+                // …the same pairs across consecutive outputs, in both orders (law-free: a
+                // chi-square of independence of each 2 × 2 table)…
+                for (pair, &(j, k)) in pairs.iter().enumerate() {
+                    let (forward, backward) = s.cross_tables(pair);
+                    for (first, second, table) in [(j, k, forward), (k, j, backward)] {
+                        let t = fl_stats::chi_square_independence(&table, 2, 2)?;
+                        r.outcomes.push(Outcome {
+                            test: "cross-output-independence".into(),
+                            about: about(&[
+                                ("input", json!(label)),
+                                ("coordinates", json!([first, second])),
+                                ("outputs", json!("t, t+1")),
+                            ]),
+                            samples: t.samples,
+                            statistic: t.statistic,
+                            p_value: t.p_value,
+                        });
+                    }
                 }
                 // …and the whole vector against the exact joint law (2^D cells).
                 if let Some(full) = &s.full {
@@ -602,6 +684,11 @@ impl BitLaw {
         }
         if tests.has("independence")
             && let Some(note) = self.coverage_note()
+        {
+            r.notes.push(note);
+        }
+        if tests.has("independence")
+            && let Some(note) = self.design_note()
         {
             r.notes.push(note);
         }

@@ -178,6 +178,13 @@ pub(crate) struct ClientAudit {
     pub inputs: Vec<(String, Value, bool)>,
     /// MagRR's claimed (realised) ε_RR.
     pub magrr_epsilon: Option<f64>,
+    /// Per input, its update's top-k sets (negative, positive sign) when the inputs have
+    /// different updates; empty: every input has `sets`.
+    pub input_sets: Vec<[Vec<u32>; 2]>,
+    /// Per input, the true MagRR bit under the negative and under the positive sign (r is
+    /// the magnitude of the drawn sign's top-k mean, so an asymmetric update has two);
+    /// empty: the input's one bit for both signs.
+    pub sign_truths: Vec<[bool; 2]>,
 }
 
 /// The (sign, reported bit) combinations in layout order.
@@ -194,13 +201,28 @@ impl ClientAudit {
         4 * (self.nus() + self.dim)
     }
 
-    /// The joint law of (sign, reported bit, ν) under the true bit `truth`, in layout
-    /// order: the sign is fair, the bit kept with probability `keep`, ν from the selection,
-    /// all independent.
-    pub(crate) fn joint_law(&self, truth: bool) -> Vec<f64> {
+    /// The true MagRR bits of input number `input` under the negative and the positive
+    /// sign.
+    pub(crate) fn truths(&self, input: usize) -> [bool; 2] {
+        self.sign_truths.get(input).copied().unwrap_or_else(|| {
+            let t = self.inputs.get(input).is_some_and(|x| x.2);
+            [t, t]
+        })
+    }
+
+    /// The top-k sets (negative, positive sign) of input number `input`'s update.
+    pub(crate) fn sets_of(&self, input: usize) -> &[Vec<u32>; 2] {
+        self.input_sets.get(input).unwrap_or(&self.sets)
+    }
+
+    /// The joint law of (sign, reported bit, ν) when the true bit is `truths[s]` under sign
+    /// s (0: negative), in layout order: the sign is fair, the bit kept with probability
+    /// `keep` given the sign, ν from the selection independent of both.
+    pub(crate) fn joint_law_by_sign(&self, truths: [bool; 2]) -> Vec<f64> {
         let mut law = Vec::with_capacity(4 * self.nus());
-        for (_, bit) in COMBINATIONS {
-            let b = if (bit == 1) == truth {
+        for (i, (_, bit)) in COMBINATIONS.iter().enumerate() {
+            let truth = truths[i / 2];
+            let b = if (*bit == 1) == truth {
                 self.keep
             } else {
                 1.0 - self.keep
@@ -244,8 +266,9 @@ impl ClientAudit {
         let mut r = PointResult::default();
         let mut bits = Vec::new();
         let h1 = self.nus();
-        for ((label, _, truth), c) in self.inputs.iter().zip(counts) {
+        for (input, ((label, _, _), c)) in self.inputs.iter().zip(counts).enumerate() {
             check_shape(c.len(), self.layout_len())?;
+            let truths = self.truths(input);
             let (joint, hits) = c.split_at(4 * h1);
             let combo = |i: usize| &joint[i * h1..(i + 1) * h1];
             let total = |i: usize| combo(i).iter().sum::<u64>();
@@ -254,7 +277,11 @@ impl ClientAudit {
             let positive = total(2) + total(3);
             let ones = total(1) + total(3);
             let nu: Vec<u64> = (0..h1).map(|v| (0..4).map(|i| combo(i)[v]).sum()).collect();
-            let kept = if *truth { ones } else { n.saturating_sub(ones) };
+            // The bit is kept when it equals the drawn sign's true bit.
+            let kept = (0..4)
+                .filter(|&i| (COMBINATIONS[i].1 == 1) == truths[i / 2])
+                .map(total)
+                .sum::<u64>();
             if tests.has("sign") {
                 let a = about(&[("input", json!(label)), ("output", json!("positive sign"))]);
                 r.outcomes
@@ -279,12 +306,12 @@ impl ClientAudit {
                     "joint-chi-square",
                     a,
                     joint,
-                    &self.joint_law(*truth),
+                    &self.joint_law_by_sign(truths),
                 )?);
                 // The indices given each (sign, bit): uniform inside the sign's top-k set
                 // and inside its complement, whatever the MagRR bit.
                 for (i, (sign, bit)) in COMBINATIONS.iter().enumerate() {
-                    let set = &self.sets[i / 2];
+                    let set = &self.sets_of(input)[i / 2];
                     let hits_i = &hits[i * self.dim..(i + 1) * self.dim];
                     let context = [
                         ("input", json!(label)),
@@ -327,15 +354,21 @@ impl ClientAudit {
             && let Some(claimed) = self.magrr_epsilon
         {
             // The reported bit is the true one with probability `keep`.
-            let law = |truth: bool| {
-                let one = if truth { self.keep } else { 1.0 - self.keep };
+            // P(reported bit = 1) averaged over the fair sign.
+            let law = |truths: [bool; 2]| {
+                let one = truths
+                    .iter()
+                    .map(|&t| if t { self.keep } else { 1.0 - self.keep })
+                    .sum::<f64>()
+                    / 2.0;
                 vec![1.0 - one, one]
             };
             let mut e = EpsilonEvidence::new(about(&[("scope", json!("MagRR bit"))]), claimed);
-            let labels: Vec<(&str, bool)> = self
+            let labels: Vec<(&str, [bool; 2])> = self
                 .inputs
                 .iter()
-                .map(|(l, _, t)| (l.as_str(), *t))
+                .enumerate()
+                .map(|(i, (l, _, _))| (l.as_str(), self.truths(i)))
                 .collect();
             for (a, b) in neighbour_pairs(bits.len()) {
                 if let (Some(ca), Some(cb), Some(&(la, ta)), Some(&(lb, tb))) =

@@ -1,5 +1,8 @@
 //! `signds-client`: the whole SignDS client (`Client::encode`: random sign, top-k set,
-//! selection, MagRR bit) on a fixed update, the true MagRR bit chosen through the
+//! selection, MagRR bit) on fixed updates — the symmetric one, whose two tails have the
+//! same magnitude, and asymmetric ones (every value positive; mostly negative with a few
+//! large positives at scattered indices; a scattered permutation with its positive values
+//! tripled), whose tails do not — the true MagRR bit of each sign chosen through the
 //! broadcast's r_est.
 
 use fl_ldp::Mechanism;
@@ -28,6 +31,24 @@ pub(crate) struct SignDsClient {
     sets: [Vec<u32>; 2],
     /// Per input: its label, the broadcast and the true MagRR bit.
     inputs: Vec<(String, Broadcast, bool)>,
+    /// The asymmetric updates: label, update, top-k sets (negative, positive sign).
+    asymmetric: Vec<(String, Vec<f32>, [Vec<u32>; 2])>,
+    /// Per asymmetric input: its label, its update (index into `asymmetric`), the
+    /// broadcast and the true MagRR bit under the negative and the positive sign.
+    asymmetric_inputs: Vec<(String, usize, Broadcast, [bool; 2])>,
+    /// The sampler defect `"wrong_tail": true`: the MagRR bit is computed from the
+    /// magnitude of the other sign's top-k mean (a client that takes r from the wrong
+    /// tail; invisible on a symmetric update).
+    wrong_tail: bool,
+}
+
+/// An input's drawing state: its update, the broadcast and, for the `wrong_tail` defect,
+/// the true bit under each sign.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientInput {
+    update: Vec<f32>,
+    broadcast: Broadcast,
+    truths: [bool; 2],
 }
 
 impl Family for SignDsClient {
@@ -66,7 +87,7 @@ impl Family for SignDsClient {
         ],
     };
     type Output = (bool, bool, Vec<u32>);
-    type Drawer = Broadcast;
+    type Drawer = ClientInput;
     type Observer = ClientAccumulator;
 
     /// `eps` (the selection's ε), `eps_rr` (MagRR), `dim`, `top_k_fraction` and
@@ -93,12 +114,36 @@ impl Family for SignDsClient {
             fl_signds::topk::top_k(&update, Sign::Positive, k)?,
         ];
         let inputs = broadcasts(magnitude(&update, &sets[1]), p.profile());
+        let mut asymmetric = Vec::new();
+        let mut asymmetric_inputs = Vec::new();
+        for (label, u) in asymmetric_updates(d) {
+            let sets = [
+                fl_signds::topk::top_k(&u, Sign::Negative, k)?,
+                fl_signds::topk::top_k(&u, Sign::Positive, k)?,
+            ];
+            let r = [magnitude(&u, &sets[0]), magnitude(&u, &sets[1])];
+            let (name, b) = split_broadcast(r, asymmetric.len() % 2 == 1);
+            let truths = r.map(|m| magrr_bit(m, b.r_est, b.phase, p.profile()));
+            asymmetric_inputs.push((format!("{name}: {label}"), asymmetric.len(), b, truths));
+            asymmetric.push((label, u, sets));
+        }
+        let wrong_tail = match params.get("wrong_tail") {
+            None => false,
+            Some(v) => v.as_bool().ok_or_else(|| {
+                AuditError::usage(format!(
+                    "sampler parameter `wrong_tail` must be true or false, got {v}"
+                ))
+            })?,
+        };
         Ok(Self {
             client,
             dim: d,
             update,
             sets,
             inputs,
+            asymmetric,
+            asymmetric_inputs,
+            wrong_tail,
         })
     }
 
@@ -106,27 +151,38 @@ impl Family for SignDsClient {
     /// broadcast.
     fn law(&self) -> Result<Law> {
         let c = &self.client;
+        let request = |update: &[f32], b: &Broadcast| {
+            json!({
+                "update": update,
+                "r_est": b.r_est,
+                "phase": match b.phase {
+                    Phase::Growth => "growth",
+                    Phase::Shrink => "shrink",
+                },
+            })
+        };
+        let mut inputs: Vec<(String, serde_json::Value, bool)> = self
+            .inputs
+            .iter()
+            .map(|(label, b, truth)| (label.clone(), request(&self.update, b), *truth))
+            .collect();
+        let mut input_sets = vec![self.sets.clone(); inputs.len()];
+        let mut sign_truths: Vec<[bool; 2]> = self.inputs.iter().map(|x| [x.2, x.2]).collect();
+        for (label, u, b, truths) in &self.asymmetric_inputs {
+            let (_, update, sets) = &self.asymmetric[*u];
+            inputs.push((label.clone(), request(update, b), truths[1]));
+            input_sets.push(sets.clone());
+            sign_truths.push(*truths);
+        }
         Ok(Law::Client(ClientAudit {
             nu: c.law().probabilities().to_vec(),
             keep: c.magrr().keep_probability(),
             dim: self.dim,
             sets: self.sets.clone(),
-            inputs: self
-                .inputs
-                .iter()
-                .map(|(label, b, truth)| {
-                    let request = json!({
-                        "update": self.update,
-                        "r_est": b.r_est,
-                        "phase": match b.phase {
-                            Phase::Growth => "growth",
-                            Phase::Shrink => "shrink",
-                        },
-                    });
-                    (label.clone(), request, *truth)
-                })
-                .collect(),
+            inputs,
             magrr_epsilon: Some(c.magrr().privacy().epsilon),
+            input_sets,
+            sign_truths,
         }))
     }
 
@@ -138,28 +194,58 @@ impl Family for SignDsClient {
         }))
     }
 
-    fn observer(&self, _: usize) -> Result<ClientAccumulator> {
+    fn observer(&self, input: usize) -> Result<ClientAccumulator> {
+        let sets = match input.checked_sub(self.inputs.len()) {
+            None => &self.sets,
+            Some(a) => self
+                .asymmetric_inputs
+                .get(a)
+                .and_then(|(_, u, _, _)| self.asymmetric.get(*u))
+                .map(|(_, _, s)| s)
+                .ok_or_else(|| AuditError::Mechanism(format!("no input number {input}")))?,
+        };
         Ok(ClientAccumulator::new(
-            &self.sets,
+            sets,
             self.dim,
             self.client.law().output_dimension(),
         ))
     }
 
-    fn drawer(&self, input: usize) -> Result<Broadcast> {
-        self.inputs
-            .get(input)
-            .map(|(_, b, _)| *b)
-            .ok_or_else(|| AuditError::Mechanism(format!("no input number {input}")))
+    fn drawer(&self, input: usize) -> Result<ClientInput> {
+        let missing = || AuditError::Mechanism(format!("no input number {input}"));
+        match input.checked_sub(self.inputs.len()) {
+            None => {
+                let (_, b, t) = self.inputs.get(input).ok_or_else(missing)?;
+                Ok(ClientInput {
+                    update: self.update.clone(),
+                    broadcast: *b,
+                    truths: [*t, *t],
+                })
+            }
+            Some(a) => {
+                let (_, u, b, truths) = self.asymmetric_inputs.get(a).ok_or_else(missing)?;
+                let (_, update, _) = self.asymmetric.get(*u).ok_or_else(missing)?;
+                Ok(ClientInput {
+                    update: update.clone(),
+                    broadcast: *b,
+                    truths: *truths,
+                })
+            }
+        }
     }
 
-    fn draw(&self, b: &mut Broadcast, rng: &mut ChaCha20Rng) -> Result<(bool, bool, Vec<u32>)> {
-        let out = self.client.encode(&self.update, b, rng)?;
-        Ok((
-            out.report.sign() == Sign::Positive,
-            out.report.magrr_bit(),
-            out.report.indices().to_vec(),
-        ))
+    fn draw(&self, x: &mut ClientInput, rng: &mut ChaCha20Rng) -> Result<(bool, bool, Vec<u32>)> {
+        let out = self.client.encode(&x.update, &x.broadcast, rng)?;
+        let positive = out.report.sign() == Sign::Positive;
+        let mut bit = out.report.magrr_bit();
+        if self.wrong_tail {
+            // The other tail's true bit through the same MagRR coin.
+            let [negative, positive_truth] = x.truths;
+            if negative != positive_truth {
+                bit = !bit;
+            }
+        }
+        Ok((positive, bit, out.report.indices().to_vec()))
     }
 
     /// (sign, MagRR bit, ν): the sign is fair, the bit is the true one with MagRR's keep
@@ -190,7 +276,11 @@ impl Family for SignDsClient {
                 .collect(),
             claimed,
             pairs: neighbour_pairs(l.inputs.len()),
-            laws: Some(l.inputs.iter().map(|(_, _, t)| l.joint_law(*t)).collect()),
+            laws: Some(
+                (0..l.inputs.len())
+                    .map(|i| l.joint_law_by_sign(l.truths(i)))
+                    .collect(),
+            ),
         }))
     }
 
@@ -223,6 +313,31 @@ impl Family for SignDsClient {
             with(
                 "threshold exactly r (the strict inequality decides: bit 0)",
                 &|l, _, _| l.contains(" = "),
+            ),
+            Branch::new(
+                "symmetric update (both tails' magnitudes equal, top-k sets contiguous)",
+                self.inputs.iter().map(|(l, _, _)| l.clone()),
+            ),
+            Branch::new(
+                "asymmetric update, the tails' true bits differ (growth and shrink)",
+                self.asymmetric_inputs
+                    .iter()
+                    .filter(|x| x.3[0] != x.3[1])
+                    .map(|x| x.0.clone()),
+            ),
+            Branch::new(
+                "every value positive",
+                self.asymmetric_inputs
+                    .iter()
+                    .filter(|x| x.0.ends_with(": all-positive"))
+                    .map(|x| x.0.clone()),
+            ),
+            Branch::new(
+                "top-k set not contiguous (scattered indices)",
+                self.asymmetric_inputs
+                    .iter()
+                    .filter(|x| !x.0.ends_with(": all-positive"))
+                    .map(|x| x.0.clone()),
             ),
         ]
     }
@@ -263,6 +378,68 @@ fn broadcasts(r: f64, profile: Profile) -> Vec<(String, Broadcast, bool)> {
         }
     }
     out
+}
+
+/// The asymmetric updates of dimension `d` (distinct values, no ties, both tails'
+/// magnitudes different): every value positive (0.5 + i); mostly negative (−1 − i/64)
+/// with three large positives at scattered indices; and a scattered permutation of the
+/// symmetric update (index i holds the value of 7i mod d, d odd-coprime permutations
+/// falling back to 3i or i) with its positive values tripled.
+fn asymmetric_updates(d: usize) -> Vec<(String, Vec<f32>)> {
+    let all_positive: Vec<f32> = (0..d).map(|i| 0.5 + i as f32).collect();
+    let mut few_large: Vec<f32> = (0..d).map(|i| -1.0 - i as f32 / 64.0).collect();
+    for (n, j) in [d / 7, d / 2, d - 2].into_iter().enumerate() {
+        if let Some(v) = few_large.get_mut(j) {
+            *v = 50.0 + 10.0 * n as f32;
+        }
+    }
+    let symmetric = update(d);
+    let step = [7usize, 3, 1]
+        .into_iter()
+        .find(|&s| gcd(s, d) == 1)
+        .unwrap_or(1);
+    let scattered: Vec<f32> = (0..d)
+        .map(|i| {
+            let v = symmetric[(step * i) % d];
+            if v > 0.0 { 3.0 * v } else { v }
+        })
+        .collect();
+    vec![
+        ("all-positive".into(), all_positive),
+        ("few-large-positives".into(), few_large),
+        ("scattered-skewed".into(), scattered),
+    ]
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The broadcast that splits the tails of an asymmetric update, whose negative and
+/// positive top-k magnitudes are `r`, in the growth phase or (`shrink`) the shrink phase:
+/// the threshold (2·r_est in growth, r_est/2 in shrink) at their geometric mean, so the
+/// smaller magnitude's bit is 1 and the larger's 0 — a client that takes r from the wrong
+/// tail reports the other bit. (One broadcast per update: each input costs the suite's
+/// sample size; the phases alternate over the updates.)
+fn split_broadcast(r: [f64; 2], shrink: bool) -> (String, Broadcast) {
+    let between = (r[0] * r[1]).sqrt();
+    if shrink {
+        (
+            "shrink, threshold between the tails".into(),
+            Broadcast {
+                r_est: 2.0 * between,
+                phase: Phase::Shrink,
+            },
+        )
+    } else {
+        (
+            "growth, threshold between the tails".into(),
+            Broadcast {
+                r_est: between / 2.0,
+                phase: Phase::Growth,
+            },
+        )
+    }
 }
 
 /// The client's fixed update: distinct values −d/2 + 1/2, …, d/2 − 1/2 (the top-k set of

@@ -1,7 +1,8 @@
 //! `signds-selection`: SignDS's dimension selection (fl-signds `SelectionLaw`, Exact
-//! profile) on three top-k sets: the first K indices, the last K (disjoint from the first
-//! when 2K ≤ d: the pair that reaches ε) and K indices spread over 0..d (crossing the
-//! sampler's 64-bit bitset words).
+//! profile) on four top-k sets: the first K indices, the last K (disjoint from the first
+//! when 2K ≤ d: the pair that reaches ε), K indices spread over 0..d (crossing the
+//! sampler's 64-bit bitset words) and, for K ≥ 3, K indices at irregular positions (drawn
+//! once from a fixed seed: uneven gaps, no arithmetic pattern).
 
 use fl_ldp::{FiniteOutputs, Mechanism};
 use fl_signds::{Profile, SelectionLaw};
@@ -95,7 +96,11 @@ impl Family for Selection {
                 ("first".into(), first),
                 ("last".into(), last),
                 ("spread".into(), spread),
-            ],
+            ]
+            .into_iter()
+            // Uneven gaps need three indices at least.
+            .chain((k >= 3).then(|| ("irregular".into(), irregular(k, d))))
+            .collect(),
             input_form: r.choice("selection_input", &["top-k", "update"])?,
         })
     }
@@ -216,6 +221,10 @@ impl Family for Selection {
                 "top-k set: K indices spread over 0..d (across 64-bit words)",
                 "spread",
             ),
+            (
+                "top-k set: K indices at irregular positions (uneven gaps)",
+                "irregular",
+            ),
         ]
         .into_iter()
         .map(|(what, l)| Branch::new(what, [l.to_string()]))
@@ -227,6 +236,24 @@ impl Family for Selection {
     fn stream_names(&self) -> &'static [&'static str] {
         &["index sum mod 16"]
     }
+}
+
+/// K distinct indices of 0..d at irregular positions, sorted: Floyd's sampling with a
+/// SplitMix64 stream from a fixed seed (the same set in every run, chunk and shard).
+fn irregular(k: usize, d: usize) -> Vec<u32> {
+    let mut state = 0x1AE6_0BA5_u64;
+    let mut next = |bound: usize| {
+        state = crate::source::mix(state, 0x005E_1EC7);
+        (state % bound.max(1) as u64) as usize
+    };
+    let mut chosen = std::collections::BTreeSet::new();
+    for j in d.saturating_sub(k)..d {
+        let t = next(j + 1);
+        if !chosen.insert(t) {
+            chosen.insert(j);
+        }
+    }
+    chosen.into_iter().map(|j| j as u32).collect()
 }
 
 impl Selection {
@@ -441,4 +468,23 @@ pub(crate) fn check_tests(law: &Law, tests: &[String]) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_irregular_set_has_k_distinct_indices_with_uneven_gaps() {
+        for (k, d) in [(1, 2), (2, 8), (15, 150), (8, 8), (100, 1 << 20)] {
+            let s = irregular(k, d);
+            assert_eq!(s, irregular(k, d));
+            assert_eq!(s.len(), k, "k = {k}, d = {d}");
+            assert!(s.windows(2).all(|w| w[0] < w[1]));
+            assert!(s.iter().all(|&j| (j as usize) < d));
+        }
+        let s = irregular(15, 150);
+        let gaps: Vec<u32> = s.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().any(|&g| g != gaps[0]), "{s:?}");
+    }
 }

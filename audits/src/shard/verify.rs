@@ -42,7 +42,7 @@ use crate::{
     progress::Progress,
     source::{BLOCK, internal_pieces},
     suite::{Params, params_label},
-    tally::{BitStats, Data, Draws, EVENT_BLOCK, SERIAL_LAGS, pair_index},
+    tally::{BitStats, Data, Draws, EVENT_BLOCK, SERIAL_LAGS, pair_design, pair_index},
 };
 
 /// How the run's source cuts a shard's outputs: into independent pieces (serial pairs and
@@ -328,7 +328,11 @@ impl Plan {
                 format!("{} outputs, the shard's share is {n}", s.position),
             ));
         }
-        check_data(&d.data, &empty.data, layout, n)?;
+        let consecutive = self
+            .pieces
+            .total(n, |p| p.saturating_sub(1))
+            .unwrap_or(u64::MAX);
+        check_data(&d.data, &empty.data, layout, n, consecutive)?;
         // Serial pairs.
         let (lags, shape) = (&s.lags, &empty.streams.lags);
         if lags.alphabet() != shape.alphabet() || lags.cells().len() != shape.cells().len() {
@@ -447,7 +451,13 @@ fn at_most(table: &str, v: &[u64], bound: u64, what: &str) -> Result<(), (String
 }
 
 /// The law's data against its empty shape, for `n` outputs.
-fn check_data(data: &Data, empty: &Data, layout: Layout, n: u64) -> Result<(), (String, String)> {
+fn check_data(
+    data: &Data,
+    empty: &Data,
+    layout: Layout,
+    n: u64,
+    consecutive: u64,
+) -> Result<(), (String, String)> {
     let outputs = "the shard's outputs";
     match (data, empty) {
         (Data::Counts(c), Data::Counts(e)) => {
@@ -459,7 +469,7 @@ fn check_data(data: &Data, empty: &Data, layout: Layout, n: u64) -> Result<(), (
             }
             check_layout(c, layout, n)
         }
-        (Data::Bits(b), Data::Bits(e)) => check_bits(b, e, n),
+        (Data::Bits(b), Data::Bits(e)) => check_bits(b, e, n, consecutive),
         (Data::RealCells(r), Data::RealCells(e)) => {
             if r.cells.len() != e.cells.len() {
                 return Err((
@@ -589,7 +599,12 @@ fn check_layout(c: &[u64], layout: Layout, n: u64) -> Result<(), (String, String
 }
 
 /// Bit statistics against their empty shape, for `n` vectors.
-fn check_bits(b: &BitStats, e: &BitStats, n: u64) -> Result<(), (String, String)> {
+fn check_bits(
+    b: &BitStats,
+    e: &BitStats,
+    n: u64,
+    consecutive: u64,
+) -> Result<(), (String, String)> {
     let shape = |t: &str, got: usize, want: usize| {
         if got == want {
             Ok(())
@@ -625,19 +640,40 @@ fn check_bits(b: &BitStats, e: &BitStats, n: u64) -> Result<(), (String, String)
     }
     at_most("data.Bits.ones", &b.ones, n, "the shard's outputs")?;
     // Every pair's 2 × 2 table is non-negative: both ≤ each one, ones − both ≤ n.
-    let d = b.paired();
-    for j in 0..d {
-        for k in j + 1..d {
-            let (oj, ok) = (b.ones[j], b.ones[k]);
-            let both = b.both.get(pair_index(j, k, d)).copied().unwrap_or(0);
-            let fine =
-                both <= oj.min(ok) && (oj - both).checked_add(ok).is_some_and(|union| union <= n);
-            if !fine {
-                return Err((
-                    format!("data.Bits.both (coordinates {j} and {k})"),
-                    format!("{both} with both bits of {oj} and {ok} ones in {n} vectors"),
-                ));
-            }
+    let design = pair_design(b.ones.len());
+    if design.len() != b.both.len() {
+        return Err((
+            "data.Bits.both".into(),
+            format!(
+                "{} pairs, the dimension's pair design has {}",
+                b.both.len(),
+                design.len()
+            ),
+        ));
+    }
+    for (&(j, k), &both) in design.iter().zip(&b.both) {
+        let (oj, ok) = (b.ones[j], b.ones[k]);
+        let fine =
+            both <= oj.min(ok) && (oj - both).checked_add(ok).is_some_and(|union| union <= n);
+        if !fine {
+            return Err((
+                format!("data.Bits.both (coordinates {j} and {k})"),
+                format!("{both} with both bits of {oj} and {ok} ones in {n} vectors"),
+            ));
+        }
+    }
+    // Cross-output tables: two 2 × 2 tables per pair, each over every consecutive pair of
+    // outputs of a piece.
+    shape("cross", b.cross.len(), e.cross.len())?;
+    for (p, tables) in b.cross.chunks_exact(4).enumerate() {
+        if sum(tables) != Some(consecutive) {
+            return Err((
+                format!("data.Bits.cross (table {p})"),
+                format!(
+                    "{} consecutive pairs, the shard's pieces form {consecutive}",
+                    show(sum(tables))
+                ),
+            ));
         }
     }
     if let Some(full) = &b.full {
@@ -653,9 +689,9 @@ fn check_bits(b: &BitStats, e: &BitStats, n: u64) -> Result<(), (String, String)
             for j in 0..dim {
                 if v >> j & 1 == 1 {
                     ones[j] += c;
-                    for k in j + 1..d {
+                    for k in j + 1..dim {
                         if v >> k & 1 == 1 {
-                            both[pair_index(j, k, d)] += c;
+                            both[pair_index(j, k, dim)] += c;
                         }
                     }
                 }
@@ -895,6 +931,7 @@ pub(crate) fn checked_merge(total: &mut Draws, piece: Draws) -> Result<(), Strin
                 if a.n.checked_add(b.n).is_none()
                     || !fits(&a.ones, &b.ones)
                     || !fits(&a.both, &b.both)
+                    || !fits(&a.cross, &b.cross)
                     || !full
                 {
                     overflow = Some("data.Bits");
