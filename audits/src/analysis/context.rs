@@ -131,10 +131,12 @@ pub(crate) fn context_note(external: bool, reuse: Option<&ReuseStat>) -> String 
         ));
         if let Some(r) = reuse {
             note.push_str(&format!(
-                " (lags 1 to {} in {} piece(s) of at most {} outputs{})",
+                " (lags 1 to {} in {} piece(s) of at most {} outputs, at most {} spread over \
+                 the run{})",
                 r.longest_lag,
                 r.pieces,
                 super::reuse::PIECE,
+                super::reuse::MAX_PIECES,
                 if r.short_pieces > 0 {
                     format!("; {} piece(s) too short to test", r.short_pieces)
                 } else {

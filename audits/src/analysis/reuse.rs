@@ -19,8 +19,9 @@
 //! lags with at least [`MIN_PAIRS`] expected same-input pairs, Bonferroni over those lags.
 //!
 //! Stream pieces of at most [`PIECE`] outputs are tested separately (memory: a few
-//! buffers of 2·[`PIECE`] floats); lags longer than a piece are not tested (stated in the
-//! report's note).
+//! buffers of 2·[`PIECE`] floats), at most [`MAX_PIECES`] of them spread over the run
+//! (cost: a few seconds whatever the run's length); lags longer than a piece are not
+//! tested (stated in the report's note).
 
 use rand::{RngExt, SeedableRng, rngs::ChaCha20Rng};
 use realfft::RealFftPlanner;
@@ -36,29 +37,64 @@ pub(crate) const MIN_PAIRS: f64 = 1000.0;
 /// Domain separation of the projections' seeds.
 const REUSE_DOMAIN: u64 = 0x5245_5553_455F_414E; // "REUSE_AN"
 
+/// The most pieces tested in one run: longer runs are tested on this many pieces spread
+/// evenly from the first output to the last (the cost stays bounded; reuse at lags up to a
+/// piece is looked for at the start, the end and in between).
+pub(crate) const MAX_PIECES: u64 = 4;
+
+/// The pieces of a run of `total` outputs that are tested, as (start, length): the whole
+/// run cut into pieces of [`PIECE`] when it has at most [`MAX_PIECES`] of them, else
+/// [`MAX_PIECES`] pieces of [`PIECE`] spread evenly over it.
+pub(crate) fn tested_pieces(total: u64) -> Vec<(u64, u64)> {
+    let piece = PIECE as u64;
+    let count = total.div_ceil(piece);
+    if count <= MAX_PIECES {
+        (0..count)
+            .map(|k| (k * piece, piece.min(total - k * piece)))
+            .collect()
+    } else {
+        (0..MAX_PIECES)
+            .map(|k| (k * (total - piece) / (MAX_PIECES - 1), piece))
+            .collect()
+    }
+}
+
 /// The reuse statistics of each input: `requests` in the order sent, `logs[i]` input i's
 /// batch symbols in the order received, `seed` the run's seed.
 pub(crate) fn reuse_stats(requests: &[Request], logs: &[Vec<u8>], seed: u64) -> Vec<ReuseStat> {
     let inputs = logs.len();
-    // The run's stream: whose output each position is, and its symbol.
-    let total: usize = requests
+    let total: u64 = requests.iter().map(|r| r.size).fold(0, u64::saturating_add);
+    let pieces = tested_pieces(total);
+    // Each tested piece of the run's stream: whose output each position is, and its symbol.
+    let mut streams: Vec<(Vec<u32>, Vec<u8>)> = pieces
         .iter()
-        .map(|r| usize::try_from(r.size).unwrap_or(usize::MAX))
-        .fold(0usize, usize::saturating_add);
-    let mut who: Vec<u32> = Vec::with_capacity(total);
-    let mut symbol: Vec<u8> = Vec::with_capacity(total);
-    let mut cursor = vec![0usize; inputs];
+        .map(|&(_, len)| {
+            let len = usize::try_from(len).unwrap_or(0);
+            (Vec::with_capacity(len), Vec::with_capacity(len))
+        })
+        .collect();
+    let mut cursor = vec![0u64; inputs];
+    let mut at = 0u64;
     for r in requests {
-        let (Some(log), Some(at)) = (logs.get(r.input), cursor.get_mut(r.input)) else {
-            continue;
-        };
-        let size = usize::try_from(r.size).unwrap_or(usize::MAX);
-        let end = at.saturating_add(size).min(log.len());
-        for &s in &log[*at..end] {
-            who.push(r.input as u32);
-            symbol.push(s);
+        let (from, to) = (at, at.saturating_add(r.size));
+        if let (Some(log), Some(c)) = (logs.get(r.input), cursor.get(r.input).copied()) {
+            for (&(start, len), (who, symbol)) in pieces.iter().zip(streams.iter_mut()) {
+                let (lo, hi) = (from.max(start), to.min(start + len));
+                if lo >= hi {
+                    continue;
+                }
+                let a = usize::try_from(c + (lo - from)).unwrap_or(usize::MAX);
+                let b = usize::try_from(c + (hi - from)).unwrap_or(usize::MAX);
+                for &s in log.get(a..b.min(log.len())).unwrap_or(&[]) {
+                    who.push(r.input as u32);
+                    symbol.push(s);
+                }
+            }
         }
-        *at = end;
+        if let Some(c) = cursor.get_mut(r.input) {
+            *c += r.size;
+        }
+        at = to;
     }
     let weights: Vec<[f64; 256]> = (0..inputs)
         .map(|i| {
@@ -72,7 +108,7 @@ pub(crate) fn reuse_stats(requests: &[Request], logs: &[Vec<u8>], seed: u64) -> 
         .collect();
     let mut stats = vec![ReuseStat::default(); inputs];
     let mut planner = RealFftPlanner::<f64>::new();
-    for (who, symbol) in who.chunks(PIECE).zip(symbol.chunks(PIECE)) {
+    for (who, symbol) in &streams {
         for (i, stat) in stats.iter_mut().enumerate() {
             stat.merge(&piece(who, symbol, i as u32, &weights[i], &mut planner));
         }
@@ -267,6 +303,19 @@ mod tests {
                 assert_eq!(s.at_lag, 50_000);
             }
         }
+    }
+
+    #[test]
+    fn long_runs_are_tested_on_pieces_spread_over_them() {
+        let p = PIECE as u64;
+        assert_eq!(tested_pieces(0), vec![]);
+        assert_eq!(tested_pieces(10), vec![(0, 10)]);
+        assert_eq!(tested_pieces(2 * p + 5), vec![(0, p), (p, p), (2 * p, 5)]);
+        let long = tested_pieces(40 * p + 7);
+        assert_eq!(long.len() as u64, MAX_PIECES);
+        assert_eq!(long.first(), Some(&(0, p)));
+        assert_eq!(long.last(), Some(&(39 * p + 7, p)));
+        assert!(long.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0));
     }
 
     #[test]
