@@ -937,12 +937,11 @@ pub(crate) fn checked_merge(total: &mut Draws, piece: Draws) -> Result<(), Strin
                     overflow = Some("data.Bits");
                 }
             }
-            (Data::RealCells(a), Data::RealCells(b)) => {
+            (Data::RealCells(a), Data::RealCells(b))
                 if a.in_box.checked_add(b.in_box).is_none()
-                    || a.cells.iter().zip(&b.cells).any(|(x, y)| !fits(x, y))
-                {
-                    overflow = Some("data.RealCells");
-                }
+                    || a.cells.iter().zip(&b.cells).any(|(x, y)| !fits(x, y)) =>
+            {
+                overflow = Some("data.RealCells");
             }
             _ => {}
         }
