@@ -54,7 +54,10 @@ pub(crate) fn tested_pieces(total: u64) -> Vec<(u64, u64)> {
             .collect()
     } else {
         (0..MAX_PIECES)
-            .map(|k| (k * (total - piece) / (MAX_PIECES - 1), piece))
+            .map(|k| {
+                let start = u128::from(k) * u128::from(total - piece) / u128::from(MAX_PIECES - 1);
+                (u64::try_from(start).unwrap_or(total - piece), piece)
+            })
             .collect()
     }
 }
