@@ -43,6 +43,8 @@ Defects (and the mechanisms they apply to):
 - too-regular (rr-binary, label-dp-binary, signds-magrr): each response keeps exactly
   floor(n p) or ceil(n p) of its n bits (each output's law exact, the response's counts
   far less variable than independent draws);
+- front-truth (rr-binary, label-dp-binary, signds-magrr): each response is drawn correctly,
+  then a truthful output is moved to its front (the counts exact, the order not);
 - drift (rr-binary, label-dp-binary, signds-magrr): after 2^18 outputs the program answers
   at epsilon + 1 (a state that changes during a run).
 
@@ -167,6 +169,18 @@ def binary_response(args, rng, n, answered):
     if defect == "drift" and answered >= 1 << 18:
         keep = correct.keep_probability(eps + 1.0)  # BUG: the law changes mid-run
         return lambda x: [x if rng.random() < keep else 1 - x for _ in range(n)]
+    if defect == "front-truth":
+        keep = correct.keep_probability(eps)
+
+        def front(x):
+            outputs = [x if rng.random() < keep else 1 - x for _ in range(n)]
+            if x in outputs:
+                # BUG: a truthful output moved to the front (the counts stay exact).
+                i = outputs.index(x)
+                outputs[0], outputs[i] = outputs[i], outputs[0]
+            return outputs
+
+        return front
     if defect == "too-regular":
         keep = correct.keep_probability(eps)
 
@@ -345,6 +359,7 @@ if __name__ == "__main__":
             "coin-pool",
             "too-regular",
             "drift",
+            "front-truth",
             "order-leak",
             "notation-bit",
             "whitespace-bit",

@@ -649,6 +649,7 @@ impl Source for External {
             };
             let size = usize::try_from(r.size).unwrap_or(usize::MAX);
             let outputs = self.mechanism.respond(x, size, self.kind)?;
+            let logged = feed.streams().logged();
             feed.feed(&outputs)?;
             if let Some(d) = self.mechanism.take_deviation() {
                 feed.streams().deviation.get_or_insert(d);
@@ -660,6 +661,10 @@ impl Source for External {
             if rows.len() == before + a {
                 let row = rows[before..].to_vec();
                 ctx.add(previous, r.size, &row);
+                let (first, last) = feed.streams().first_and_last_since(logged);
+                if let Some(first) = first {
+                    ctx.add_places(first, last, &row);
+                }
             }
             progress.add(r.size);
             previous = r.input;

@@ -468,6 +468,10 @@ pub(crate) struct Contexts {
     pub previous_input: Vec<u64>,
     /// [`SIZE_CLASSES`] × alphabet: the counts by the size class of the request.
     pub request_size: Vec<u64>,
+    /// 3 × alphabet: the counts by the output's place in its response: first, in between,
+    /// last (a response of one output has only a first).
+    #[serde(default)]
+    pub place: Vec<u64>,
 }
 
 impl Contexts {
@@ -477,6 +481,29 @@ impl Contexts {
             alphabet,
             previous_input: vec![0; (inputs + 1) * alphabet],
             request_size: vec![0; SIZE_CLASSES * alphabet],
+            place: vec![0; 3 * alphabet],
+        }
+    }
+
+    /// Adds the places of one response's outputs: the symbols of its first and last output
+    /// (`last` is `None` for a response of one output) and its symbol counts `row`.
+    pub(crate) fn add_places(&mut self, first: usize, last: Option<usize>, row: &[u64]) {
+        let a = self.alphabet;
+        let mut middle = row.to_vec();
+        for (r, s) in [(0, Some(first)), (2, last)] {
+            if let Some(s) = s.filter(|&s| s < a) {
+                if let Some(c) = self.place.get_mut(r * a + s) {
+                    *c = c.saturating_add(1);
+                }
+                if let Some(m) = middle.get_mut(s) {
+                    *m = m.saturating_sub(1);
+                }
+            }
+        }
+        if let Some(cells) = self.place.get_mut(a..2 * a) {
+            for (c, &x) in cells.iter_mut().zip(&middle) {
+                *c = c.saturating_add(x);
+            }
         }
     }
 
@@ -499,6 +526,7 @@ impl Contexts {
         if self.alphabet == other.alphabet {
             add_into(&mut self.previous_input, &other.previous_input);
             add_into(&mut self.request_size, &other.request_size);
+            add_into(&mut self.place, &other.place);
         }
     }
 }
@@ -591,6 +619,25 @@ impl Streams {
         if self.log.is_none() {
             self.log = Some(Vec::new());
         }
+    }
+
+    /// How many batch symbols are kept so far.
+    pub(crate) fn logged(&self) -> usize {
+        self.log.as_ref().map_or(0, Vec::len)
+    }
+
+    /// The first and (for two or more) the last batch symbol kept after the first `from`.
+    pub(crate) fn first_and_last_since(&self, from: usize) -> (Option<usize>, Option<usize>) {
+        let Some(new) = self.log.as_ref().and_then(|l| l.get(from..)) else {
+            return (None, None);
+        };
+        let first = new.first().map(|&s| usize::from(s));
+        let last = if new.len() >= 2 {
+            new.last().map(|&s| usize::from(s))
+        } else {
+            None
+        };
+        (first, last)
     }
 
     /// The batch symbols kept since [`Streams::keep_log`], in order (and stops keeping).

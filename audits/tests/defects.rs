@@ -275,6 +275,13 @@ fn counts_held_to_their_expectation_fail_the_dispersion_test_from_below() {
     schedule_control("rr-binary", &[], "too-regular", "batch-dispersion");
 }
 
+/// Every response drawn correctly, then a truthful output moved to its front: the counts
+/// of every response are exact, the order within it carries the input.
+#[test]
+fn an_order_within_responses_fails_the_place_in_response_test() {
+    schedule_control("rr-binary", &[], "front-truth", "place-in-response");
+}
+
 /// A state that changes after 2¹⁸ outputs (ε + 1 from then on): the early and late parts
 /// of the run differ.
 #[test]

@@ -21,9 +21,9 @@ use crate::{
 pub(crate) const POSITION_SEGMENTS: [usize; 2] = [2, 16];
 
 /// Context tests per input: the position tests for every source; for an external one the
-/// previous-input, request-size and reuse-at-any-lag tests as well.
+/// previous-input, request-size, place-in-response and reuse-at-any-lag tests as well.
 pub(crate) fn context_test_count(external: bool) -> usize {
-    POSITION_SEGMENTS.len() + if external { 3 } else { 0 }
+    POSITION_SEGMENTS.len() + if external { 4 } else { 0 }
 }
 
 /// The run-position tests of one input: its batches (in stream order) cut into segments
@@ -61,10 +61,12 @@ pub(crate) fn position_outcomes(label: &str, batches: &BatchCounts) -> Result<Ve
     Ok(out)
 }
 
-/// The previous-input and request-size tests of one input of an external run.
+/// The previous-input, request-size and place-in-response tests of one input of an
+/// external run (the last: the law of the first, the in-between and the last output of
+/// each response, so an order within a response that carries information fails).
 pub(crate) fn schedule_outcomes(label: &str, contexts: &Contexts) -> Result<Vec<Outcome>> {
     let a = contexts.alphabet.max(1);
-    let mut out = Vec::with_capacity(2);
+    let mut out = Vec::with_capacity(3);
     for (test, table, rows) in [
         (
             "previous-input",
@@ -72,6 +74,7 @@ pub(crate) fn schedule_outcomes(label: &str, contexts: &Contexts) -> Result<Vec<
             contexts.previous_input.len() / a,
         ),
         ("request-size", &contexts.request_size, SIZE_CLASSES),
+        ("place-in-response", &contexts.place, 3),
     ] {
         let t = fl_stats::chi_square_independence(table, rows.max(1), a)?;
         out.push(Outcome {
@@ -122,7 +125,8 @@ pub(crate) fn context_note(external: bool, reuse: Option<&ReuseStat>) -> String 
              outputs of each input by the input of the request before theirs, and \
              request-size: by the request's size class (1, 2-15, 16-255, 256+), each \
              tested for homogeneity (memory across callers, a law that depends on how many \
-             are asked for); reuse-any-lag: the autocorrelation of a random projection of \
+             are asked for), and place-in-response: by the output's place in its response \
+             (first, in between, last: an order that carries information); reuse-any-lag: the autocorrelation of a random projection of \
              each input's outputs along the whole output stream of the run (every input, in \
              the order answered) at every lag with at least {} expected same-input pairs",
             crate::schedule::SINGLE_SHARE,
@@ -148,7 +152,8 @@ pub(crate) fn context_note(external: bool, reuse: Option<&ReuseStat>) -> String 
             "; still assumed (docs/AUDIT_PROTOCOL.md, \"The auditor's assumptions\"): the \
              program does not know the schedule's seed (the default seed is public: use \
              --seed random against an adversarial program), it behaves after the run as \
-             during it, reuse farther apart than one tested piece shows only in the \
+             during it and under other request mixes as under this one, outputs of \
+             different inputs share no randomness, only pairs of outputs depend, reuse farther apart than one tested piece shows only in the \
              run-position test, requests are sent one at a time to one process, and \
              response times and stderr are not read",
         );

@@ -715,6 +715,8 @@ pub(crate) struct Expected {
     previous: Vec<u64>,
     /// The input's outputs by request-size class.
     size_class: Vec<u64>,
+    /// The input's outputs by place in their response: first, in between, last.
+    place: Vec<u64>,
     /// Outputs in the run's whole stream (every input).
     stream: u64,
 }
@@ -725,6 +727,7 @@ impl Expected {
             sizes: Vec::new(),
             previous: vec![0; inputs + 1],
             size_class: vec![0; crate::tally::SIZE_CLASSES],
+            place: vec![0; 3],
             stream: 0,
         };
         let mut previous = inputs;
@@ -734,6 +737,9 @@ impl Expected {
                 e.sizes.push(r.size);
                 e.previous[previous] += r.size;
                 e.size_class[crate::tally::size_class(r.size)] += r.size;
+                e.place[0] += u64::from(r.size >= 1);
+                e.place[1] += r.size.saturating_sub(2);
+                e.place[2] += u64::from(r.size >= 2);
             }
             previous = r.input;
         }
@@ -803,6 +809,7 @@ fn check_schedule(d: &Draws, empty: &Draws, n: u64, e: &Expected) -> Result<(), 
     for (name, table, want) in [
         ("previous_input", &ctx.previous_input, &e.previous),
         ("request_size", &ctx.request_size, &e.size_class),
+        ("place", &ctx.place, &e.place),
     ] {
         let t = format!("streams.contexts.{name}");
         if ctx.alphabet != a || table.len() != want.len() * a {
@@ -947,7 +954,8 @@ pub(crate) fn checked_merge(total: &mut Draws, piece: Draws) -> Result<(), Strin
         }
         if let (Some(a), Some(b)) = (&s.contexts, &p.contexts)
             && (!fits(&a.previous_input, &b.previous_input)
-                || !fits(&a.request_size, &b.request_size))
+                || !fits(&a.request_size, &b.request_size)
+                || !fits(&a.place, &b.place))
         {
             overflow = Some("streams.contexts");
         }
