@@ -22,6 +22,10 @@ use crate::{
     tally::{BatchCounts, SERIAL_LAGS, SerialLags},
 };
 
+/// The fewest outputs in one unit of the dispersion tests: consecutive batches (responses)
+/// are merged up to it.
+pub(crate) const MIN_UNIT: u64 = 1024;
+
 /// The group sizes (in batches) of the over-dispersion tests.
 pub(crate) const DISPERSION_SCALES: [usize; 4] = [1, 2, 4, 8];
 
@@ -69,7 +73,31 @@ pub(crate) fn serial_outcomes(
 /// Over-dispersion of one input's batch counts at every scale.
 pub(crate) fn dispersion_outcomes(label: &str, batches: &BatchCounts) -> Result<Vec<Outcome>> {
     let a = batches.alphabet();
-    let rows: Vec<&[u64]> = batches.rows().chunks_exact(a).collect();
+    // Consecutive batches merged until each unit holds at least MIN_UNIT outputs (an
+    // external run's schedule sends many requests of one output; Pearson's statistic
+    // needs counts, and pooling millions of one-output rows would cost O(rows²)). The
+    // project's batches (2¹⁴ outputs) are units by themselves.
+    let mut units: Vec<Vec<u64>> = Vec::new();
+    let mut open = vec![0u64; a];
+    for row in batches.rows().chunks_exact(a) {
+        for (o, &c) in open.iter_mut().zip(row) {
+            *o = o.saturating_add(c);
+        }
+        if open.iter().sum::<u64>() >= MIN_UNIT {
+            units.push(std::mem::replace(&mut open, vec![0u64; a]));
+        }
+    }
+    if open.iter().any(|&c| c > 0) {
+        match units.last_mut() {
+            Some(last) => {
+                for (l, &c) in last.iter_mut().zip(&open) {
+                    *l = l.saturating_add(c);
+                }
+            }
+            None => units.push(open),
+        }
+    }
+    let rows: Vec<&[u64]> = units.iter().map(Vec::as_slice).collect();
     let mut out = Vec::with_capacity(DISPERSION_SCALES.len());
     for scale in DISPERSION_SCALES {
         let mut table = Vec::with_capacity(rows.len().div_ceil(scale) * a);
@@ -146,7 +174,7 @@ mod tests {
         use rand::{Rng, SeedableRng, rngs::ChaCha20Rng};
         let mut rng = ChaCha20Rng::seed_from_u64(3);
         let fresh = |rng: &mut ChaCha20Rng, b: &mut BatchCounts| {
-            for _ in 0..1000 {
+            for _ in 0..2000 {
                 b.push((rng.next_u64() % 4) as usize);
             }
             b.end_batch();
