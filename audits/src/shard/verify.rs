@@ -747,12 +747,12 @@ impl Expected {
     }
 }
 
-/// An external run's batches, contexts and reuse result against its schedule: one batch
-/// per request of the input, of the request's size, in order; the context tables' rows
-/// total what the schedule put there and their columns the batches' symbol counts; the
-/// reuse result within what the stream allows.
-fn check_schedule(d: &Draws, empty: &Draws, n: u64, e: &Expected) -> Result<(), (String, String)> {
-    let (b, shape) = (&d.streams.batches, &empty.streams.batches);
+/// The batch counts' alphabet, row cells and open batch against the observer's empty ones;
+/// the alphabet (at least 1).
+fn check_batch_shape(
+    b: &crate::tally::BatchCounts,
+    shape: &crate::tally::BatchCounts,
+) -> Result<usize, (String, String)> {
     let t = "streams.batches";
     let a = shape.alphabet().max(1);
     if b.alphabet() != shape.alphabet() || b.open().len() != a || b.rows().len() % a != 0 {
@@ -772,6 +772,16 @@ fn check_schedule(d: &Draws, empty: &Draws, n: u64, e: &Expected) -> Result<(), 
             "a batch is left open (every shard closes its last batch)".into(),
         ));
     }
+    Ok(a)
+}
+
+/// An external run's batches, contexts and reuse result against its schedule: one batch
+/// per request of the input, of the request's size, in order; the context tables' rows
+/// total what the schedule put there and their columns the batches' symbol counts; the
+/// reuse result within what the stream allows.
+fn check_schedule(d: &Draws, empty: &Draws, n: u64, e: &Expected) -> Result<(), (String, String)> {
+    let (b, t) = (&d.streams.batches, "streams.batches");
+    let a = check_batch_shape(b, &empty.streams.batches)?;
     let rows: Vec<&[u64]> = b.rows().chunks_exact(a).collect();
     if rows.len() != e.sizes.len() {
         return Err((
@@ -872,26 +882,8 @@ fn check_schedule(d: &Draws, empty: &Draws, n: u64, e: &Expected) -> Result<(), 
 /// The batch counts against their empty shape: ⌊n/u⌋ batches of `u` outputs and one of
 /// n mod u, none open.
 fn check_batches(d: &Draws, empty: &Draws, n: u64, u: u64) -> Result<(), (String, String)> {
-    let (b, shape) = (&d.streams.batches, &empty.streams.batches);
-    let t = "streams.batches";
-    let a = shape.alphabet();
-    if b.alphabet() != a || b.open().len() != a || b.rows().len() % a.max(1) != 0 {
-        return Err((
-            t.into(),
-            format!(
-                "alphabet {} with {} open and {} row cells, the observer's alphabet is {a}",
-                b.alphabet(),
-                b.open().len(),
-                b.rows().len()
-            ),
-        ));
-    }
-    if b.open().iter().any(|&c| c > 0) {
-        return Err((
-            t.into(),
-            "a batch is left open (every shard closes its last batch)".into(),
-        ));
-    }
+    let (b, t) = (&d.streams.batches, "streams.batches");
+    let a = check_batch_shape(b, &empty.streams.batches)?;
     let (full, rest) = (n / u, n % u);
     let want_rows = full + u64::from(rest > 0);
     let rows = b.rows().len() / a.max(1);

@@ -132,20 +132,7 @@ pub const MAX_DEGREES_OF_FREEDOM: f64 = 1e10;
 /// [`Error::InvalidParameter`] when `df` is not in (0, [`MAX_DEGREES_OF_FREEDOM`]] or `x`
 /// is NaN.
 pub fn chi_square_sf(x: f64, df: f64) -> Result<f64> {
-    if !(df > 0.0 && df <= MAX_DEGREES_OF_FREEDOM) {
-        return Err(Error::InvalidParameter {
-            name: "degrees of freedom",
-            value: df,
-            allowed: "a number in (0, 1e10]",
-        });
-    }
-    if x.is_nan() {
-        return Err(Error::InvalidParameter {
-            name: "chi-square statistic",
-            value: x,
-            allowed: "a number (not NaN)",
-        });
-    }
+    check_chi_square(x, df)?;
     if x <= 0.0 {
         return Ok(1.0);
     }
@@ -157,15 +144,9 @@ pub fn chi_square_sf(x: f64, df: f64) -> Result<f64> {
     ))
 }
 
-/// Lower tail of the chi-square law with `df` degrees of freedom at `x`: P(df/2, x/2)
-/// (statrs's series, accurate far into the lower tail; never computed as 1 − sf). A
-/// statistic in the lower tail means counts *less* variable than independent draws allow
-/// (a sampler that forces its counts towards their expectation).
-///
-/// # Errors
-/// [`Error::InvalidParameter`] when `df` is not in (0, [`MAX_DEGREES_OF_FREEDOM`]] or `x`
-/// is NaN.
-pub fn chi_square_cdf(x: f64, df: f64) -> Result<f64> {
+/// The arguments of [`chi_square_sf`] and [`chi_square_cdf`]: 0 < `df` ≤
+/// [`MAX_DEGREES_OF_FREEDOM`] and `x` not NaN.
+fn check_chi_square(x: f64, df: f64) -> Result<()> {
     if !(df > 0.0 && df <= MAX_DEGREES_OF_FREEDOM) {
         return Err(Error::InvalidParameter {
             name: "degrees of freedom",
@@ -180,6 +161,19 @@ pub fn chi_square_cdf(x: f64, df: f64) -> Result<f64> {
             allowed: "a number (not NaN)",
         });
     }
+    Ok(())
+}
+
+/// Lower tail of the chi-square law with `df` degrees of freedom at `x`: P(df/2, x/2)
+/// (statrs's series, accurate far into the lower tail; never computed as 1 − sf). A
+/// statistic in the lower tail means counts *less* variable than independent draws allow
+/// (a sampler that forces its counts towards their expectation).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] when `df` is not in (0, [`MAX_DEGREES_OF_FREEDOM`]] or `x`
+/// is NaN.
+pub fn chi_square_cdf(x: f64, df: f64) -> Result<f64> {
+    check_chi_square(x, df)?;
     if x <= 0.0 {
         return Ok(0.0);
     }
