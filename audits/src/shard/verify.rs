@@ -755,7 +755,8 @@ fn check_batch_shape(
 ) -> Result<usize, (String, String)> {
     let t = "streams.batches";
     let a = shape.alphabet().max(1);
-    if b.alphabet() != shape.alphabet() || b.open().len() != a || b.rows().len() % a != 0 {
+    if b.alphabet() != shape.alphabet() || b.open().len() != a || !b.rows().len().is_multiple_of(a)
+    {
         return Err((
             t.into(),
             format!(
