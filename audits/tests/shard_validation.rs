@@ -372,7 +372,7 @@ fn shards_of_two_commands_or_two_builds_are_refused() {
         .unwrap()
         .len();
     assert!(
-        rows % 2 == 0 && rows / 2 > 1000 / 32 && rows / 2 <= 1000,
+        rows.is_multiple_of(2) && rows / 2 > 1000 / 32 && rows / 2 <= 1000,
         "{rows}"
     );
     // One output moved from the first batch to the second: the totals hold, the batch
