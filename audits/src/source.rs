@@ -684,23 +684,12 @@ impl Source for External {
             .collect())
     }
 
-    fn draw(&mut self, input: usize, n: u64, _seed: u64, progress: &Progress) -> Result<Draws> {
-        let x = self.inputs.get(input).cloned().unwrap_or(Value::Null);
-        let mut feed = (self.feed)(input)?;
-        let mut left = n;
-        while left > 0 {
-            let b = self.batch.min(left);
-            let size = usize::try_from(b).unwrap_or(usize::MAX);
-            let outputs = self.mechanism.respond(&x, size, self.kind)?;
-            if let Some(d) = self.mechanism.take_deviation() {
-                feed.streams().deviation.get_or_insert(d);
-            }
-            feed.feed(&outputs)?;
-            feed.end_batch();
-            progress.add(b);
-            left -= b;
-        }
-        Ok(feed.finish_boxed())
+    /// One input alone is never drawn from an external mechanism: its inputs share one
+    /// schedule ([`Source::draw_all`]), so asking for one is an internal error.
+    fn draw(&mut self, _: usize, _: u64, _: u64, _: &Progress) -> Result<Draws> {
+        Err(AuditError::Mechanism(
+            "an external mechanism is drawn for every input at once, on its schedule".into(),
+        ))
     }
 }
 
