@@ -2,6 +2,7 @@
 
 use fl_ldp::{Bernoulli, BinaryRandomizedResponse, Probability};
 use rand::CryptoRng;
+use zeroize::Zeroize;
 
 use crate::error::{Error, Result};
 use crate::law::SelectionLaw;
@@ -109,6 +110,79 @@ impl Client {
         broadcast: &Broadcast,
         rng: &mut R,
     ) -> Result<ClientOutput> {
+        self.encode_inner(update, broadcast, rng)
+            .map(|(out, _)| out)
+    }
+
+    /// [`Client::encode`] with error feedback: the report is computed from
+    /// v = `update` + what earlier reports left unsent (`feedback`), and `feedback` keeps
+    /// v − r_est·s·1_J, where r_est is the value the report was made with (its
+    /// MagRR bit compares with it) and s, J the report's sign and indices: the part of v
+    /// the server has not been told yet. [`StepRule::Mean`](crate::StepRule::Mean) reads each report as exactly
+    /// r_est·s on J, so over the rounds the sum of what the server applies for this client
+    /// tracks the sum of its updates, instead of losing every coordinate that never makes a
+    /// top-k set (what keeps plain SignDS far below FedAvg on label-skewed clients; crate
+    /// README, ablation).
+    ///
+    /// Privacy: the report is the same mechanism applied to another input, and every report
+    /// is ε-LDP (selection) plus ε_RR-LDP (MagRR) for *any* two inputs, so also for any two
+    /// values of v; v is a function of the client's data and of its earlier reports, which
+    /// the server already has. Over a run the reports compose as without feedback
+    /// (docs/proofs/fl-signds/feedback.md). The state never leaves the client; it is
+    /// zeroized when dropped or reset.
+    ///
+    /// # Errors
+    /// The errors of [`Client::encode`]; [`Error::FeedbackDimension`] for a state of another
+    /// d; [`Error::NonFiniteUpdate`] when `update` + the state overflows. On error `feedback`
+    /// is unchanged.
+    pub fn encode_with_feedback<R: CryptoRng + ?Sized>(
+        &self,
+        update: &[f32],
+        broadcast: &Broadcast,
+        feedback: &mut Feedback,
+        rng: &mut R,
+    ) -> Result<ClientOutput> {
+        let d = self.law.dimension();
+        if feedback.residual.len() != d {
+            return Err(Error::FeedbackDimension {
+                got: feedback.residual.len(),
+                expected: d,
+            });
+        }
+        if update.len() != d {
+            return Err(Error::LengthMismatch {
+                got: update.len(),
+                expected: d,
+            });
+        }
+        let mut v: Vec<f32> = update
+            .iter()
+            .zip(&feedback.residual)
+            .map(|(u, e)| u + e)
+            .collect();
+        let result = self.encode_inner(&v, broadcast, rng);
+        let (out, r_est) = match result {
+            Ok(ok) => ok,
+            Err(e) => {
+                v.zeroize();
+                return Err(e);
+            }
+        };
+        let credit = (r_est * f64::from(out.report.sign().value())) as f32;
+        for &j in out.report.indices() {
+            v[j as usize] -= credit;
+        }
+        std::mem::swap(&mut feedback.residual, &mut v);
+        v.zeroize();
+        Ok(out)
+    }
+
+    fn encode_inner<R: CryptoRng + ?Sized>(
+        &self,
+        update: &[f32],
+        broadcast: &Broadcast,
+        rng: &mut R,
+    ) -> Result<(ClientOutput, f64)> {
         let d = self.law.dimension();
         if update.len() != d {
             return Err(Error::LengthMismatch {
@@ -153,11 +227,59 @@ impl Client {
         let noisy_bit = self.magrr.randomize(bit, rng);
         let set = TopKSet::new(&top, d)?;
         let indices = self.law.sample_with(&mut top, &set, rng);
-        Ok(ClientOutput {
-            report: Report::from_valid_parts(d as u32, indices, sign, noisy_bit),
-            privacy: self.privacy(),
-            warnings,
-        })
+        Ok((
+            ClientOutput {
+                report: Report::from_valid_parts(d as u32, indices, sign, noisy_bit),
+                privacy: self.privacy(),
+                warnings,
+            },
+            r_est,
+        ))
+    }
+}
+
+/// A client's error-feedback state for [`Client::encode_with_feedback`]: what its
+/// earlier reports left unsent, one f32 per coordinate. It is a function of the client's
+/// private updates: it never leaves the client, `Debug` shows only its dimension, and it is
+/// zeroized when dropped or [`reset`](Feedback::reset). Keep one per client and model for
+/// the whole run (a new model, or a server that restarted from other weights: reset).
+#[derive(Clone)]
+pub struct Feedback {
+    residual: Vec<f32>,
+}
+
+impl Feedback {
+    /// An empty state (all zero) for updates of length `dimension`.
+    #[must_use]
+    pub fn new(dimension: usize) -> Self {
+        Self {
+            residual: vec![0.0; dimension],
+        }
+    }
+
+    /// The dimension d.
+    #[must_use]
+    pub fn dimension(&self) -> usize {
+        self.residual.len()
+    }
+
+    /// Forgets everything (zeroes the state in place).
+    pub fn reset(&mut self) {
+        self.residual.as_mut_slice().zeroize();
+    }
+}
+
+impl std::fmt::Debug for Feedback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feedback")
+            .field("dimension", &self.residual.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Feedback {
+    fn drop(&mut self) {
+        self.residual.zeroize();
     }
 }
 

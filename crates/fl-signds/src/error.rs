@@ -139,6 +139,18 @@ pub enum Error {
         /// The rejected value.
         value: f64,
     },
+    /// The server learning rate η of the mean step rule is not a finite number > 0.
+    InvalidServerLearningRate {
+        /// The rejected value.
+        value: f64,
+    },
+    /// An error-feedback state was made for another dimension than the client's.
+    FeedbackDimension {
+        /// The state's dimension.
+        got: usize,
+        /// The client's d.
+        expected: usize,
+    },
     /// A round was finished twice, or after a later round, or on a server of another d.
     StaleRound {
         /// The round's number.
@@ -240,6 +252,14 @@ impl fmt::Display for Error {
             Self::InvalidExpectedClients { value } => write!(
                 f,
                 "invalid expected clients per round {value}: must be finite and > 0"
+            ),
+            Self::InvalidServerLearningRate { value } => write!(
+                f,
+                "invalid server learning rate {value}: must be finite and > 0"
+            ),
+            Self::FeedbackDimension { got, expected } => write!(
+                f,
+                "error-feedback state of dimension {got} for a client of dimension {expected}"
             ),
             Self::StaleRound { round, current } => write!(
                 f,
