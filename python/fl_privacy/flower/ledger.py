@@ -64,6 +64,7 @@ FORMAT = "fl-privacy-ledger/1"
 MECHANISMS = ("signds",)
 #: A client key (``ledger_name``, or ``partition-<id>``): a file name, nothing else.
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+_FILE = re.compile(r"signds-([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.json\Z")
 _ENTRY_FIELDS = ("epsilon", "mechanism", "round", "run_id", "time")
 
 
@@ -218,7 +219,11 @@ def _parse(data, path, key=None):
                           "corrupted or edited)" % path)
     if key is not None and doc["client"] != key:
         raise LedgerError("%s belongs to client %r, not %r" % (path, doc["client"], key))
-    return Ledger(doc["client"], [_entry(i, e) for i, e in enumerate(doc["entries"])], path)
+    try:
+        entries = [_entry(i, e) for i, e in enumerate(doc["entries"])]
+    except LedgerError as e:
+        raise LedgerError("%s: %s" % (path, e)) from None
+    return Ledger(doc["client"], entries, path)
 
 
 def _sha256(data):
@@ -228,8 +233,11 @@ def _sha256(data):
 def read_ledger(path, key=None):
     """The :class:`Ledger` in file ``path`` (LedgerError when it cannot be read or is
     refused; FileNotFoundError when there is none). ``key``: the client it must belong
-    to (None: any)."""
+    to; None: the key its name says (``signds-<key>.json``), or any for another name."""
     path = Path(path)
+    if key is None:
+        named = _FILE.match(path.name)
+        key = named.group(1) if named else None
     try:
         data = path.read_bytes()
     except FileNotFoundError:
