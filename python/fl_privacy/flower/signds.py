@@ -587,8 +587,8 @@ class SignDSStrategy(FedAvg):
     :attr:`epsilon_per_round` is fl-signds' realised ε + ε_RR of one report under these
     parameters (``signds-epsilon-round`` in the round's metrics). Each client spends what its
     own mod's parameters say (they fix the same h, but ε_RR may differ): the metrics also
-    give the largest per-round ε (``signds-epsilon-reported-max``) and running total
-    (``signds-epsilon-total-max``) that the accepted clients reported. The server's own
+    give the largest per-round ε (``signds-epsilon-reported-max``) and whole-history total
+    (``signds-epsilon-total-max``, from their ledgers) that the accepted clients reported. The server's own
     ledger, one :class:`~fl_privacy.flower.accounting.PureEpsilonAccountant` per node
     (:meth:`privacy_spent`, :attr:`accountants`), composes every report it received:
     ``signds-epsilon-ledger-max`` (basic composition, δ = 0) and, at ``target_delta``,
