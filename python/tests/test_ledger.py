@@ -11,7 +11,6 @@ SignDSMod, a fresh Context and a new node id."""
 import json
 import math
 import multiprocessing
-import os
 import time
 
 import pytest

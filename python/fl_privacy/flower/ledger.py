@@ -47,6 +47,7 @@ from typing import NamedTuple, Optional
 from fl_privacy.flower.accounting import PureEpsilonAccountant, PureEpsilonEvent
 
 __all__ = [
+    "BudgetExceeded",
     "FORMAT",
     "Ledger",
     "LedgerEntry",
