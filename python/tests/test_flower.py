@@ -48,6 +48,8 @@ from fl_privacy.flower._records import (  # noqa: E402
 )
 from fl_privacy.flower.signds import (  # noqa: E402
     METRIC_EPSILON,
+    METRIC_EPSILON_OPTIMAL,
+    METRIC_EPSILON_OPTIMAL_DELTA,
     METRIC_EPSILON_TOTAL,
     METRIC_REPORT_BYTES,
     REPORT_KEY,
@@ -64,6 +66,15 @@ def client_log(monkeypatch):
     lines = []
     monkeypatch.setattr(_records, "log", lambda level, fmt, *args: lines.append(fmt % args))
     return lines
+
+
+@pytest.fixture(autouse=True)
+def flwr_home(tmp_path, monkeypatch):
+    """Each test's own Flower home, so that SignDSMod's default ledgers
+    (``$FLWR_HOME/fl-privacy/ledger``) start empty in every test and never touch ~/.flwr
+    (test_ledger.py tests the ledger across runs)."""
+    monkeypatch.setenv("FLWR_HOME", str(tmp_path / "flwr-home"))
+    return tmp_path / "flwr-home"
 
 
 @pytest.fixture(autouse=True)
@@ -190,9 +201,14 @@ def test_mod_sends_only_the_report_with_its_privacy():
             assert set(content.config_records) == {REPORT_RECORD}
             assert set(content.config_records[REPORT_RECORD]) == {REPORT_KEY}
             m = content.metric_records["metrics"]
-            assert set(m) == {"num-examples", METRIC_EPSILON, METRIC_EPSILON_TOTAL, METRIC_REPORT_BYTES}
+            assert set(m) == {"num-examples", METRIC_EPSILON, METRIC_EPSILON_TOTAL, METRIC_REPORT_BYTES,
+                              METRIC_EPSILON_OPTIMAL, METRIC_EPSILON_OPTIMAL_DELTA}
             assert m[METRIC_EPSILON] == want
             assert math.isclose(m[METRIC_EPSILON_TOTAL], server_round * want, rel_tol=1e-12)
+            # A few reports of ε ≈ 10: the optimal bound (at δ = 1e-6) is barely below the sum.
+            assert m[METRIC_EPSILON_TOTAL] * (1 - 1e-3) < m[METRIC_EPSILON_OPTIMAL] \
+                < m[METRIC_EPSILON_TOTAL]
+            assert m[METRIC_EPSILON_OPTIMAL_DELTA] == 1e-6
             data = content.config_records[REPORT_RECORD][REPORT_KEY]
             assert m[METRIC_REPORT_BYTES] == len(data)
             dimension, indices, sign, _ = signds.decode_report(data)

@@ -7,11 +7,14 @@ Built on Flower's Message API (``flwr.app``, ``flwr.clientapp``, ``flwr.serverap
   aggregation on fl-signds' server: report validation, step-size state machine, MagRR);
 * :class:`SignDSMod` -- a ClientApp mod that turns the wrapped app's trained model into
   one SignDS report (fl-signds' wire bytes) and sends only that, with the round's ε and
-  the client's running total in the reply's metrics; :class:`PrivateClientApp`, Flower's
-  ClientApp that lets the mod answer the strategy's capability handshake;
+  the client's whole-history total (its ledger) in the reply's metrics;
+  :class:`PrivateClientApp`, Flower's ClientApp that lets the mod answer the strategy's capability handshake;
 * :class:`LaplaceEvalMod` -- a ClientApp mod that releases the evaluate reply's
   probability vector through fl-ldp's exact lattice Laplace; :func:`clustering_metrics`
   computes the server's clustering scores from the noisy vectors;
+* :func:`read_ledger` -- a client's privacy ledger (:mod:`fl_privacy.flower.ledger`: the
+  file SignDSMod charges every report to, across runs and SuperNode restarts) with its
+  whole-history ε (basic and optimal composition);
 * :class:`PureEpsilonAccountant` -- Flower's ``PrivacyAccountant`` interface for pure-ε
   releases (basic and optimal composition), the strategy's per-node ledger;
 * ``fl-privacy-flwr-run`` (:mod:`fl_privacy.flower.run`) -- ``flwr run`` that exits 1 with
@@ -43,6 +46,7 @@ except ImportError as e:  # pragma: no cover - depends on the installation
 
 from fl_privacy.flower.laplace import LaplaceEvalMod, cluster_scores, clustering_metrics
 from fl_privacy.flower.accounting import PureEpsilonAccountant, PureEpsilonEvent
+from fl_privacy.flower.ledger import Ledger, LedgerError, read_ledger
 from fl_privacy.flower.signds import PrivateClientApp, RoundFailed, SignDSMod, SignDSStrategy
 
 #: The oldest Flower release this module supports (the Message API's first); the ``flower``
@@ -52,6 +56,8 @@ FLOWER_OLDEST = "1.21.0"
 __all__ = [
     "FLOWER_OLDEST",
     "LaplaceEvalMod",
+    "Ledger",
+    "LedgerError",
     "PrivateClientApp",
     "PureEpsilonAccountant",
     "PureEpsilonEvent",
@@ -60,4 +66,5 @@ __all__ = [
     "SignDSStrategy",
     "cluster_scores",
     "clustering_metrics",
+    "read_ledger",
 ]

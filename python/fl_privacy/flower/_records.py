@@ -31,6 +31,8 @@ REFUSED_APP = ("fl_privacy: the ClientApp's reply could not be protected, so not
 REFUSED_NOT_SIGNDS = "fl_privacy SignDSMod: not a SignDSStrategy train message"
 REFUSED_LAW = "fl_privacy SignDSMod: the server's SignDS law (d, h) differs from this client's"
 REFUSED_BUDGET = "fl_privacy SignDSMod: this client's privacy budget is exhausted"
+REFUSED_LEDGER = ("fl_privacy SignDSMod: this client's privacy ledger is unavailable or "
+                  "invalid (the reason is in the client's log)")
 REFUSED_HANDSHAKE = "fl_privacy SignDSMod: malformed handshake"
 REFUSED_CONFIG = "fl_privacy SignDSMod: this client's SignDS configuration is invalid"
 REFUSED_NO_MOD = "fl_privacy: this ClientApp has no SignDSMod, so it takes part in no SignDS round"

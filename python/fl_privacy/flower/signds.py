@@ -6,7 +6,9 @@ flattened in the ArrayRecord's key order) into one fl-signds report and replies 
 the report's wire bytes (fl-signds' versioned wire format, ``Report::encode`` in Rust) and
 the client's example count n_i — the weights, and every other metric the wrapped app
 returned, are dropped unless ``forward_metrics`` names them. The reply's metrics carry the
-privacy the report spent this round and the client's running total. Every other message
+privacy the report spent this round and the client's whole-history total from its ledger
+(a file on the client's disk, :mod:`fl_privacy.flower.ledger`, charged before the report
+is sent; it survives runs and SuperNode restarts). Every other message
 (evaluate, query) is answered only through an inner fl_privacy mod (LaplaceEvalMod) or where
 the user named its category in ``allow_unprotected``; errors leave as fixed texts.
 
@@ -18,17 +20,24 @@ w' = w + g·Σ n_i s_i 1[j ∈ J_i]/Σ n_i and moves the r_est state machine.
 Privacy (docs/proofs/fl-signds/selection.md and magrr.md): one report is
 (ε + ε_RR)-LDP for any two updates of the reporting client in that round, with the
 *realised* ε and ε_RR that fl-signds computes (each at most the requested value). Across
-rounds basic composition applies: after T reports a client has spent T·(ε + ε_RR), the
-running total in the metrics. Not covered: n_i (sent in the clear, as upstream's SignDS
+rounds and runs: a client's whole-history ε is its ledger's sum Σ(ε + ε_RR) (basic
+composition, δ = 0; ``signds-epsilon-total``), or the optimal composition bound of
+Kairouz–Oh–Viswanath at δ = ``ledger_delta`` (``signds-epsilon-optimal``), over every
+report charged to the same ledger file (see :class:`SignDSMod` for what identifies a
+client). Not covered: n_i (sent in the clear, as upstream's SignDS
 does), any metric listed in ``forward_metrics``, replies of a category named in
-``allow_unprotected``, the fact of participating or of refusing (which of the fixed refusal
+``allow_unprotected``, the client's participation history (the total tells this run's
+server how many reports the client sent before, in other runs too), the fact of participating or of refusing (which of the fixed refusal
 texts is sent depends on the configuration and the round count, not on local data; an app
 whose reply is invalid for some data and valid for other data reveals that one bit), and
 timing.
 """
 
 import contextvars
+import os
 from logging import INFO, WARNING
+
+from pathlib import Path
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
@@ -44,6 +53,7 @@ from fl_privacy.flower._records import (
     REFUSED_CONFIG,
     REFUSED_HANDSHAKE,
     REFUSED_LAW,
+    REFUSED_LEDGER,
     REFUSED_LEGACY,
     REFUSED_NO_MOD,
     REFUSED_NOT_SIGNDS,
@@ -63,7 +73,8 @@ from fl_privacy.flower._records import (
     single_record,
     unflatten,
 )
-from fl_privacy.flower.accounting import PureEpsilonAccountant, PureEpsilonEvent
+from fl_privacy.flower import ledger as _ledger
+from fl_privacy.flower.accounting import PureEpsilonAccountant, PureEpsilonEvent, _probability
 
 __all__ = [
     "CONFIG_DIMENSION",
@@ -74,6 +85,8 @@ __all__ = [
     "HANDSHAKE_PROTOCOL",
     "HANDSHAKE_RECORD",
     "METRIC_EPSILON",
+    "METRIC_EPSILON_OPTIMAL",
+    "METRIC_EPSILON_OPTIMAL_DELTA",
     "METRIC_EPSILON_TOTAL",
     "METRIC_REPORT_BYTES",
     "REPORT_KEY",
@@ -92,11 +105,17 @@ CONFIG_OUTPUT_DIMENSION = "signds-output-dimension"
 #: The reply's ConfigRecord name and the key of the report's wire bytes in it.
 REPORT_RECORD = "signds"
 REPORT_KEY = "report"
-#: Reply metrics: ε + ε_RR of this round's report, the client's running total, report size.
+#: Reply metrics: ε + ε_RR of this round's report, the client's whole-history total from its
+#: ledger (basic composition), report size, and the ledger's optimal composition bound
+#: (Kairouz–Oh–Viswanath; the basic total where that is not smaller) at the δ it names.
 METRIC_EPSILON = "signds-epsilon"
 METRIC_EPSILON_TOTAL = "signds-epsilon-total"
 METRIC_REPORT_BYTES = "signds-report-bytes"
-#: Where the mod keeps its running total in the ClientApp's Context.state.
+METRIC_EPSILON_OPTIMAL = "signds-epsilon-optimal"
+METRIC_EPSILON_OPTIMAL_DELTA = "signds-epsilon-optimal-delta"
+#: The mod's record in the ClientApp's Context.state: ``epsilon-total`` (the ledger's
+#: whole-history total after this run's last report) and ``rounds`` (reports sent in this
+#: run on this SuperNode). The budget is kept in the ledger, not here.
 STATE_RECORD = "fl-privacy-signds"
 #: The capability handshake: a query message of action HANDSHAKE_ACTION whose ConfigRecord
 #: of this name holds ``protocol`` = HANDSHAKE_PROTOCOL and the model's dimension; SignDSMod
@@ -236,8 +255,46 @@ class SignDSMod:
     SignDS (train is then a category this mod does not protect). An update the data made
     non-finite is reported as a zero update (charged as any report) rather than refused.
 
-    ``epsilon_budget``: when set, the mod refuses a round whose report would take the
-    running total above it. ``forward_metrics``: names of the wrapped app's metrics to
+    **Ledger** (:mod:`fl_privacy.flower.ledger`): every report is charged to a file the
+    client keeps on its own disk — its ε + ε_RR, the run id, the server round, the time —
+    written atomically and fsynced *before* the report leaves the mod (a crash after the
+    charge over-counts, never under-counts), under a lock (``fcntl.flock``) shared by every
+    process that uses the same file. It survives ``flwr run`` after ``flwr run`` and
+    SuperNode restarts, so ``epsilon_budget`` and ``signds-epsilon-total`` are per client
+    over its whole history, not per run. The file is
+    ``<ledger_dir>/signds-<key>.json``:
+
+    * ``ledger_dir``: a directory (str or path); default ``<Flower home>/fl-privacy/ledger``
+      (:func:`~fl_privacy.flower.ledger.default_ledger_dir`: ``$FLWR_HOME``, else Flower's
+      default, ``~/.flwr``; Flower 1.21 uses ``$XDG_DATA_HOME/.flwr`` where that variable
+      is set). Give it explicitly in real deployments: Flower hands a ClientApp neither
+      the SuperNode's ``--flwr-dir`` nor any other directory of its own.
+    * ``<key>``, what identifies "the same client": ``ledger_name`` where given (1 to 128
+      characters of ``A-Za-z0-9._-``); otherwise ``partition-<p>`` with ``p`` the
+      ``partition-id`` of the node config (``flower-supernode --node-config
+      "partition-id=..."``, or the Simulation Runtime's numbering). Never the node id:
+      the SuperLink assigns it (a fresh random id when a node registers again, e.g. an
+      unauthenticated SuperNode restarting), so a server could reset a ledger keyed by
+      it. With neither a ``ledger_name`` nor a ``partition-id``, train messages are
+      refused. Reports land in one ledger exactly when they are sent by mods with the
+      same directory and key: two SuperNodes sharing both share one budget (over-counted,
+      never under-counted); the same data under another key or directory starts a
+      separate history — keeping them fixed per data holder is the operator's part.
+
+    A ledger that is unreadable, does not parse, fails its SHA-256 checksum, belongs to
+    another key or holds an invalid entry is refused, and with it every train message
+    (fixed text ``REFUSED_LEDGER``; the reason in the client's log): it is never silently
+    restarted at 0. The operator restores it from a backup, or deletes it to reset that
+    client's history explicitly. ``ledger_delta`` (default 1e-6): the δ of the ledger's
+    optimal composition bound (Kairouz–Oh–Viswanath, ε* = the largest ε per report) sent
+    in ``signds-epsilon-optimal`` (with ``signds-epsilon-optimal-delta``); where that
+    bound is not below the sum (few reports, or large ε per report), the sum is sent and
+    the δ is 0. :func:`~fl_privacy.flower.read_ledger` reads a ledger file.
+
+    ``epsilon_budget``: when set, a train message is refused — before the app is called,
+    nothing sent — when the ledger's total (Σ ε, basic composition) plus one report's ε
+    would exceed it; the charge checks again under the lock (another process may have
+    charged meanwhile) and refuses if the report would now exceed it. ``forward_metrics``: names of the wrapped app's metrics to
     send along (outside the privacy claim); by default only ``num-examples`` is sent.
     ``rng``: None (OS randomness, the only choice for real data), an
     ``fl_privacy.ldp.SeededRng``, or a callable ``rng(context)`` returning one (seeded
@@ -245,7 +302,8 @@ class SignDSMod:
     """
 
     def __init__(self, *, configure=None, epsilon_budget=None, forward_metrics=(),
-                 weighted_by_key="num-examples", allow_unprotected=(), rng=None, **params):
+                 weighted_by_key="num-examples", allow_unprotected=(), rng=None,
+                 ledger_dir=None, ledger_name=None, ledger_delta=1e-6, **params):
         if configure is None:
             _check_params(params, _LAW_PARAMS, "SignDSMod")
         elif params:
@@ -269,6 +327,21 @@ class SignDSMod:
         if rng is not None and not (isinstance(rng, _ldp.SeededRng) or callable(rng)):
             raise TypeError("SignDSMod: rng must be None, a SeededRng or a callable(context) -> "
                             "SeededRng")
+        if ledger_dir is not None and not isinstance(ledger_dir, (str, os.PathLike)):
+            raise TypeError("SignDSMod: ledger_dir must be a directory (str or path) or None, "
+                            "got %s" % type(ledger_dir).__name__)
+        if ledger_name is not None:
+            try:
+                _ledger.check_key("ledger_name", ledger_name)
+            except (TypeError, ValueError) as e:
+                raise type(e)("SignDSMod: %s" % e) from None
+        try:
+            ledger_delta = _probability("ledger_delta", ledger_delta)
+        except (TypeError, ValueError) as e:
+            raise type(e)("SignDSMod: %s" % e) from None
+        self._ledger_dir = Path(ledger_dir) if ledger_dir is not None else None
+        self._ledger_name = ledger_name
+        self._ledger_delta = ledger_delta
         self._params = dict(params)
         self._budget = epsilon_budget
         self._forward = tuple(forward_metrics)
@@ -296,8 +369,28 @@ class SignDSMod:
             self._configured[key] = SignDSMod(
                 epsilon_budget=self._budget, forward_metrics=self._forward,
                 weighted_by_key=self._weight_key, allow_unprotected=self._allow, rng=self._rng,
-                **params)
+                ledger_dir=self._ledger_dir, ledger_name=self._ledger_name,
+                ledger_delta=self._ledger_delta, **params)
         return self._configured[key]
+
+    def ledger_path(self, context):
+        """The ledger file this mod charges for ``context``'s client (ValueError where the
+        context has no stable key: no ``ledger_name`` and no ``partition-id``)."""
+        if self._ledger_name is not None:
+            key = self._ledger_name
+        else:
+            node_config = getattr(context, "node_config", None) or {}
+            partition = node_config.get("partition-id")
+            if partition is None or isinstance(partition, bool) \
+                    or not isinstance(partition, (int, str)):
+                raise ValueError(
+                    "SignDSMod has no stable key for this client's ledger: give "
+                    "ledger_name=... (or run the SuperNode with --node-config "
+                    "\"partition-id=...\"); the node id is not used (the SuperLink assigns it)")
+            key = "partition-%s" % partition
+        directory = self._ledger_dir if self._ledger_dir is not None \
+            else _ledger.default_ledger_dir()
+        return _ledger.ledger_file(directory, key), key
 
     def _client(self, dimension):
         if dimension not in self._clients:
@@ -349,12 +442,20 @@ class SignDSMod:
                           % (config[CONFIG_DIMENSION], config[CONFIG_OUTPUT_DIMENSION], dimension,
                              output_dimension))
 
-        spent, rounds = _read_state(ctxt)
+        try:
+            path, key = self.ledger_path(ctxt)
+            history = _ledger.load(path, key)
+            run_id = int(ctxt.run_id)
+            rounds = _read_state(ctxt)[1]
+        except Exception as e:  # noqa: BLE001 - never restart a refused ledger at 0
+            return refuse(msg, REFUSED_LEDGER, "SignDSMod: %s" % describe(e))
+        spent = history.total
         per_round = sum(client.privacy)
         if self._budget is not None and spent + per_round > self._budget:
             return refuse(msg, REFUSED_BUDGET,
-                          "SignDSMod: privacy budget exhausted: %.6g spent over %d rounds, one more "
-                          "report costs %.6g, budget %.6g" % (spent, rounds, per_round, self._budget))
+                          "SignDSMod: privacy budget exhausted (ledger %s): %.6g spent over %d "
+                          "reports, one more report costs %.6g, budget %.6g"
+                          % (path, spent, len(history.entries), per_round, self._budget))
 
         out, refusal = call_app(msg, ctxt, call_next, "SignDSMod")
         if refusal is not None:
@@ -385,13 +486,30 @@ class SignDSMod:
         except Exception as e:  # noqa: BLE001 - no exception text may carry local data out
             return refuse(msg, REFUSED_APP, "SignDSMod: %s: %s" % (type(e).__name__, e))
 
-        total = spent + report.epsilon
-        _write_state(ctxt, total, rounds + 1)
+        # Charge first, then send: the entry is on disk before the report leaves.
+        server_round = config.get("server-round")
+        if isinstance(server_round, bool) or not isinstance(server_round, int) \
+                or server_round < 0:
+            server_round = None
+        try:
+            history = _ledger.charge(path, key, float(report.epsilon), run_id, server_round,
+                                     budget=self._budget)
+        except _ledger.BudgetExceeded as e:
+            return refuse(msg, REFUSED_BUDGET, "SignDSMod: privacy budget exhausted when "
+                          "charging (ledger %s, another process charged it meanwhile): %s"
+                          % (path, e))
+        except Exception as e:  # noqa: BLE001 - not charged, so not sent
+            return refuse(msg, REFUSED_LEDGER, "SignDSMod: %s" % describe(e))
+        ledger_spent = history.spent(self._ledger_delta)
+        _write_state(ctxt, ledger_spent.basic, rounds + 1)
         reply_metrics = dict(forwarded)
         reply_metrics.update({
             self._weight_key: weight,
             METRIC_EPSILON: float(report.epsilon),
-            METRIC_EPSILON_TOTAL: float(total),
+            METRIC_EPSILON_TOTAL: float(ledger_spent.basic),
+            METRIC_EPSILON_OPTIMAL: float(ledger_spent.optimal),
+            METRIC_EPSILON_OPTIMAL_DELTA: ledger_spent.delta if ledger_spent.optimal_better
+            else 0.0,
             METRIC_REPORT_BYTES: len(report.data),
         })
         return protected(Message(RecordDict({
@@ -469,8 +587,8 @@ class SignDSStrategy(FedAvg):
     :attr:`epsilon_per_round` is fl-signds' realised ε + ε_RR of one report under these
     parameters (``signds-epsilon-round`` in the round's metrics). Each client spends what its
     own mod's parameters say (they fix the same h, but ε_RR may differ): the metrics also
-    give the largest per-round ε (``signds-epsilon-reported-max``) and running total
-    (``signds-epsilon-total-max``) that the accepted clients reported. The server's own
+    give the largest per-round ε (``signds-epsilon-reported-max``) and whole-history total
+    (``signds-epsilon-total-max``, from their ledgers) that the accepted clients reported. The server's own
     ledger, one :class:`~fl_privacy.flower.accounting.PureEpsilonAccountant` per node
     (:meth:`privacy_spent`, :attr:`accountants`), composes every report it received:
     ``signds-epsilon-ledger-max`` (basic composition, δ = 0) and, at ``target_delta``,
