@@ -2,7 +2,7 @@
 
     python comparators.py [--seeds 5] [--rounds R] [--whole-run-epsilons 8,100,1500,10500]
                           [--delta 1e-5] [--clip C] [--sweep-epsilon 100]
-                          [--sweep-multipliers 0.5,1,2] [--splits iid,non-iid] [--out DIR]
+                          [--sweep-multipliers 0.25,0.5,1,2] [--splits iid,non-iid] [--out DIR]
     python comparators.py --quick          # CI: 2 seeds x 10 rounds, small sweep
 
 Runs, in this one process (no Ray, no Flower simulation: 50 nodes x 100 rounds x many seeds
@@ -60,6 +60,7 @@ DIR/sweep.json, DIR/summary.json and DIR/comparators.md. Exit status 0 on succes
 """
 
 import argparse
+import importlib.util
 import json
 import math
 import sys
@@ -125,8 +126,9 @@ def _flower_accountant():
         from flwr.supercore.privacy_accounting import (GaussianPrivacyEvent, NeighboringRelation,
                                                         PrivacyConfig, SamplingMethod)
         from flwr.supercore.privacy_accounting.rdp_accountant import RdpAccountant
-        import dp_accounting  # noqa: F401
     except ImportError:
+        return None
+    if importlib.util.find_spec("dp_accounting") is None:  # RdpAccountant's backend
         return None
     return RdpAccountant, PrivacyConfig, GaussianPrivacyEvent, NeighboringRelation, SamplingMethod
 
@@ -422,8 +424,10 @@ def parse_args(argv):
     p.add_argument("--rounds", type=_int_arg(1), default=APP_CONFIG["rounds"])
     p.add_argument("--whole-run-epsilons", type=_csv("numbers", float, _positive("ε")),
                    default=[8.0, 100.0, 1500.0, 10500.0],
-                   help="whole-run ε per client (SignDS: 1500 = 100 x (10+5), 10500 = 100 x (100+5))")
-    p.add_argument("--delta", type=_delta_arg, default=1e-5, help="whole-run δ of the Gaussian rows")
+                   help="whole-run ε per client "
+                        "(SignDS: 1500 = 100 x (10+5), 10500 = 100 x (100+5))")
+    p.add_argument("--delta", type=_delta_arg, default=1e-5,
+                   help="whole-run δ of the Gaussian rows")
     p.add_argument("--clip", type=_float_arg(_positive("clip")), default=None,
                    help="clip norm (default: median round-1 update norm of FedAvg, seed 1)")
     p.add_argument("--sweep-epsilon", type=_float_arg(_positive("sweep ε")), default=100.0)
@@ -480,8 +484,8 @@ def main(argv=None):
     mirror = mirror_check(baseline, args.rounds)
     print("mirror check against Flower's simulation: %s" % (mirror,), flush=True)
 
-    rows = [{"method": "fedavg", "splits": {sp: _summary(r, args.rounds) for sp, r in baseline.items()},
-             "params": None}]
+    rows = [{"method": "fedavg", "params": None,
+             "splits": {sp: _summary(r, args.rounds) for sp, r in baseline.items()}}]
     _write(args.out / "fedavg.json", {"method": "fedavg", "dp_model": "none", "seeds": seeds,
                                       "rounds": args.rounds, "app_config": APP_CONFIG,
                                       "runs": baseline, "summary": rows[0]["splits"]})
@@ -510,7 +514,8 @@ def main(argv=None):
     summary = {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                "clip": clip, "median_update_norm_round1": median_norm,
                "update_norm_range_round1": [min(norms), max(norms)], "accountant": accountant,
-               "mirror_check": mirror, "seconds_one_run": one_run, "seconds_total": elapsed, "rows": rows, "sweep": sweep}
+               "mirror_check": mirror, "seconds_one_run": one_run, "seconds_total": elapsed,
+               "rows": rows, "sweep": sweep}
     _write(args.out / "summary.json", summary)
     (args.out / "comparators.md").write_text(_markdown(summary, args))
     print("wrote %s (%.0f s in all)" % (args.out / "comparators.md", elapsed), flush=True)
@@ -585,11 +590,13 @@ def _sweep(args, clip):
                 entry["splits"][split] = _summary(runs, args.rounds)
             entry["mean_validation_accuracy"] = float(np.mean(
                 [entry["splits"][sp]["final_accuracy_mean"] for sp in args.splits]))
-            print("sweep %-8s ε=%g C=%.3g validation acc %.3f" % (
-                method, args.sweep_epsilon, m * clip, entry["mean_validation_accuracy"]), flush=True)
+            print("sweep %-8s ε=%g C=%.3g validation acc %.3f"
+                  % (method, args.sweep_epsilon, m * clip, entry["mean_validation_accuracy"]),
+                  flush=True)
             out["results"][method].append(entry)
         best = max(out["results"][method], key=lambda e: e["mean_validation_accuracy"])
-        out.setdefault("best", {})[method] = {"clip": best["clip"], "multiplier": best["multiplier"]}
+        out.setdefault("best", {})[method] = {"clip": best["clip"],
+                                              "multiplier": best["multiplier"]}
         if best["multiplier"] != 1.0:
             # the chosen clip, evaluated on the test rows (reported, not used for the choice)
             params = calibration(method, args.sweep_epsilon, args.rounds, args.delta, best["clip"])
