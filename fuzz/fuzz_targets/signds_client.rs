@@ -1,9 +1,11 @@
 //! The fl-signds client on arbitrary updates (NaN, ±∞, subnormals, ties) and broadcasts:
 //! it returns a valid report or a typed error, never panics; every report is accepted by a
-//! server with the same parameters.
+//! server with the same parameters. The same update also goes through error feedback,
+//! twice, from a state built from the input: a typed error leaves the state unchanged, a
+//! report is accepted, and the server's mean rule applies it without a NaN.
 #![no_main]
 
-use fl_signds::{Broadcast, Client, Params, Phase, Profile, Server};
+use fl_signds::{Broadcast, Client, Feedback, Params, Phase, Profile, Server};
 use libfuzzer_sys::fuzz_target;
 use rand::{SeedableRng, rngs::ChaCha8Rng};
 
@@ -50,5 +52,38 @@ fuzz_target!(|data: &[u8]| {
             assert!(round.ingest_bytes(&out.report.encode(), 1).is_ok());
         }
         Err(e) => assert!(!e.to_string().is_empty()),
+    }
+    let state: Vec<f32> = update.iter().rev().copied().collect();
+    let Ok(mut feedback) = Feedback::from_values(state) else {
+        return;
+    };
+    for _ in 0..2 {
+        let before = feedback.values().to_vec();
+        match client.encode_with_feedback(
+            &update,
+            &Broadcast { r_est, phase },
+            &mut feedback,
+            &mut rng,
+        ) {
+            Ok(out) => {
+                assert!(feedback.values().iter().all(|v| v.is_finite()));
+                let Ok(mut server) = Server::new(params, update.len(), 1.0) else {
+                    panic!("server rejected parameters the client accepted");
+                };
+                let mut round = server.begin_round();
+                assert!(round.ingest_bytes(&out.report.encode(), 1).is_ok());
+                let mut w = vec![0.0f32; update.len()];
+                assert!(server.finish_round(round, &mut w).is_ok());
+            }
+            Err(e) => {
+                assert!(!e.to_string().is_empty());
+                assert!(
+                    before
+                        .iter()
+                        .zip(feedback.values())
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+                );
+            }
+        }
     }
 });

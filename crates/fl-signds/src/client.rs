@@ -116,7 +116,7 @@ impl Client {
 
     /// [`Client::encode`] with error feedback: the report is computed from
     /// v = `update` + what earlier reports left unsent (`feedback`), and `feedback` keeps
-    /// v − r_est·s·1_J, where r_est is the value the report was made with (its
+    /// v − r_est·s·1_J (saturated to the finite f32 range), where r_est is the value the report was made with (its
     /// MagRR bit compares with it) and s, J the report's sign and indices: the part of v
     /// the server has not been told yet. [`StepRule::Mean`](crate::StepRule::Mean) reads each report as exactly
     /// r_est·s on J, so over the rounds the sum of what the server applies for this client
@@ -170,7 +170,9 @@ impl Client {
         };
         let credit = (r_est * f64::from(out.report.sign().value())) as f32;
         for &j in out.report.indices() {
-            v[j as usize] -= credit;
+            // Saturating: an r_est near the f32 range (a hostile server's) must not leave an
+            // infinite state, which would make every later report an error.
+            v[j as usize] = (v[j as usize] - credit).clamp(-f32::MAX, f32::MAX);
         }
         std::mem::swap(&mut feedback.residual, &mut v);
         v.zeroize();
@@ -255,6 +257,25 @@ impl Feedback {
         Self {
             residual: vec![0.0; dimension],
         }
+    }
+
+    /// A state saved with [`Feedback::values`] (to keep it where the client keeps its
+    /// other state between rounds, e.g. Flower's `Context.state`; the values are private).
+    ///
+    /// # Errors
+    /// [`Error::NonFiniteUpdate`] when a value is NaN or ±∞.
+    pub fn from_values(mut values: Vec<f32>) -> Result<Self> {
+        if let Some(index) = values.iter().position(|v| !v.is_finite()) {
+            values.zeroize();
+            return Err(Error::NonFiniteUpdate { index });
+        }
+        Ok(Self { residual: values })
+    }
+
+    /// The state's values (private: what the client's reports have not told the server).
+    #[must_use]
+    pub fn values(&self) -> &[f32] {
+        &self.residual
     }
 
     /// The dimension d.

@@ -386,6 +386,19 @@ fn feedback_is_encode_on_update_plus_state_and_keeps_the_rest() {
         .encode(&vec![0.0; d], &b, &mut ChaCha20Rng::seed_from_u64(8))
         .unwrap();
     assert_eq!(fresh.report, zero.report);
+    // A hostile r_est near the f32 range saturates the state instead of making it
+    // infinite (which would turn every later report into an error).
+    let mut huge = Feedback::from_values(vec![-3.0e38; d]).unwrap();
+    let hostile = Broadcast {
+        r_est: 1e300,
+        phase: Phase::Growth,
+    };
+    client
+        .encode_with_feedback(&vec![0.0; d], &hostile, &mut huge, &mut rng)
+        .unwrap();
+    assert!(huge.values().iter().all(|v| v.is_finite()));
+    assert!(client.encode_with_feedback(&vec![0.0; d], &b, &mut huge, &mut rng).is_ok());
+    assert!(Feedback::from_values(vec![f32::NAN]).is_err());
     // reset forgets: the state is zero again.
     feedback.reset();
     assert_eq!(feedback.dimension(), d);
