@@ -112,14 +112,30 @@ class Client:
         (ε + ε_RR)-LDP for any two updates)."""
         return self._native.privacy()
 
-    def encode(self, update, broadcast=Broadcast(), rng=None):
-        """The report of one update (float32 array of the client's dimension)."""
+    def encode(self, update, broadcast=Broadcast(), rng=None, feedback=None):
+        """The report of one update (float32 array of the client's dimension).
+
+        ``feedback``: None, or the client's error-feedback state, a writable 1-D float32
+        numpy array of the client's dimension (start with zeros; keep it on the client for
+        the whole run, it is private): the report is then made from update + state and the
+        state keeps what the report did not credit (fl-signds' ``Client::encode_with_feedback``,
+        the default of :class:`~fl_privacy.flower.SignDSMod`). Same privacy per report as
+        without: ε + ε_RR for any two inputs. Updated in place only on success."""
         array = np.ascontiguousarray(np.asarray(update, dtype=np.float32).reshape(-1))
         if not isinstance(broadcast, Broadcast):
             broadcast = Broadcast(*broadcast)
+        if feedback is not None:
+            if not isinstance(feedback, np.ndarray) or feedback.dtype != np.float32 \
+                    or feedback.ndim != 1 or not feedback.flags.c_contiguous \
+                    or not feedback.flags.writeable:
+                raise TypeError("feedback must be None or a writable, contiguous 1-D float32 "
+                                "numpy array (the error-feedback state, updated in place)")
+            if feedback.size != self.law[0]:
+                raise ValueError("feedback has %d values; the client's dimension is %d"
+                                 % (feedback.size, self.law[0]))
         data, indices, sign, bit, eps, eps_rr, warnings = self._native.encode(
             array, _checks.real("broadcast.r_est", broadcast.r_est),
-            _checks.string("broadcast.phase", broadcast.phase), _rng(rng)
+            _checks.string("broadcast.phase", broadcast.phase), _rng(rng), feedback
         )
         return ClientReport(bytes(data), np.asarray(indices, dtype=np.int64), sign, bit,
                             eps + eps_rr, eps, eps_rr, warnings)
@@ -149,15 +165,27 @@ class Round:
 
 class Server:
     """The SignDS server of a model of ``dimension`` weights, expecting
-    ``expected_clients`` reports per round (``step_rule`` "code" as upstream's code, or
-    "docs")."""
+    ``expected_clients`` reports per round.
 
-    def __init__(self, dimension, expected_clients, step_rule="code", **params):
+    ``step_rule``: None (the profile's: "mean" for the default exact profile, "code" for
+    ``profile="mindspore"``), "mean" (g = η·r_est with η = ``server_learning_rate``, default
+    4; a round with too few MagRR bits leaves r_est unchanged), "code" (g = 3·N_exp·r_est,
+    upstream's code, with its low-participation fallback) or "docs" (2·N_exp·r_est)."""
+
+    def __init__(self, dimension, expected_clients, step_rule=None, server_learning_rate=None,
+                 **params):
         self._native = _native.NativeSigndsServer(
             _checks.integer("dimension", dimension, 0, _checks.U64_MAX),
             _checks.real("expected_clients", expected_clients),
-            _checks.string("step_rule", step_rule), _params(params)
+            None if step_rule is None else _checks.string("step_rule", step_rule),
+            _checks.optional_real("server_learning_rate", server_learning_rate),
+            _params(params)
         )
+
+    @property
+    def step_rule(self):
+        """"mean", "code" or "docs"."""
+        return self._native.step_rule()
 
     def broadcast(self):
         """What the next round's clients receive."""

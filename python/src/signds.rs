@@ -1,7 +1,9 @@
 //! The native half of `fl_privacy.signds`: fl-signds' client encoder and server
 //! aggregation, with the report bytes of its versioned wire format in between.
 
-use fl_signds::{Broadcast, Client, Params, Phase, Profile, Report, Round, Server, StepRule};
+use fl_signds::{
+    Broadcast, Client, Feedback, Params, Phase, Profile, Report, Round, Server, StepRule,
+};
 use numpy::{PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -123,7 +125,9 @@ impl NativeSigndsClient {
         (p.selection, p.magrr)
     }
 
-    /// Encodes one update (float32) for the broadcast (r_est, phase).
+    /// Encodes one update (float32) for the broadcast (r_est, phase); with `feedback` (a
+    /// float32 array of length d, the error-feedback state, updated in place) through
+    /// `Client::encode_with_feedback`.
     fn encode<'py>(
         &self,
         py: Python<'py>,
@@ -131,6 +135,7 @@ impl NativeSigndsClient {
         r_est: f64,
         phase_: &str,
         rng: Option<&NativeSeededRng>,
+        feedback: Option<PyReadwriteArray1<'py, f32>>,
     ) -> PyResult<Encoded<'py>> {
         let broadcast = Broadcast {
             r_est,
@@ -138,9 +143,25 @@ impl NativeSigndsClient {
         };
         let x = update.as_slice()?;
         let mut rng = master_rng(rng)?;
-        let out = py
-            .detach(|| self.c.encode(x, &broadcast, &mut rng))
-            .map_err(err)?;
+        let out = match feedback {
+            None => py
+                .detach(|| self.c.encode(x, &broadcast, &mut rng))
+                .map_err(err)?,
+            Some(mut state) => {
+                // The state lives with the caller between rounds (e.g. Flower's
+                // Context.state on the client); the update rule is fl-signds'.
+                let values = state.as_slice_mut()?;
+                let mut fb = Feedback::from_values(values.to_vec()).map_err(err)?;
+                let out = py
+                    .detach(|| {
+                        self.c
+                            .encode_with_feedback(x, &broadcast, &mut fb, &mut rng)
+                    })
+                    .map_err(err)?;
+                values.copy_from_slice(fb.values());
+                out
+            }
+        };
         let r = &out.report;
         Ok((
             PyBytes::new(py, &r.encode()),
@@ -198,24 +219,38 @@ impl NativeSigndsServer {
     fn new(
         dimension: usize,
         expected_clients: f64,
-        step_rule: &str,
+        step_rule: Option<&str>,
+        server_learning_rate: Option<f64>,
         params: ParamArgs,
     ) -> PyResult<Self> {
         let p = params.params()?;
         let rule = match step_rule {
-            "code" => StepRule::Code,
-            "docs" => StepRule::Docs,
-            other => {
+            None => StepRule::for_profile(p.profile()),
+            Some("mean") => StepRule::Mean,
+            Some("code") => StepRule::Code,
+            Some("docs") => StepRule::Docs,
+            Some(other) => {
                 return Err(PyValueError::new_err(format!(
-                    "step_rule must be \"code\" or \"docs\", got {other:?}"
+                    "step_rule must be \"mean\", \"code\" or \"docs\" (or None: the profile's), got {other:?}"
                 )));
             }
         };
-        Ok(Self {
-            s: Server::new(p, dimension, expected_clients)
-                .map_err(err)?
-                .with_step_rule(rule),
-        })
+        let mut s = Server::new(p, dimension, expected_clients)
+            .map_err(err)?
+            .with_step_rule(rule);
+        if let Some(eta) = server_learning_rate {
+            s = s.with_server_learning_rate(eta).map_err(err)?;
+        }
+        Ok(Self { s })
+    }
+
+    /// The step rule's name.
+    fn step_rule(&self) -> &'static str {
+        match self.s.step_rule() {
+            StepRule::Mean => "mean",
+            StepRule::Code => "code",
+            StepRule::Docs => "docs",
+        }
     }
 
     /// (r_est, phase) for the next round's clients.

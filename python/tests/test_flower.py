@@ -289,8 +289,9 @@ def test_rust_encoded_reports_are_aggregated_by_the_python_strategy():
     got, metrics, start = aggregate(reports)
     assert metrics["signds-accepted"] == 3 and metrics["signds-rejected"] == 0
     # Independently, from the fields the Rust side wrote: w + g·Σ n_i s_i 1[j ∈ J_i]/Σ n_i,
-    # g = 3·N_exp·r_est (upstream's code rule).
-    g = 3 * len(clients) * fx["broadcast"]["r_est"]
+    # g = η·r_est with η = 4 (the default mean rule; upstream's code rule would be
+    # 3·N_exp·r_est).
+    g = 4 * fx["broadcast"]["r_est"]
     total = sum(c["weight"] for c in clients)
     want = start.astype(np.float64)
     for c, data in zip(clients, reports):
@@ -1147,3 +1148,35 @@ def test_a_private_client_app_survives_rays_pickling():
     (_, metrics), _ = run_round(SignDSStrategy(min_train_nodes=1, min_available_nodes=1, **PARAMS),
                                 {1: copy}, {1: context(1)}, model(0), 1)
     assert metrics["signds-accepted"] == 1
+
+
+def test_mod_keeps_error_feedback_on_the_client_only():
+    """The error-feedback state lives in the node's Context.state (never in a reply), is
+    updated once per charged report as fl_privacy.signds' encode with feedback would, and is
+    absent with error_feedback=False."""
+    from fl_privacy.flower.signds import FEEDBACK_RECORD
+
+    for feedback in (True, False):
+        strategy = SignDSStrategy(expected_clients=2, **PARAMS)
+        contexts = {n: context(n) for n in (1, 2)}
+        apps = {n: client_app(SignDSMod(error_feedback=feedback, **PARAMS), make_train_app(3))
+                for n in contexts}
+        arrays = model(1)
+        states = []
+        for server_round in (1, 2):
+            (arrays, _), replies = run_round(strategy, apps, contexts, arrays, server_round)
+            for reply in replies:
+                assert not reply.has_error()
+                assert len(reply.content.array_records) == 0
+            record = contexts[1].state.get(FEEDBACK_RECORD)
+            if not feedback:
+                assert record is None
+                continue
+            state = record["state"].numpy()
+            assert state.shape == (45,) and state.dtype == np.float32
+            assert np.all(np.isfinite(state)) and np.any(state != 0)
+            states.append(state.copy())
+        if feedback:
+            assert not np.array_equal(states[0], states[1])
+    with pytest.raises(TypeError, match="error_feedback"):
+        SignDSMod(error_feedback=1, **PARAMS)

@@ -186,3 +186,38 @@ def test_signds_errors():
         signds.Server(100, expected_clients=0)
     with pytest.raises(ValueError):
         signds.decode_report(b"")
+
+
+def test_signds_error_feedback_is_encode_on_update_plus_state():
+    d = 60
+    client = signds.Client(d, top_k_fraction=0.2, epsilon=5.0)
+    update = np.random.default_rng(1).normal(scale=0.01, size=d).astype(np.float32)
+    state = np.random.default_rng(2).normal(scale=0.01, size=d).astype(np.float32)
+    broadcast = signds.Broadcast(0.004, "growth")
+    before = state.copy()
+    fed = client.encode(update, broadcast, rng=ldp.SeededRng(5), feedback=state)
+    plain = client.encode(update + before, broadcast, rng=ldp.SeededRng(5))
+    assert fed.data == plain.data
+    want = update + before
+    want[fed.indices] -= np.float32(0.004 * fed.sign)
+    assert np.array_equal(state, want)
+    # Errors leave the state as it was.
+    kept = state.copy()
+    bad = update.copy()
+    bad[0] = np.nan
+    with pytest.raises(ValueError):
+        client.encode(bad, broadcast, feedback=state)
+    with pytest.raises(ValueError, match="dimension"):
+        client.encode(update, broadcast, feedback=np.zeros(d + 1, np.float32))
+    with pytest.raises(TypeError, match="float32"):
+        client.encode(update, broadcast, feedback=np.zeros(d))
+    assert np.array_equal(state, kept)
+    # The server's rules.
+    assert signds.Server(d, 3.0, top_k_fraction=0.2, epsilon=5.0).step_rule == "mean"
+    assert signds.Server(d, 3.0, "code", top_k_fraction=0.2, epsilon=5.0).step_rule == "code"
+    server = signds.Server(d, 3.0, server_learning_rate=2.0, top_k_fraction=0.2, epsilon=5.0)
+    assert server.step == pytest.approx(2.0 * server.broadcast().r_est)
+    with pytest.raises(ValueError, match="server learning rate"):
+        signds.Server(d, 3.0, server_learning_rate=-1.0, top_k_fraction=0.2, epsilon=5.0)
+    with pytest.raises(ValueError, match="step_rule"):
+        signds.Server(d, 3.0, "sum", top_k_fraction=0.2, epsilon=5.0)

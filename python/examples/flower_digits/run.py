@@ -1,7 +1,8 @@
 """Runs the digits Flower app on Flower's two engines and checks what it must show.
 
-    python run.py simulation [--num-supernodes 50] [--rounds 100] [--strategies signds,fedavg]
-                             [--epsilons 10,100] [--out DIR] [--readme]
+    python run.py simulation [--num-supernodes 50] [--rounds 100]
+                             [--strategies signds,signds-upstream,fedavg]
+                             [--epsilons 10,100] [--keep-best] [--out DIR] [--readme]
     python run.py deployment [--rounds 5] [--timeout 300]
 
 ``simulation``: a SuperLink in simulation mode (Flower's Simulation Runtime, Ray backend)
@@ -322,6 +323,13 @@ def simulation(args):
         if s == "signds":
             configs += [("signds-eps%g" % e, {"strategy": "signds", "epsilon": float(e)})
                         for e in map(float, args.epsilons.split(","))]
+        elif s == "signds-upstream":
+            # Upstream's server rule (g = 3·N_exp·r_est, low-participation fallback) and its
+            # stateless client: the configuration the fl-signds ablation starts from.
+            configs += [("signds-upstream-eps%g" % e,
+                         {"strategy": "signds", "epsilon": float(e), "step-rule": "code",
+                          "error-feedback": False})
+                        for e in map(float, args.epsilons.split(","))]
         else:
             configs.append((s, {"strategy": s}))
     try:
@@ -330,6 +338,7 @@ def simulation(args):
             for name, overrides in configs:
                 run_config = {"num-server-rounds": args.rounds, "min-nodes": args.num_supernodes,
                               "fraction-evaluate": 0.0, "seed": args.seed,
+                              "keep-best": bool(args.keep_best),
                               "results-path": str(out / (name + ".json"))}
                 run_config.update(overrides)
                 runs[name] = flwr_run(name, "sim", run_config, env, procs, args.timeout, {
@@ -359,11 +368,17 @@ def write_table(runs, out, args):
     marks = [r for r in (1, 5, 10, 20, 30, 50, 75, 100, 150, 200) if r <= rounds]
     if rounds not in marks:
         marks.append(rounds)
-    lines = ["| run | " + " | ".join("@%d" % r for r in marks) + " | ε per round | ε after %d rounds | bytes/client/round |" % rounds,
-             "|---|" + "---|" * (len(marks) + 3)]
+    best = any("best" in record for record in runs.values())
+    lines = ["| run | " + " | ".join("@%d" % r for r in marks)
+             + (" | best kept (round) |" if best else " |")
+             + " ε per round | ε after %d rounds | bytes/client/round |" % rounds,
+             "|---|" + "---|" * (len(marks) + 3 + int(best))]
     for name, record in runs.items():
         acc = per_round(record, "central", "accuracy")  # index 0 = initial model
         cells = ["%.3f" % acc[r] for r in marks]
+        if best:
+            kept = record.get("best")
+            cells.append("%.3f (%d)" % (kept["accuracy"], kept["round"]) if kept else "–")
         if record["strategy"] == "signds":
             eps = record["epsilon_per_round"]
             totals = per_round(record, "train", "signds-epsilon-total-max")
@@ -477,6 +492,8 @@ def main():
     sim.add_argument("--rounds", type=int, default=100)
     sim.add_argument("--strategies", default="signds,fedavg")
     sim.add_argument("--epsilons", default="10,100")
+    sim.add_argument("--keep-best", action="store_true",
+                     help="the server holds every tenth training row and reports the best model")
     sim.add_argument("--cpus", type=int, default=os.cpu_count() or 2)
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument("--timeout", type=float, default=3600)

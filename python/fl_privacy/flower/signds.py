@@ -40,7 +40,8 @@ from logging import INFO, WARNING
 from pathlib import Path
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import (Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord,
+                      RecordDict)
 from flwr.clientapp import ClientApp
 from flwr.common import log
 from flwr.serverapp.strategy import FedAvg
@@ -249,8 +250,15 @@ class SignDSMod:
     refusal. Refusals are error replies with a fixed text (``_records.REFUSED_*``); the
     reason, which may quote local values, goes to the client's log only.
 
+    ``error_feedback`` (default True): keep the client's error-feedback state (what its
+    earlier reports did not credit, fl-signds' ``Client::encode_with_feedback``) in the
+    node's ``Context.state`` (never sent; kept only once a report is charged) and report
+    update + state. Same ε per report; the whole-run claim is the ledger's sum, as without
+    (docs/proofs/fl-signds/feedback.md). It is what lets label-skewed clients reach FedAvg
+    on digits (fl-signds README, ablation).
+
     ``configure``: instead of the keywords, a callable ``configure(context)`` returning
-    them as a dict (e.g. from ``context.run_config``; a mod per parameter set, checked when
+    them as a dict (``error_feedback`` may be one of its keys) (e.g. from ``context.run_config``; a mod per parameter set, checked when
     first used; an invalid one is refused with a fixed text), or None for a run without
     SignDS (train is then a category this mod does not protect). An update the data made
     non-finite is reported as a zero update (charged as any report) rather than refused.
@@ -303,7 +311,11 @@ class SignDSMod:
 
     def __init__(self, *, configure=None, epsilon_budget=None, forward_metrics=(),
                  weighted_by_key="num-examples", allow_unprotected=(), rng=None,
-                 ledger_dir=None, ledger_name=None, ledger_delta=1e-6, **params):
+                 ledger_dir=None, ledger_name=None, ledger_delta=1e-6, error_feedback=True,
+                 **params):
+        if not isinstance(error_feedback, bool):
+            raise TypeError("SignDSMod: error_feedback must be True or False, got %s"
+                            % type(error_feedback).__name__)
         if configure is None:
             _check_params(params, _LAW_PARAMS, "SignDSMod")
         elif params:
@@ -342,6 +354,7 @@ class SignDSMod:
         self._ledger_dir = Path(ledger_dir) if ledger_dir is not None else None
         self._ledger_name = ledger_name
         self._ledger_delta = ledger_delta
+        self._feedback = error_feedback
         self._params = dict(params)
         self._budget = epsilon_budget
         self._forward = tuple(forward_metrics)
@@ -366,11 +379,13 @@ class SignDSMod:
                             % type(params).__name__)
         key = repr(sorted(params.items()))
         if key not in self._configured:
+            params = dict(params)
+            feedback = params.pop("error_feedback", self._feedback)
             self._configured[key] = SignDSMod(
                 epsilon_budget=self._budget, forward_metrics=self._forward,
                 weighted_by_key=self._weight_key, allow_unprotected=self._allow, rng=self._rng,
                 ledger_dir=self._ledger_dir, ledger_name=self._ledger_name,
-                ledger_delta=self._ledger_delta, **params)
+                ledger_delta=self._ledger_delta, error_feedback=feedback, **params)
         return self._configured[key]
 
     def ledger_path(self, context):
@@ -482,7 +497,9 @@ class SignDSMod:
                 local_log(WARNING, "SignDSMod: the update has non-finite values; reporting a zero "
                     "update instead (this round trains nothing from this client)")
                 update = np.zeros_like(update)
-            report = client.encode(update, broadcast, rng=self._rng_for(ctxt))
+            # Error feedback: a copy of the state, kept only once the report is charged.
+            state = _read_feedback(ctxt, update.size) if self._feedback else None
+            report = client.encode(update, broadcast, rng=self._rng_for(ctxt), feedback=state)
         except Exception as e:  # noqa: BLE001 - no exception text may carry local data out
             return refuse(msg, REFUSED_APP, "SignDSMod: %s: %s" % (type(e).__name__, e))
 
@@ -502,6 +519,8 @@ class SignDSMod:
             return refuse(msg, REFUSED_LEDGER, "SignDSMod: %s" % describe(e))
         ledger_spent = history.spent(self._ledger_delta)
         _write_state(ctxt, ledger_spent.basic, rounds + 1)
+        if state is not None:
+            _write_feedback(ctxt, state)
         reply_metrics = dict(forwarded)
         reply_metrics.update({
             self._weight_key: weight,
@@ -565,6 +584,26 @@ def _write_state(ctxt, total, rounds):
     ctxt.state[STATE_RECORD] = MetricRecord({"epsilon-total": float(total), "rounds": int(rounds)})
 
 
+#: Where the mod keeps the client's error-feedback state (private: never sent) in the
+#: ClientApp's Context.state.
+FEEDBACK_RECORD = "fl-privacy-signds-feedback"
+
+
+def _read_feedback(ctxt, dimension):
+    """A writable copy of this run's error-feedback state (zeros at the first report, or
+    when the model's dimension changed)."""
+    record = ctxt.state.get(FEEDBACK_RECORD)
+    if record is not None and "state" in record:
+        state = np.array(record["state"].numpy(), dtype=np.float32).reshape(-1)
+        if state.size == dimension and np.all(np.isfinite(state)):
+            return np.ascontiguousarray(state)
+    return np.zeros(dimension, dtype=np.float32)
+
+
+def _write_feedback(ctxt, state):
+    ctxt.state[FEEDBACK_RECORD] = ArrayRecord({"state": Array(state)})
+
+
 class SignDSStrategy(FedAvg):
     """Flower's FedAvg with SignDS aggregation on fl-signds' server.
 
@@ -572,7 +611,10 @@ class SignDSStrategy(FedAvg):
     ``profile="mindspore"`` for upstream's defaults), checked here, and must be the
     clients' (the strategy sends d and h and the mod checks them). ``expected_clients`` is
     fl-signds' N_exp (reports expected per round; None: the number of nodes sampled in the
-    first round). ``step_rule`` is "code" (g = 3·N_exp·r_est, upstream's code) or "docs"
+    first round). ``step_rule`` is None (the profile's: "mean" for the default exact
+    profile, g = η·r_est with η = ``server_learning_rate`` (default 4) and no
+    low-participation fallback; "code" for ``profile="mindspore"``), "mean", "code"
+    (g = 3·N_exp·r_est, upstream's code) or "docs"
     (2·N_exp·r_est). FedAvg's sampling and key options are accepted as keywords;
     ``fraction_evaluate`` defaults to 0 (clients evaluate only where asked, and their
     replies leave only through an fl_privacy mod such as :class:`LaplaceEvalMod`).
@@ -595,7 +637,8 @@ class SignDSStrategy(FedAvg):
     ``signds-epsilon-optimal-max`` (the optimal composition bound).
     """
 
-    def __init__(self, *, expected_clients=None, step_rule="code", fraction_train=1.0,
+    def __init__(self, *, expected_clients=None, step_rule=None, server_learning_rate=None,
+                 fraction_train=1.0,
                  fraction_evaluate=0.0, min_train_nodes=2, min_evaluate_nodes=2,
                  min_available_nodes=2, weighted_by_key="num-examples", arrayrecord_key="arrays",
                  configrecord_key="config", evaluate_metrics_aggr_fn=None, handshake_timeout=60.0,
@@ -637,17 +680,18 @@ class SignDSStrategy(FedAvg):
             if not (np.isfinite(expected_clients) and expected_clients > 0):
                 raise ValueError("SignDSStrategy: expected_clients must be finite and > 0, got %r"
                                  % expected_clients)
-        if step_rule not in ("code", "docs"):
-            raise ValueError('SignDSStrategy: step_rule must be "code" or "docs", got %r'
-                             % (step_rule,))
+        if step_rule not in (None, "mean", "code", "docs"):
+            raise ValueError('SignDSStrategy: step_rule must be None, "mean", "code" or "docs", '
+                             'got %r' % (step_rule,))
         try:  # global_learning_rate and the server's own checks, now rather than at round 1
-            _signds.Server(_PROBE_DIMENSION, 1.0, step_rule, **params)
+            _signds.Server(_PROBE_DIMENSION, 1.0, step_rule, server_learning_rate, **params)
         except (TypeError, ValueError) as e:
             raise type(e)("SignDSStrategy: %s" % e) from None
         self._params = dict(params)
         self._law_params = {k: v for k, v in params.items() if k in _LAW_PARAMS}
         self._expected = expected_clients
         self._step_rule = step_rule
+        self._server_lr = server_learning_rate
         self._handshake_timeout = float(handshake_timeout)
         self._target_delta = float(target_delta)
         self._server = None
@@ -698,7 +742,8 @@ class SignDSStrategy(FedAvg):
         if expected is None:
             nodes = len(list(grid.get_node_ids()))
             expected = float(max(int(nodes * self.fraction_train), self.min_train_nodes, 1))
-        self._server = _signds.Server(dimension, expected, self._step_rule, **self._params)
+        self._server = _signds.Server(dimension, expected, self._step_rule, self._server_lr,
+                                      **self._params)
         probe = _signds.Client(dimension, **self._law_params)
         self._client_law = probe.law
         self.epsilon_per_round = float(sum(probe.privacy))

@@ -35,7 +35,8 @@ def _signds_params(context):
     cfg = context.run_config
     if cfg["strategy"] == "fedavg" or cfg.get("mistake", "") == "no-signds-mod":
         return None
-    return {"top_k_fraction": float(cfg["top-k-fraction"]), "epsilon": float(cfg["epsilon"])}
+    return {"top_k_fraction": float(cfg["top-k-fraction"]), "epsilon": float(cfg["epsilon"]),
+            "error_feedback": bool(cfg.get("error-feedback", True))}
 
 
 signds_mod = SignDSMod(configure=_signds_params, allow_unprotected=("train",),
@@ -66,7 +67,8 @@ def _partition(context):
     cfg = context.run_config
     return task.load_partition(int(context.node_config["partition-id"]),
                                int(context.node_config["num-partitions"]),
-                               str(cfg["split"]), int(cfg["data-seed"]))
+                               str(cfg["split"]), int(cfg["data-seed"]),
+                               hold_out=bool(cfg.get("keep-best", False)))
 
 
 @app.train()

@@ -24,7 +24,8 @@ def _strategy(cfg):
                   evaluate_metrics_aggr_fn=clustering_metrics("probabilities"))
     if cfg["strategy"] == "signds":
         return SignDSStrategy(top_k_fraction=float(cfg["top-k-fraction"]),
-                              epsilon=float(cfg["epsilon"]), **common)
+                              epsilon=float(cfg["epsilon"]),
+                              step_rule=str(cfg.get("step-rule", "")) or None, **common)
     if cfg["strategy"] == "fedavg":
         return FedAvg(**common)
     raise ValueError('strategy must be "signds" or "fedavg", got %r' % (cfg["strategy"],))
@@ -35,11 +36,26 @@ def main(grid, context):
     cfg = context.run_config
     strategy = _strategy(cfg)
     x_test, y_test = task.test_set()
+    # keep-best: the server holds every tenth training row (clients train without them)
+    # and keeps the global model that scores best on them. Post-processing of what the
+    # clients released, with the server's own rows: no client's privacy changes.
+    keep_best = bool(cfg.get("keep-best", False))
+    x_val, y_val = task.validation_set()
+    best = {"validation": -1.0}
 
     def central_evaluate(server_round, arrays):
-        accuracy, loss = task.evaluate(arrays["weight"].numpy(), arrays["bias"].numpy(),
-                                       x_test, y_test)
-        return MetricRecord({"accuracy": accuracy, "loss": loss})
+        weights, bias = arrays["weight"].numpy(), arrays["bias"].numpy()
+        accuracy, loss = task.evaluate(weights, bias, x_test, y_test)
+        metrics = {"accuracy": accuracy, "loss": loss}
+        if keep_best:
+            validation, _ = task.evaluate(weights, bias, x_val, y_val)
+            if validation > best["validation"]:
+                best.update(validation=validation, round=server_round, accuracy=accuracy,
+                            loss=loss, weights=weights.copy(), bias=bias.copy())
+            metrics.update({"validation-accuracy": validation,
+                            "best-round": int(best["round"]),
+                            "best-accuracy": best["accuracy"], "best-loss": best["loss"]})
+        return MetricRecord(metrics)
 
     weights, bias = task.initial_model()
     started = time.time()
@@ -62,5 +78,7 @@ def main(grid, context):
             "evaluate": {r: dict(m) for r, m in result.evaluate_metrics_clientapp.items()},
             "epsilon_per_round": getattr(strategy, "epsilon_per_round", None),
         }
+        if keep_best:
+            record["best"] = {k: best[k] for k in ("round", "validation", "accuracy", "loss")}
         with open(path, "w") as f:
             json.dump(record, f, indent=1, sort_keys=True)

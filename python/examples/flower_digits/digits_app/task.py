@@ -33,28 +33,46 @@ def test_set():
     return _data()[1]
 
 
-@lru_cache(maxsize=4096)
-def _partition_rows(partition_id, num_partitions, split, seed):
+def _held_out():
+    """The server's validation rows when it keeps the best model: every tenth training row
+    (no client trains on them)."""
     (_, y), _ = _data()
-    n = len(y)
+    return np.arange(len(y)) % 10 == 0
+
+
+def validation_set():
+    """(x, y) of the server's validation rows (144 training rows, see :func:`_held_out`)."""
+    (x, y), _ = _data()
+    keep = _held_out()
+    return x[keep], y[keep]
+
+
+@lru_cache(maxsize=4096)
+def _partition_rows(partition_id, num_partitions, split, seed, hold_out=False):
+    (_, y), _ = _data()
+    pool = np.flatnonzero(~_held_out()) if hold_out else np.arange(len(y))
+    n = len(pool)
     rng = np.random.default_rng(seed)
     if split == "iid":
         rows = rng.permutation(n)
-        return tuple(rows[partition_id * n // num_partitions:(partition_id + 1) * n // num_partitions])
+        picked = rows[partition_id * n // num_partitions:(partition_id + 1) * n // num_partitions]
+        return tuple(pool[picked])
     if split != "non-iid":
         raise ValueError('split must be "iid" or "non-iid", got %r' % (split,))
-    rows = np.lexsort((np.arange(n), y))
+    rows = np.lexsort((np.arange(n), y[pool]))
     shards = 2 * num_partitions
     ids = rng.permutation(shards)[2 * partition_id:2 * partition_id + 2]
-    return tuple(np.concatenate([rows[s * n // shards:(s + 1) * n // shards] for s in ids]))
+    return tuple(pool[np.concatenate([rows[s * n // shards:(s + 1) * n // shards] for s in ids])])
 
 
-def load_partition(partition_id, num_partitions, split="non-iid", seed=1):
-    """(x, y) of one client's training rows."""
+def load_partition(partition_id, num_partitions, split="non-iid", seed=1, hold_out=False):
+    """(x, y) of one client's training rows (without the server's validation rows when
+    ``hold_out``)."""
     if not 0 <= partition_id < num_partitions:
         raise ValueError("partition-id %r is not in 0..%d" % (partition_id, num_partitions - 1))
     (x, y), _ = _data()
-    rows = np.asarray(_partition_rows(int(partition_id), int(num_partitions), split, int(seed)))
+    rows = np.asarray(_partition_rows(int(partition_id), int(num_partitions), split, int(seed),
+                                      bool(hold_out)))
     return x[rows], y[rows]
 
 
