@@ -472,10 +472,9 @@ fn run(
                 .map(|&j| f64::from(update[j as usize].abs()))
                 .sum::<f64>()
                 / indices.len() as f64;
-            let credit = if matches!(cfg.step, Step::Oracle(_)) {
-                r_i
-            } else {
-                broadcast.r_est
+            let credit = match cfg.step {
+                Step::Oracle(_) => r_i,
+                Step::Rule(..) => broadcast.r_est,
             };
             if cfg.feedback {
                 residual[c].clone_from(&update);
@@ -532,8 +531,14 @@ struct Outcome {
 impl Outcome {
     fn finals(curves: &[Curve]) -> (Vec<f64>, Vec<f64>) {
         (
-            curves.iter().map(|c| c.accuracy.last().copied().unwrap_or(f64::NAN)).collect(),
-            curves.iter().map(|c| c.loss.last().copied().unwrap_or(f64::NAN)).collect(),
+            curves
+                .iter()
+                .map(|c| c.accuracy.last().copied().unwrap_or(f64::NAN))
+                .collect(),
+            curves
+                .iter()
+                .map(|c| c.loss.last().copied().unwrap_or(f64::NAN))
+                .collect(),
         )
     }
 
@@ -784,6 +789,27 @@ fn ablation_rows(models: &[Model], rounds: usize) -> Vec<Row> {
                 t,
                 SignCfg::upstream_at(10.0),
             );
+            // η scaled with the sparsity d/h (the server knows both): what the default's
+            // fixed η = 4 misses on the d = 12,010 model.
+            for eps in [100.0, 10.0] {
+                let cfg = SignCfg::default_at(eps);
+                let h = cfg
+                    .params()
+                    .and_then(|p| Client::new(p, model.dim()))
+                    .map_or(1, |c| c.law().output_dimension());
+                let eta = 0.25 * model.dim() as f64 / h as f64;
+                add(
+                    &format!(
+                        "{}. default at ε = {eps}, η = d/(4h) = {eta:.1}",
+                        if eps > 50.0 { 19 } else { 20 }
+                    ),
+                    t,
+                    SignCfg {
+                        step: Step::Rule(StepRule::Mean, eta),
+                        ..cfg
+                    },
+                );
+            }
         }
     }
     rows
@@ -850,7 +876,7 @@ fn goals(outcomes: &[Outcome]) -> Vec<(String, bool)> {
 
 /// Accuracy (left) and loss (right, log scale) per round: mean over seeds, band ± 1 sd.
 fn svg(title: &str, series: &[(&str, &[Curve])]) -> String {
-    let (width, height) = (1000.0, 420.0);
+    let (width, height) = (1000.0, 440.0);
     let (pw, ph, top) = (380.0, 300.0, 50.0);
     let lefts = [60.0, 520.0];
     let colors = [
