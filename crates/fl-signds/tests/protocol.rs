@@ -397,7 +397,11 @@ fn feedback_is_encode_on_update_plus_state_and_keeps_the_rest() {
         .encode_with_feedback(&vec![0.0; d], &hostile, &mut huge, &mut rng)
         .unwrap();
     assert!(huge.values().iter().all(|v| v.is_finite()));
-    assert!(client.encode_with_feedback(&vec![0.0; d], &b, &mut huge, &mut rng).is_ok());
+    assert!(
+        client
+            .encode_with_feedback(&vec![0.0; d], &b, &mut huge, &mut rng)
+            .is_ok()
+    );
     assert!(Feedback::from_values(vec![f32::NAN]).is_err());
     // reset forgets: the state is zero again.
     feedback.reset();
