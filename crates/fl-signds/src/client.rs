@@ -115,7 +115,8 @@ impl Client {
     }
 
     /// [`Client::encode`] with error feedback: the report is computed from
-    /// v = `update` + what earlier reports left unsent (`feedback`), and `feedback` keeps
+    /// v = `update` + what earlier reports left unsent (`feedback`; the sum saturated to the
+    /// finite f32 range), and `feedback` keeps
     /// v − r_est·s·1_J (saturated to the finite f32 range), where r_est is the value the report was made with (its
     /// MagRR bit compares with it) and s, J the report's sign and indices: the part of v
     /// the server has not been told yet. [`StepRule::Mean`](crate::StepRule::Mean) reads each report as exactly
@@ -133,8 +134,8 @@ impl Client {
     ///
     /// # Errors
     /// The errors of [`Client::encode`]; [`Error::FeedbackDimension`] for a state of another
-    /// d; [`Error::NonFiniteUpdate`] when `update` + the state overflows. On error `feedback`
-    /// is unchanged.
+    /// d; [`Error::NonFiniteUpdate`] for NaN or ±∞ in `update` (a finite update never
+    /// fails because of the state). On error `feedback` is unchanged.
     pub fn encode_with_feedback<R: CryptoRng + ?Sized>(
         &self,
         update: &[f32],
@@ -155,10 +156,15 @@ impl Client {
                 expected: d,
             });
         }
+        if let Some(index) = update.iter().position(|u| !u.is_finite()) {
+            return Err(Error::NonFiniteUpdate { index });
+        }
+        // Saturating: a finite update and a finite state never make a report fail (an
+        // error that depended on the data would tell the server a bit for free).
         let mut v: Vec<f32> = update
             .iter()
             .zip(&feedback.residual)
-            .map(|(u, e)| u + e)
+            .map(|(u, e)| (u + e).clamp(-f32::MAX, f32::MAX))
             .collect();
         let result = self.encode_inner(&v, broadcast, rng);
         let (out, r_est) = match result {
