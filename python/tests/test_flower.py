@@ -1180,3 +1180,19 @@ def test_mod_keeps_error_feedback_on_the_client_only():
             assert not np.array_equal(states[0], states[1])
     with pytest.raises(TypeError, match="error_feedback"):
         SignDSMod(error_feedback=1, **PARAMS)
+
+
+def test_feedback_state_restarts_with_every_run():
+    """Flower keeps Context.state across the runs of a series: the mod's state must not."""
+    from fl_privacy.flower.signds import FEEDBACK_RECORD, FEEDBACK_RUN_RECORD, _read_feedback
+
+    contexts = {n: context(n) for n in (1, 2)}
+    ctxt = contexts[1]
+    apps = {n: client_app(SignDSMod(**PARAMS), make_train_app(3)) for n in contexts}
+    run_round(SignDSStrategy(expected_clients=2, **PARAMS), apps, contexts, model(1), 1)
+    assert np.any(ctxt.state[FEEDBACK_RECORD]["state"].numpy() != 0)
+    assert ctxt.state[FEEDBACK_RUN_RECORD]["run-id"] == "1"
+    assert np.any(_read_feedback(ctxt, 45) != 0)
+    next_run = Context(run_id=2, node_id=1, node_config=ctxt.node_config, state=ctxt.state,
+                       run_config={})
+    assert not np.any(_read_feedback(next_run, 45))

@@ -1,7 +1,8 @@
 """A client's privacy ledger on its own disk: every report's ε, across runs and restarts.
 
-Flower's ``Context.state`` lives as long as one run on one SuperNode process: a second
-``flwr run``, or a restarted SuperNode, starts it empty. :class:`SignDSMod` therefore
+Flower's ``Context.state`` lives at most as long as one SuperNode process, and (Flower
+≥ 1.42) as long as one run or one *run series* the server chooses: a second ``flwr run``
+outside the series, or a restarted SuperNode, starts it empty. :class:`SignDSMod` therefore
 charges each report to a **ledger file** that the client keeps itself: one JSON file per
 client, one entry per report (ε + ε_RR as realised, the run id, the server round where the
 train config names it, the time), written atomically and durably *before* the report leaves

@@ -587,13 +587,20 @@ def _write_state(ctxt, total, rounds):
 #: Where the mod keeps the client's error-feedback state (private: never sent) in the
 #: ClientApp's Context.state.
 FEEDBACK_RECORD = "fl-privacy-signds-feedback"
+#: The run the stored state belongs to (a ConfigRecord with "run-id").
+FEEDBACK_RUN_RECORD = "fl-privacy-signds-feedback-run"
 
 
 def _read_feedback(ctxt, dimension):
-    """A writable copy of this run's error-feedback state (zeros at the first report, or
-    when the model's dimension changed)."""
+    """A writable copy of this run's error-feedback state: zeros at the run's first report,
+    when the model's dimension changed, or when the state belongs to another run (Flower ≥
+    1.42 keeps a ClientApp's Context.state across the runs of a *run series*, which the
+    server chooses; the state restarts with every run so that a run's reports depend on
+    that run's data only)."""
     record = ctxt.state.get(FEEDBACK_RECORD)
-    if record is not None and "state" in record:
+    owner = ctxt.state.get(FEEDBACK_RUN_RECORD)
+    if record is not None and "state" in record and owner is not None \
+            and owner.get("run-id") == str(int(ctxt.run_id)):
         state = np.array(record["state"].numpy(), dtype=np.float32).reshape(-1)
         if state.size == dimension and np.all(np.isfinite(state)):
             return np.ascontiguousarray(state)
@@ -602,6 +609,7 @@ def _read_feedback(ctxt, dimension):
 
 def _write_feedback(ctxt, state):
     ctxt.state[FEEDBACK_RECORD] = ArrayRecord({"state": Array(state)})
+    ctxt.state[FEEDBACK_RUN_RECORD] = ConfigRecord({"run-id": str(int(ctxt.run_id))})
 
 
 class SignDSStrategy(FedAvg):
