@@ -77,6 +77,14 @@ fuzz_target!(|data: &[u8]| {
             }
             Err(e) => {
                 assert!(!e.to_string().is_empty());
+                // A finite update and a valid r_est never fail, whatever the state holds
+                // (a data-dependent error would be a signal to the server).
+                let valid_r =
+                    profile == Profile::MindSporeCompatible || (r_est.is_finite() && r_est >= 0.0);
+                assert!(
+                    !(valid_r && update.iter().all(|u| u.is_finite())),
+                    "a finite update failed with feedback: {e}"
+                );
                 assert!(
                     before
                         .iter()
