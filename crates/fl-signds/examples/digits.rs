@@ -13,8 +13,7 @@
 use std::error::Error;
 
 use fl_signds::{
-    Client, DEFAULT_SERVER_LEARNING_RATE, Feedback, Params, Profile, Report, Server, Sign,
-    StepRule, topk,
+    Client, DEFAULT_SERVER_LEARNING_RATE, Feedback, Params, Report, Server, Sign, StepRule, topk,
 };
 use rand::{RngExt, SeedableRng, rngs::ChaCha20Rng};
 
@@ -279,7 +278,6 @@ struct SignCfg {
     step: Step,
     /// Error feedback ([`Client::encode_with_feedback`]).
     feedback: bool,
-    profile: Profile,
 }
 
 impl SignCfg {
@@ -291,7 +289,6 @@ impl SignCfg {
             magrr_noise: true,
             step: Step::Rule(StepRule::Mean, DEFAULT_SERVER_LEARNING_RATE),
             feedback: true,
-            profile: Profile::Exact,
         }
     }
 
@@ -306,12 +303,12 @@ impl SignCfg {
         }
     }
 
+    /// The Exact profile's parameters (every row uses the Exact law).
     fn params(&self) -> Result<Params, fl_signds::Error> {
-        Ok(Params::default()
+        Params::default()
             .with_top_k_fraction(self.k)?
             .with_epsilon(self.epsilon.unwrap_or(100.0))?
-            .with_threshold_ratio(0.6)?
-            .with_profile(self.profile))
+            .with_threshold_ratio(0.6)
     }
 
     /// True when the crate's client and server run unchanged.
