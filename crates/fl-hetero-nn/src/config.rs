@@ -233,12 +233,185 @@ impl GradientPerturbation {
     }
 }
 
+/// DP-SGD on the guest's side (binary labels, BCE on a sigmoid top): per-example joint
+/// clipping of the top model's gradient and the error row, Poisson inclusion hidden from
+/// the host, exact discrete Gaussian noise on both, one accountant
+/// ([`crate::Guest::backward_dp_sgd`], `crate::dp_sgd`).
+///
+/// Each example's contribution to a step is (pᵢ − yᵢ)·hᵢ, where pᵢ is the top model's
+/// output and hᵢ = (∂logit/∂θ_top, ∂logit/∂z) is the same for both labels. The guest
+/// clips hᵢ jointly to L2 norm C on the lattice (h̄ᵢ, Σh̄² ≤ K², K = ⌊C·2^f⌋), draws an
+/// inclusion coin Iᵢ ~ Bernoulli(q) that never leaves it, and with the reference label
+/// ŷᵢ = [pᵢ ≥ ½] releases round(q·(pᵢ − ŷᵢ)·h̄ᵢ) + (ŷᵢ − yᵢ)·Iᵢ·h̄ᵢ + noise: one noise
+/// vector N_ℤ(0, σ²) (σ = z·K) per error row and one on the batch's summed top-model
+/// gradient. The estimate of the step, divided by q·n, has the mean of the clipped
+/// gradient.
+///
+/// Privacy claim: with one-label neighbours (label vectors differing in one example's
+/// label), a label change adds or removes (ŷᵢ − yᵢ)·Iᵢ·h̄ᵢ (‖h̄ᵢ‖ ≤ K): each release of an
+/// example is a Poisson-subsampled discrete Gaussian with noise multiplier z and
+/// inclusion probability q, composed over its releases (per row id, enforced budget
+/// `releases_per_row`) by [`fl_ldp::RdpAccountant::compose_subsampled_gaussian`] in both
+/// directions and converted to (ε, δ). The top model trains on the released gradient and
+/// the guest's other layers on the released error, so everything the host sees is a
+/// function of the releases. Timing is outside the claim. Proof:
+/// `docs/proofs/fl-hetero-nn/dp-sgd.md`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct DpSgd {
+    /// C: the L2 bound on each example's joint direction hᵢ (value units).
+    pub clip_norm: f64,
+    /// z = σ/K.
+    pub noise_multiplier: f64,
+    /// q: each example's inclusion probability in a step (0 < q ≤ 1).
+    pub sampling_rate: f64,
+    /// The budget: the most steps one example may take part in (enforced per row id).
+    pub releases_per_row: u64,
+    /// λ > 0: the error part of hᵢ is scaled by λ before the joint clip and the released
+    /// error divided by λ after (post-processing), which moves clip budget between the
+    /// guest's parameters (noise added once to a sum) and the error rows (noise per row,
+    /// which the host's side averages only over √n); 1 by default.
+    pub error_weight: f64,
+}
+
+impl DpSgd {
+    /// DP-SGD with clip norm C, noise multiplier z, sampling rate q and a budget of
+    /// `releases_per_row` steps per example.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] unless C and z are finite and > 0, 0 < q ≤ 1 and
+    /// `releases_per_row` ≥ 1.
+    pub fn new(
+        clip_norm: f64,
+        noise_multiplier: f64,
+        sampling_rate: f64,
+        releases_per_row: u64,
+    ) -> Result<Self, Error> {
+        let d = Self {
+            clip_norm,
+            noise_multiplier,
+            sampling_rate,
+            releases_per_row,
+            error_weight: 1.0,
+        };
+        d.validate()?;
+        Ok(d)
+    }
+
+    /// The same DP-SGD with error weight λ ([`Self::error_weight`]); the privacy
+    /// guarantee does not change.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] unless λ is finite, > 0 and λ·2^64 ≥ 1.
+    pub fn with_error_weight(mut self, error_weight: f64) -> Result<Self, Error> {
+        self.error_weight = error_weight;
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// The noise multiplier that makes `releases_per_row` steps of each example at
+    /// sampling rate q (ε, δ)-label-DP
+    /// ([`fl_ldp::RdpAccountant::subsampled_noise_multiplier_for`]).
+    ///
+    /// # Errors
+    /// Invalid C, ε, δ, q or a zero release count.
+    pub fn for_target(
+        clip_norm: f64,
+        epsilon: f64,
+        delta: f64,
+        sampling_rate: f64,
+        releases_per_row: u64,
+    ) -> Result<Self, Error> {
+        let z = fl_ldp::RdpAccountant::subsampled_noise_multiplier_for(
+            epsilon,
+            delta,
+            sampling_rate,
+            releases_per_row,
+        )
+        .map_err(|e| ApiMisuse::InvalidConfig {
+            reason: format!(
+                "DP-SGD target (ε = {epsilon}, δ = {delta}, q = {sampling_rate}, {releases_per_row} steps per example): {e}"
+            ),
+        })?;
+        Self::new(clip_norm, z, sampling_rate, releases_per_row)
+    }
+
+    /// The (ε, δ)-label-DP of an example that took part in `releases` steps.
+    ///
+    /// # Errors
+    /// An invalid δ.
+    pub fn guarantee(&self, releases: u64, delta: f64) -> Result<fl_ldp::PrivacyLoss, Error> {
+        let mut acc = fl_ldp::RdpAccountant::new();
+        let bad = |e: fl_ldp::Error| ApiMisuse::InvalidConfig {
+            reason: format!("accountant: {e}"),
+        };
+        acc.compose_subsampled_gaussian(self.noise_multiplier, self.sampling_rate, releases)
+            .map_err(bad)?;
+        Ok(acc.epsilon(delta).map_err(bad)?)
+    }
+
+    /// σ of the noise in lattice steps at scale 2^`frac_bits`: z·K with
+    /// K = max(⌊C·2^f⌋, 1).
+    pub fn sigma_lattice(&self, frac_bits: u32) -> f64 {
+        self.noise_multiplier * crate::fixed::clip_bound_lattice(self.clip_norm, frac_bits)
+    }
+
+    fn validate_on_lattice(&self, frac_bits: u32) -> Result<(), Error> {
+        self.validate()?;
+        let k = crate::fixed::clip_bound_lattice(self.clip_norm, frac_bits);
+        if k > crate::fixed::MAX_CLIP_LATTICE {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "DP-SGD: clip_norm = {} gives ⌊C·2^{frac_bits}⌋ = {k:e} lattice steps; allowed ≤ 2^62",
+                    self.clip_norm
+                ),
+            }
+            .into());
+        }
+        let sigma = self.sigma_lattice(frac_bits);
+        if let Err(e) = fl_ldp::DiscreteGaussian::new(sigma) {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "DP-SGD: σ = z·⌊C·2^{frac_bits}⌋ = {sigma:e} lattice steps (z = {}, C = {}): {e}; lower z or C",
+                    self.noise_multiplier, self.clip_norm
+                ),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        if !(ok(self.clip_norm)
+            && ok(self.noise_multiplier)
+            && self.sampling_rate > 0.0
+            && self.sampling_rate <= 1.0
+            && self.releases_per_row >= 1
+            && ok(self.error_weight)
+            && self.error_weight >= 2f64.powi(-64)
+            && self.error_weight <= 2f64.powi(64))
+        {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "DP-SGD: clip_norm = {}, noise_multiplier = {}, sampling_rate = {}, releases_per_row = {}, error_weight = {}; C and z must be finite and > 0, 0 < q ≤ 1, at least one step, 2^-64 ≤ λ ≤ 2^64",
+                    self.clip_norm, self.noise_multiplier, self.sampling_rate, self.releases_per_row, self.error_weight
+                ),
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
 /// How the guest protects its labels against the host.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum LabelDefence {
     /// Enforced by the protocol: [`GradientPerturbation`] in [`crate::Guest::backward`].
     GradientPerturbation(GradientPerturbation),
+    /// Enforced by the protocol: [`DpSgd`] in [`crate::Guest::backward_dp_sgd`].
+    DpSgd(DpSgd),
     /// The guest trains on labels randomised **once** before training by an ε-label-DP
     /// mechanism (LabelDP's randomized response or RR-with-prior:
     /// `crate::split::SplitConfig::label_dp`). The value carries the evidence: a guest
@@ -484,6 +657,9 @@ impl ProtocolConfig {
                 "min_key_bits = {}; must be ≥ 2048",
                 self.min_key_bits
             ));
+        }
+        if let Some(LabelDefence::DpSgd(d)) = self.label_defence {
+            d.validate_on_lattice(f)?;
         }
         if let Some(LabelDefence::GradientPerturbation(g)) = self.label_defence {
             g.validate_on_lattice(f)?;

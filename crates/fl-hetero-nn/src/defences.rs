@@ -40,7 +40,7 @@ pub fn embedding_dp_rows<R: CryptoRng + ?Sized>(
 pub(crate) type GuestErrors = (Matrix<BigInt>, Matrix<BigInt>, Option<Matrix<f64>>);
 
 /// round(a / d) with ties to even, d > 0 (exact, any size).
-fn div_round_half_even(a: &BigInt, d: &BigInt) -> BigInt {
+pub(crate) fn div_round_half_even(a: &BigInt, d: &BigInt) -> BigInt {
     let (q, r) = a.div_mod_floor(d);
     let twice: BigInt = &r << 1;
     match twice.cmp(d) {
@@ -169,6 +169,14 @@ pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
     let fp = config.fixed_point;
     let beta = config.delta_bound_bits;
     let eta = config.learning_rate;
+    if let Some(LabelDefence::DpSgd(_)) = config.label_defence {
+        // DP-SGD releases from per-example directions (`crate::dp_sgd`), never from δ.
+        return Err(ApiMisuse::WrongState {
+            operation: "a training step from δ",
+            state: "DP-SGD configured: use the DP-SGD step",
+        }
+        .into());
+    }
     let Some(LabelDefence::GradientPerturbation(g)) = config.label_defence else {
         let d = fp.encode_matrix(delta, 1, beta, "delta")?;
         let d_eta = fp.encode_matrix(&delta.map(|x| eta * x), 1, beta, "learning_rate · delta")?;
@@ -305,6 +313,21 @@ pub enum LabelGuarantee {
         /// The configured budget of releases per example, enforced by the guest.
         budget: u64,
     },
+    /// (ε, δ)-label-DP for every example from DP-SGD ([`crate::config::DpSgd`]): the ε
+    /// of the example that took part in the most steps (Poisson-subsampled Gaussian
+    /// accountant), counted per row id.
+    DpSgd {
+        /// ε of that example (0 before any step).
+        epsilon: f64,
+        /// δ.
+        delta: f64,
+        /// Steps the most-used example took part in.
+        releases: u64,
+        /// The configured budget of steps per example, enforced by the guest.
+        budget: u64,
+        /// q: the hidden inclusion probability per step.
+        sampling_rate: f64,
+    },
     /// ε-label-DP from labels randomised once before training, with the evidence
     /// (the guest's report: `SplitConfig::privatize_labels` made its declaration).
     RandomizedLabels {
@@ -379,6 +402,16 @@ impl core::fmt::Display for PrivacyReport {
                 f,
                 "labels: ({epsilon:.4}, {delta:e})-label-DP per example (gradient perturbation; the most-released example: {releases} of at most {budget} releases)"
             )?,
+            LabelGuarantee::DpSgd {
+                epsilon,
+                delta,
+                releases,
+                budget,
+                sampling_rate,
+            } => write!(
+                f,
+                "labels: ({epsilon:.4}, {delta:e})-label-DP per example (DP-SGD, hidden inclusion q = {sampling_rate}; the most-used example: {releases} of at most {budget} steps)"
+            )?,
             LabelGuarantee::RandomizedLabels { epsilon } => write!(
                 f,
                 "labels: {epsilon}-label-DP (labels randomised once before training by SplitConfig::privatize_labels)"
@@ -440,6 +473,20 @@ pub(crate) fn privacy_report(
                 delta,
                 releases: label_releases,
                 budget: g.releases_per_row,
+            }
+        }
+        Some(LabelDefence::DpSgd(g)) => {
+            let loss = g.guarantee(label_releases.max(1), delta)?;
+            LabelGuarantee::DpSgd {
+                epsilon: if label_releases == 0 {
+                    0.0
+                } else {
+                    loss.epsilon
+                },
+                delta,
+                releases: label_releases,
+                budget: g.releases_per_row,
+                sampling_rate: g.sampling_rate,
             }
         }
         Some(LabelDefence::RandomizedLabels(r)) if r.is_evidence() => {

@@ -4,6 +4,7 @@ pub mod attacks;
 pub mod config;
 pub mod data;
 pub mod defences;
+pub mod dp_sgd;
 pub mod error;
 pub mod fixed;
 pub mod matrix;

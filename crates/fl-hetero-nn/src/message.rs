@@ -20,7 +20,7 @@
 use num_bigint::{BigInt, Sign};
 
 use crate::config::{
-    AcceptedLeaks, Encryption, GradientPerturbation, LabelDefence, Profile, ProtocolConfig,
+    AcceptedLeaks, DpSgd, Encryption, GradientPerturbation, LabelDefence, Profile, ProtocolConfig,
     RandomizedLabels,
 };
 use crate::error::{ApiMisuse, DecodeError, Error, PeerMisbehaved};
@@ -512,6 +512,14 @@ fn put_config(w: &mut Vec<u8>, c: &ProtocolConfig) {
             w.push(2);
             w.extend_from_slice(&r.epsilon().value().to_bits().to_be_bytes());
         }
+        Some(LabelDefence::DpSgd(d)) => {
+            w.push(3);
+            w.extend_from_slice(&d.clip_norm.to_bits().to_be_bytes());
+            w.extend_from_slice(&d.noise_multiplier.to_bits().to_be_bytes());
+            w.extend_from_slice(&d.sampling_rate.to_bits().to_be_bytes());
+            w.extend_from_slice(&d.releases_per_row.to_be_bytes());
+            w.extend_from_slice(&d.error_weight.to_bits().to_be_bytes());
+        }
     }
     w.push(
         u8::from(c.accepted_leaks.host_recovers_exact_error_and_labels)
@@ -564,6 +572,18 @@ fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
                     .map_err(|_| DecodeError::InvalidField("label_defence"))?,
             ),
         )),
+        3 => {
+            let clip = f64::from_bits(r.u64()?);
+            let z = f64::from_bits(r.u64()?);
+            let q = f64::from_bits(r.u64()?);
+            let releases = r.u64()?;
+            let weight = f64::from_bits(r.u64()?);
+            Some(LabelDefence::DpSgd(
+                DpSgd::new(clip, z, q, releases)
+                    .and_then(|d| d.with_error_weight(weight))
+                    .map_err(|_| DecodeError::InvalidField("label_defence"))?,
+            ))
+        }
         _ => return Err(DecodeError::InvalidField("label_defence")),
     };
     let leaks = r.u8()?;

@@ -239,6 +239,34 @@ impl Linear {
         grad_y.matmul(&self.weight.transpose())
     }
 
+    /// Replaces the accumulated gradients by `grad_w` (in × out) and `grad_b` (out), e.g.
+    /// a released, noisy gradient; [`Self::step`] then applies them.
+    ///
+    /// # Errors
+    /// Wrong shapes or non-finite values.
+    pub fn set_gradients(&mut self, grad_w: Matrix<f64>, grad_b: Vec<f64>) -> Result<(), Error> {
+        grad_w.check_shape("layer gradient", self.weight.shape())?;
+        grad_w.check_finite("layer gradient")?;
+        if grad_b.len() != self.bias.len() {
+            return Err(ApiMisuse::ShapeMismatch {
+                what: "bias gradient",
+                expected: (1, self.bias.len()),
+                got: (1, grad_b.len()),
+            }
+            .into());
+        }
+        if grad_b.iter().any(|x| !x.is_finite()) {
+            return Err(ApiMisuse::NonFinite {
+                what: "bias gradient",
+            }
+            .into());
+        }
+        self.grad_w = grad_w;
+        self.grad_b = grad_b;
+        self.input = None;
+        Ok(())
+    }
+
     /// Applies the optimizer and clears the gradients.
     pub fn step(&mut self, opt: Optimizer) {
         self.state_w
@@ -351,11 +379,40 @@ impl Mlp {
         Ok(g)
     }
 
+    /// Replaces layer `layer`'s accumulated gradients ([`Linear::set_gradients`]);
+    /// [`Self::step`] then applies them.
+    ///
+    /// # Errors
+    /// No such layer, wrong shapes or non-finite values.
+    pub fn set_gradients(
+        &mut self,
+        layer: usize,
+        grad_w: Matrix<f64>,
+        grad_b: Vec<f64>,
+    ) -> Result<(), Error> {
+        let Some((lin, _, cache)) = self.layers.get_mut(layer) else {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!("no layer {layer} in the MLP"),
+            }
+            .into());
+        };
+        lin.set_gradients(grad_w, grad_b)?;
+        *cache = None;
+        Ok(())
+    }
+
     /// Drops the accumulated gradients without an update (a frozen model).
     pub fn discard_gradients(&mut self) {
         for (lin, _, _) in &mut self.layers {
             lin.grad_w = Matrix::zeros(lin.weight.rows(), lin.weight.cols());
             lin.grad_b = vec![0.0; lin.bias.len()];
+        }
+    }
+
+    /// Applies `opt` (instead of the model's own optimizer) to every layer.
+    pub fn step_with(&mut self, opt: Optimizer) {
+        for (lin, _, _) in &mut self.layers {
+            lin.step(opt);
         }
     }
 

@@ -17,6 +17,19 @@ use crate::matrix::Matrix;
 /// δ_A (floats and exact, scale S³) and the released error (gradient perturbation).
 pub type DefendedBackward = (Matrix<f64>, Matrix<BigInt>, Option<Matrix<f64>>);
 
+/// What [`PlainInteractiveLayer::backward_dp_sgd`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DpSgdBackward {
+    /// δ_A as floats.
+    pub input_gradient: Matrix<f64>,
+    /// δ_A exactly (scale S³).
+    pub input_gradient_exact: Matrix<BigInt>,
+    /// The released error (D/S) the guest's own layers train on.
+    pub released_error: Matrix<f64>,
+    /// The released top-model gradient (mean loss).
+    pub guest_gradient: Vec<f64>,
+}
+
 /// The host part of the interactive layer in exact plaintext fixed point.
 #[derive(Clone)]
 pub struct PlainInteractiveLayer {
@@ -130,6 +143,35 @@ impl PlainInteractiveLayer {
         let (d, d_eta, released) = crate::defences::guest_errors(&self.config, delta, rng)?;
         let (g, e) = self.backward_with(delta, d, d_eta)?;
         Ok((g, e, released))
+    }
+
+    /// The DP-SGD step ([`crate::config::DpSgd`] in the configuration) as the guest takes
+    /// it ([`crate::Guest::backward_dp_sgd`], same function, randomness from `rng`):
+    /// returns δ_A (floats and exact), the released error the guest's layers train on and
+    /// the released top-model gradient.
+    ///
+    /// # Errors
+    /// No DP-SGD in the configuration; an invalid batch; no forward pass cached.
+    pub fn backward_dp_sgd<R: rand::CryptoRng + ?Sized>(
+        &mut self,
+        batch: &crate::dp_sgd::DpSgdBatch,
+        rng: &mut R,
+    ) -> Result<DpSgdBackward, Error> {
+        let Some(crate::config::LabelDefence::DpSgd(dp)) = self.config.label_defence else {
+            return Err(ApiMisuse::WrongState {
+                operation: "backward_dp_sgd",
+                state: "no DP-SGD in the configuration",
+            }
+            .into());
+        };
+        let r = crate::dp_sgd::dp_sgd_release(&self.config, &dp, batch, rng)?;
+        let (g, e) = self.backward_with(&r.error, r.d, r.d_eta)?;
+        Ok(DpSgdBackward {
+            input_gradient: g,
+            input_gradient_exact: e,
+            released_error: r.error,
+            guest_gradient: r.guest_gradient,
+        })
     }
 
     fn backward_with(

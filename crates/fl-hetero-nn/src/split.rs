@@ -53,6 +53,17 @@ pub struct SplitConfig {
     /// the guest's other layers train on the released error, so that everything the host
     /// sees is a function of the releases (docs/proofs/fl-hetero-nn/gradient-perturbation.md).
     pub gradient_perturbation: Option<crate::config::GradientPerturbation>,
+    /// DP-SGD on the guest's side ([`crate::config::DpSgd`], enforced by the guest in the
+    /// protocol): the top model trains on the released gradient and the guest's other
+    /// layers on the released error; `None` by default. Takes precedence over
+    /// `gradient_perturbation` and `label_dp` in [`SplitConfig::protocol_config`].
+    pub dp_sgd: Option<crate::config::DpSgd>,
+    /// The guest's optimizer for its bottom and top models and, when set, its part of the
+    /// interactive layer; `None`: Adam at `learning_rate` (bottom, top) and SGD at η (the
+    /// part), FATE's choice. Noisy DP-SGD gradients can call for plain SGD.
+    pub guest_optimizer: Option<Optimizer>,
+    /// The host's optimizer for its bottom model; `None`: Adam at `learning_rate`.
+    pub host_optimizer: Option<Optimizer>,
     /// Leaks accepted for a `Hardened` run without the matching defence
     /// ([`crate::config::AcceptedLeaks`]); none by default, so an undefended Hardened run
     /// is refused.
@@ -126,6 +137,9 @@ impl SplitConfig {
             label_dp: None,
             embedding_dp: None,
             gradient_perturbation: None,
+            dp_sgd: None,
+            guest_optimizer: None,
+            host_optimizer: None,
             accepted_leaks: crate::config::AcceptedLeaks::NONE,
         }
     }
@@ -205,6 +219,9 @@ impl SplitConfig {
             label_dp: None,
             embedding_dp: None,
             gradient_perturbation: None,
+            dp_sgd: None,
+            guest_optimizer: None,
+            host_optimizer: None,
             accepted_leaks: crate::config::AcceptedLeaks::NONE,
         }
     }
@@ -219,6 +236,7 @@ impl SplitConfig {
         c.max_batch_rows = self.batch_size.max(1);
         c.embedding_dp = self.embedding_dp;
         c.label_defence = match (self.gradient_perturbation, self.label_dp) {
+            _ if self.dp_sgd.is_some() => self.dp_sgd.map(crate::config::LabelDefence::DpSgd),
             (Some(g), _) => Some(crate::config::LabelDefence::GradientPerturbation(g)),
             (None, Some(LabelDefence::RandomizedResponse(epsilon)))
             | (None, Some(LabelDefence::RrWithPrior { epsilon, .. })) => {
@@ -314,8 +332,20 @@ impl SplitInit {
         let (b, m) = (cfg.bottom_width, cfg.interactive_width);
         let fp = cfg.protocol_config(Profile::Hardened).fixed_point;
         let share = |rng: &mut ChaCha20Rng| weight_share(rng, b, b, m).map(|&x| fp.to_grid(x, 2));
-        let host_bottom = Mlp::new(&mut rng, &[cfg.host_features, b], &[Activation::Relu], opt)?;
-        let guest_bottom = Mlp::new(&mut rng, &[cfg.guest_features, b], &[Activation::Relu], opt)?;
+        let host_opt = cfg.host_optimizer.unwrap_or(opt);
+        let guest_opt = cfg.guest_optimizer.unwrap_or(opt);
+        let host_bottom = Mlp::new(
+            &mut rng,
+            &[cfg.host_features, b],
+            &[Activation::Relu],
+            host_opt,
+        )?;
+        let guest_bottom = Mlp::new(
+            &mut rng,
+            &[cfg.guest_features, b],
+            &[Activation::Relu],
+            guest_opt,
+        )?;
         let guest_part = Linear::new(&mut rng, b, m);
         let guest_share = share(&mut rng);
         let host_share = share(&mut rng);
@@ -330,7 +360,7 @@ impl SplitInit {
             host_part_guest_share: guest_share,
             host_part_host_share: host_share,
             host_part_bias: torch_default_init(&mut rng, b, 1, m).into_vec(),
-            top: Mlp::new(&mut rng, &[m, 1], &[Activation::Sigmoid], opt)?,
+            top: Mlp::new(&mut rng, &[m, 1], &[Activation::Sigmoid], guest_opt)?,
         })
     }
 }
@@ -368,11 +398,15 @@ pub struct GuestModel {
     bottom: Mlp,
     part: Linear,
     top: Mlp,
-    eta: f64,
+    /// The guest part's optimizer (SGD at η unless `SplitConfig::guest_optimizer`).
+    part_optimizer: Optimizer,
     /// Whether the top model is frozen (gradient perturbation: it must not train on the
     /// true labels).
     freeze_top: bool,
     cache: Option<(Matrix<f64>, Matrix<f64>)>,
+    /// The guest's features and bottom output of the cached forward (DP-SGD's
+    /// per-example directions).
+    inputs: Option<(Matrix<f64>, Matrix<f64>)>,
 }
 
 impl GuestModel {
@@ -382,9 +416,12 @@ impl GuestModel {
             bottom: init.guest_bottom.clone(),
             part: init.guest_part.clone(),
             top: init.top.clone(),
-            eta: cfg.learning_rate,
+            part_optimizer: cfg.guest_optimizer.unwrap_or(Optimizer::Sgd {
+                lr: cfg.learning_rate,
+            }),
             freeze_top: cfg.gradient_perturbation.is_some(),
             cache: None,
+            inputs: None,
         }
     }
 
@@ -392,7 +429,9 @@ impl GuestModel {
     /// [`Self::finish_forward`]).
     pub fn start_forward(&mut self, x: &Matrix<f64>) -> Result<Matrix<f64>, Error> {
         let a_b = self.bottom.forward(x)?;
-        self.part.forward(&a_b)
+        let out = self.part.forward(&a_b)?;
+        self.inputs = Some((x.clone(), a_b));
+        Ok(out)
     }
 
     /// z = z_A + (a_B·W_B + b_B), out = ReLU(z), p = top(out). Returns p (n × 1).
@@ -443,16 +482,160 @@ impl GuestModel {
         Ok((loss, delta))
     }
 
+    /// DP-SGD's per-example inputs for the cached forward pass and `labels`
+    /// ([`crate::dp_sgd::DpSgdBatch`]): pᵢ, the error direction eᵢ = ∂logitᵢ/∂zᵢ =
+    /// w_top ⊙ ReLU′(zᵢ), and the direction of every guest parameter, in the order
+    /// [`Self::apply_dp_sgd`] reads: top (w_top, b_top), guest part (W_B row-major, b_B),
+    /// bottom (W₁ row-major, b₁). All are the same for both labels. No layer takes a step.
+    ///
+    /// # Errors
+    /// No forward cached; a top model other than one Linear(m, 1) + Sigmoid layer or a
+    /// bottom model other than one Linear + ReLU layer; `p` or `labels` of the wrong length.
+    pub fn dp_sgd_batch(
+        &mut self,
+        p: &Matrix<f64>,
+        labels: &[f64],
+    ) -> Result<crate::dp_sgd::DpSgdBatch, Error> {
+        let (Some((z, out)), Some((x, a_b))) = (self.cache.take(), self.inputs.take()) else {
+            return Err(ApiMisuse::WrongState {
+                operation: "GuestModel::dp_sgd_batch",
+                state: "no forward cached",
+            }
+            .into());
+        };
+        let top_layers: Vec<_> = self.top.layers().collect();
+        let bottom_layers: Vec<_> = self.bottom.layers().collect();
+        let ([(top, Activation::Sigmoid)], [(bottom, Activation::Relu)]) =
+            (top_layers.as_slice(), bottom_layers.as_slice())
+        else {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: "DP-SGD needs a top model of one Linear(m, 1) + Sigmoid layer and a bottom model of one Linear + ReLU layer".into(),
+            }
+            .into());
+        };
+        let (n, m) = out.shape();
+        let (d_in, b) = bottom.weight.shape();
+        p.check_shape("predictions", (n, 1))?;
+        if top.weight.shape() != (m, 1)
+            || self.part.weight.shape() != (b, m)
+            || labels.len() != n
+            || x.shape() != (n, d_in)
+        {
+            return Err(ApiMisuse::ShapeMismatch {
+                what: "DP-SGD labels",
+                expected: (n, 1),
+                got: (labels.len(), 1),
+            }
+            .into());
+        }
+        let t = (m + 1) + (b * m + m) + (d_in * b + b);
+        let mut guest = Vec::with_capacity(n * t);
+        let mut error = Vec::with_capacity(n * m);
+        for i in 0..n {
+            // e = ∂logit/∂z, f = ∂logit/∂u (u = x·W₁ + b₁, a_B = ReLU(u)).
+            let e: Vec<f64> = (0..m)
+                .map(|j| {
+                    if z.get(i, j).copied().unwrap_or(0.0) > 0.0 {
+                        top.weight.get(j, 0).copied().unwrap_or(0.0)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let a = a_b.row(i);
+            let f: Vec<f64> = (0..b)
+                .map(|k| {
+                    if a[k] > 0.0 {
+                        (0..m)
+                            .map(|j| e[j] * self.part.weight.get(k, j).copied().unwrap_or(0.0))
+                            .sum()
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            guest.extend_from_slice(out.row(i));
+            guest.push(1.0);
+            for &ak in a {
+                guest.extend(e.iter().map(|ej| ak * ej));
+            }
+            guest.extend_from_slice(&e);
+            for &xk in x.row(i) {
+                guest.extend(f.iter().map(|fj| xk * fj));
+            }
+            guest.extend_from_slice(&f);
+            error.extend_from_slice(&e);
+        }
+        // The forward caches are not needed: the gradients come from the release.
+        self.top.discard_gradients();
+        Ok(crate::dp_sgd::DpSgdBatch {
+            predictions: p.as_slice().to_vec(),
+            labels: labels.to_vec(),
+            guest_direction: Matrix::from_vec(n, t, guest)?,
+            error_direction: Matrix::from_vec(n, m, error)?,
+        })
+    }
+
+    /// Applies DP-SGD's release to the guest's layers: `guest_gradient` in the order of
+    /// [`Self::dp_sgd_batch`]; every layer steps with its optimizer
+    /// ([`SplitConfig::guest_optimizer`]). (The released error is for the interactive
+    /// layer only.)
+    ///
+    /// # Errors
+    /// A gradient of the wrong length; non-finite values.
+    pub fn apply_dp_sgd(&mut self, guest_gradient: &[f64]) -> Result<(), Error> {
+        let m = self.part.weight.cols();
+        let b = self.part.weight.rows();
+        let d_in = self
+            .bottom
+            .layers()
+            .next()
+            .map_or(0, |(l, _)| l.weight.rows());
+        let t = (m + 1) + (b * m + m) + (d_in * b + b);
+        if guest_gradient.len() != t {
+            return Err(ApiMisuse::ShapeMismatch {
+                what: "DP-SGD guest gradient",
+                expected: (1, t),
+                got: (1, guest_gradient.len()),
+            }
+            .into());
+        }
+        let (top, rest) = guest_gradient.split_at(m + 1);
+        let (part, bottom) = rest.split_at(b * m + m);
+        self.top.set_gradients(
+            0,
+            Matrix::from_vec(m, 1, top[..m].to_vec())?,
+            top[m..].to_vec(),
+        )?;
+        self.part.set_gradients(
+            Matrix::from_vec(b, m, part[..b * m].to_vec())?,
+            part[b * m..].to_vec(),
+        )?;
+        self.bottom.set_gradients(
+            0,
+            Matrix::from_vec(d_in, b, bottom[..d_in * b].to_vec())?,
+            bottom[d_in * b..].to_vec(),
+        )?;
+        self.top.step();
+        self.part.step(self.part_optimizer);
+        self.bottom.step();
+        Ok(())
+    }
+
     /// Trains the guest part (SGD, η) and the guest bottom model on the error `delta`:
     /// δ itself, or the released error when gradient perturbation replaced it.
     pub fn apply(&mut self, delta: &Matrix<f64>) -> Result<(), Error> {
         let grad_a_b = self.part.backward(delta)?;
-        self.part.step(Optimizer::Sgd { lr: self.eta });
+        self.part.step(self.part_optimizer);
         self.bottom.backward(&grad_a_b)?;
         self.bottom.step();
         Ok(())
     }
 }
+
+/// What a DP-SGD step through a [`HostPart`] returns: δ_A, the released error and the
+/// released gradient of the guest's parameters.
+pub type DpSgdStep = (Matrix<f64>, Matrix<f64>, Vec<f64>);
 
 /// Where the interactive layer's host part is computed.
 ///
@@ -474,6 +657,23 @@ pub trait HostPart {
         delta: &Matrix<f64>,
         row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error>;
+    /// The DP-SGD step ([`crate::config::DpSgd`]): δ_A, the released error and the
+    /// released top-model gradient; also applies the layer's update.
+    ///
+    /// # Errors
+    /// By default: not supported by this host part.
+    fn backward_dp_sgd(
+        &mut self,
+        batch: &crate::dp_sgd::DpSgdBatch,
+        row_ids: &[u64],
+    ) -> Result<DpSgdStep, Error> {
+        let _ = (batch, row_ids);
+        Err(ApiMisuse::WrongState {
+            operation: "HostPart::backward_dp_sgd",
+            state: "DP-SGD needs randomness: use PlainTwin or the two-party pair",
+        }
+        .into())
+    }
     /// Traffic so far.
     fn traffic(&self) -> TrafficStats;
 }
@@ -539,6 +739,14 @@ impl HostPart for PlainTwin {
         let (g, _, released) = self.layer.backward_defended(delta, &mut self.rng)?;
         Ok((g, released))
     }
+    fn backward_dp_sgd(
+        &mut self,
+        batch: &crate::dp_sgd::DpSgdBatch,
+        _row_ids: &[u64],
+    ) -> Result<DpSgdStep, Error> {
+        let r = self.layer.backward_dp_sgd(batch, &mut self.rng)?;
+        Ok((r.input_gradient, r.released_error, r.guest_gradient))
+    }
     fn traffic(&self) -> TrafficStats {
         TrafficStats::default()
     }
@@ -595,6 +803,39 @@ impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
         }))?;
         Ok((g, released))
     }
+    fn backward_dp_sgd(
+        &mut self,
+        batch: &crate::dp_sgd::DpSgdBatch,
+        row_ids: &[u64],
+    ) -> Result<DpSgdStep, Error> {
+        let top = self
+            .guest
+            .backward_dp_sgd(batch, row_ids, &mut self.guest_rng)?;
+        self.drive().map_err(pair_err)?;
+        let mut out = None;
+        while let Some(e) = self.poll_host_event() {
+            if let HostEvent::InputGradient { gradient, .. } = e {
+                out = Some(gradient);
+            }
+        }
+        let mut released = None;
+        while let Some(e) = self.poll_guest_event() {
+            if let GuestEvent::BackwardDone { released_error, .. } = e {
+                released = released_error;
+            }
+        }
+        let missing = |what: &'static str| {
+            Error::ApiMisuse(ApiMisuse::WrongState {
+                operation: "backward_dp_sgd",
+                state: what,
+            })
+        };
+        Ok((
+            out.ok_or_else(|| missing("no gradient produced"))?,
+            released.ok_or_else(|| missing("no released error"))?,
+            top,
+        ))
+    }
     fn traffic(&self) -> TrafficStats {
         self.stats
     }
@@ -617,7 +858,18 @@ pub fn train_epoch(
         let gp = guest.start_forward(&data.guest.select_rows(&idx)?)?;
         let z_a = part.forward(Purpose::Train, &a, ids)?;
         let p = guest.finish_forward(&gp, &z_a)?;
-        let (loss, delta) = guest.error(&p, &data.labels[lo..hi])?;
+        let labels = &data.labels[lo..hi];
+        if cfg.dp_sgd.is_some() {
+            // The loss is the guest's own figure; it never leaves the guest.
+            let (loss, _) = bce_loss(&p, labels)?;
+            let batch = guest.dp_sgd_batch(&p, labels)?;
+            let (da, _released, gradient) = part.backward_dp_sgd(&batch, ids)?;
+            guest.apply_dp_sgd(&gradient)?;
+            host.backward(&da)?;
+            total += loss;
+            continue;
+        }
+        let (loss, delta) = guest.error(&p, labels)?;
         let (da, released) = part.backward(&delta, ids)?;
         guest.apply(released.as_ref().unwrap_or(&delta))?;
         host.backward(&da)?;
@@ -764,8 +1016,21 @@ pub mod tcp {
                     return Err(unexpected("training forward"));
                 };
                 let p = model.finish_forward(&gp, &output)?;
+                let ids = batch_ids(row_ids, lo, hi)?;
+                if cfg.dp_sgd.is_some() {
+                    let (loss, _) = bce_loss(&p, &labels[lo..hi])?;
+                    let batch = model.dp_sgd_batch(&p, &labels[lo..hi])?;
+                    let top = guest.backward_dp_sgd(&batch, ids, rng)?;
+                    let GuestEvent::BackwardDone { .. } = next_guest_event(guest, stream, rng)?
+                    else {
+                        return Err(unexpected("training backward"));
+                    };
+                    model.apply_dp_sgd(&top)?;
+                    total += loss;
+                    continue;
+                }
                 let (loss, delta) = model.error(&p, &labels[lo..hi])?;
-                guest.backward(&delta, batch_ids(row_ids, lo, hi)?, rng)?;
+                guest.backward(&delta, ids, rng)?;
                 let GuestEvent::BackwardDone { released_error, .. } =
                     next_guest_event(guest, stream, rng)?
                 else {

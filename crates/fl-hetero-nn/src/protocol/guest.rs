@@ -58,6 +58,22 @@ pub enum GuestEvent {
     },
 }
 
+/// What a training step starts from: δ, or DP-SGD's per-example inputs.
+#[derive(Clone, Copy)]
+enum BackwardInput<'a> {
+    Delta(&'a Matrix<f64>),
+    DpSgd(&'a crate::dp_sgd::DpSgdBatch),
+}
+
+impl BackwardInput<'_> {
+    fn rows(&self) -> usize {
+        match self {
+            Self::Delta(d) => d.rows(),
+            Self::DpSgd(b) => b.rows(),
+        }
+    }
+}
+
 /// The guest's exportable state (FATE saves W̃ and b_A in the guest's model). **Secret**.
 #[derive(Clone, PartialEq, Eq)]
 pub struct GuestSnapshot {
@@ -823,10 +839,63 @@ impl<S: HomomorphicScheme> Guest<S> {
         row_ids: &[u64],
         rng: &mut R,
     ) -> Result<(), Error> {
+        if let Some(crate::config::LabelDefence::DpSgd(_)) = self.config.label_defence {
+            return Err(ApiMisuse::WrongState {
+                operation: "backward",
+                state: "DP-SGD configured: call backward_dp_sgd",
+            }
+            .into());
+        }
+        self.backward_step(BackwardInput::Delta(delta), row_ids, rng)
+            .map(|_| ())
+    }
+
+    /// The DP-SGD training step ([`crate::config::DpSgd`]): from the batch's per-example
+    /// predictions, labels and label-independent directions, the guest computes the
+    /// release (joint clipping, hidden Poisson inclusion, discrete Gaussian noise;
+    /// `crate::dp_sgd`), applies D and Dη to the interactive layer exactly as
+    /// [`Self::backward`] does, queues message 4, and returns the released top-model
+    /// gradient (mean loss, value units) for the application's top model; the released
+    /// error for its other layers comes in [`GuestEvent::BackwardDone`].
+    ///
+    /// `row_ids` as for [`Self::backward`]; an example that already took part in
+    /// [`DpSgd::releases_per_row`](crate::config::DpSgd::releases_per_row) steps is
+    /// refused before anything is computed. No check here depends on a label's value.
+    ///
+    /// # Errors
+    /// Without a DP-SGD configuration, [`ApiMisuse::WrongState`] (the session stays
+    /// usable); an invalid batch ([`crate::dp_sgd::DpSgdBatch::validate`]), a wrong row id
+    /// list or an exhausted budget close the session like [`Self::backward`]'s errors.
+    pub fn backward_dp_sgd<R: CryptoRng + ?Sized>(
+        &mut self,
+        batch: &crate::dp_sgd::DpSgdBatch,
+        row_ids: &[u64],
+        rng: &mut R,
+    ) -> Result<Vec<f64>, Error> {
+        if !matches!(
+            self.config.label_defence,
+            Some(crate::config::LabelDefence::DpSgd(_))
+        ) {
+            return Err(ApiMisuse::WrongState {
+                operation: "backward_dp_sgd",
+                state: "no DP-SGD in the configuration",
+            }
+            .into());
+        }
+        self.backward_step(BackwardInput::DpSgd(batch), row_ids, rng)
+            .map(Option::unwrap_or_default)
+    }
+
+    fn backward_step<R: CryptoRng + ?Sized>(
+        &mut self,
+        input: BackwardInput<'_>,
+        row_ids: &[u64],
+        rng: &mut R,
+    ) -> Result<Option<Vec<f64>>, Error> {
         let state = core::mem::replace(&mut self.state, State::Closed);
         let r = match state {
             State::AwaitBackward { n, a_cols } => {
-                self.backward_inner(n, a_cols, delta, row_ids, rng)
+                self.backward_inner(n, a_cols, input, row_ids, rng)
             }
             State::Closed => return Err(Error::SessionClosed),
             other => {
@@ -840,27 +909,59 @@ impl<S: HomomorphicScheme> Guest<S> {
                 return Err(e.into());
             }
         };
-        self.fail_on_error(r, false)
+        match r {
+            Ok(top) => Ok(top),
+            Err(e) => self.fail_on_error(Err(e), false).map(|()| None),
+        }
     }
 
     fn backward_inner<R: CryptoRng + ?Sized>(
         &mut self,
         n: usize,
         a_cols: CtMatrix<S>,
-        delta: &Matrix<f64>,
+        input: BackwardInput<'_>,
         row_ids: &[u64],
         rng: &mut R,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Vec<f64>>, Error> {
         let (d_a, m) = (self.config.host_dim, self.config.out_dim);
-        delta.check_shape("delta", (n, m))?;
+        match input {
+            BackwardInput::Delta(delta) => delta.check_shape("delta", (n, m))?,
+            BackwardInput::DpSgd(batch) => batch.validate(m)?,
+        }
+        if input.rows() != n {
+            return Err(ApiMisuse::ShapeMismatch {
+                what: "DP-SGD batch",
+                expected: (n, m),
+                got: (input.rows(), m),
+            }
+            .into());
+        }
         let budget = match self.config.label_defence {
             Some(crate::config::LabelDefence::GradientPerturbation(g)) => Some(g.releases_per_row),
+            Some(crate::config::LabelDefence::DpSgd(g)) => Some(g.releases_per_row),
             _ => None,
         };
         self.released.check(row_ids, n, budget)?;
         let fp = self.config.fixed_point;
-        // D and Dη: encoded δ, or (gradient perturbation) the clipped and noised release.
-        let (d, d_eta, released) = crate::defences::guest_errors(&self.config, delta, rng)?;
+        // D and Dη: encoded δ, (gradient perturbation) the clipped and noised release, or
+        // (DP-SGD) the release computed from the batch's directions.
+        let (d, d_eta, released, top) = match (input, self.config.label_defence) {
+            (BackwardInput::DpSgd(batch), Some(crate::config::LabelDefence::DpSgd(dp))) => {
+                let r = crate::dp_sgd::dp_sgd_release(&self.config, &dp, batch, rng)?;
+                (r.d, r.d_eta, Some(r.error), Some(r.guest_gradient))
+            }
+            (BackwardInput::Delta(delta), _) => {
+                let (d, d_eta, released) = crate::defences::guest_errors(&self.config, delta, rng)?;
+                (d, d_eta, released, None)
+            }
+            (BackwardInput::DpSgd(_), _) => {
+                return Err(ApiMisuse::WrongState {
+                    operation: "backward_dp_sgd",
+                    state: "no DP-SGD in the configuration",
+                }
+                .into());
+            }
+        };
         self.released_error = released;
         self.released.record(row_ids);
         let ek = self.ek()?.clone();
@@ -885,7 +986,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             d: SecretMatrix::from_matrix(&d),
             d_eta: SecretMatrix::from_matrix(&d_eta),
         };
-        Ok(())
+        Ok(top)
     }
 
     fn on_gradient_reply(

@@ -1,0 +1,155 @@
+//! DP-SGD on the guest's side (issue 29) through the two-party protocol: a split model on
+//! breast trains with `Guest::backward_dp_sgd`, both parties report the DP-SGD guarantee
+//! counted per row id, the budget is enforced across epochs, and the two step calls refuse
+//! the wrong configuration without closing the session.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use fl_hetero_nn::config::{DpSgd, LabelDefence};
+use fl_hetero_nn::data::{VerticalData, parse_csv};
+use fl_hetero_nn::defences::LabelGuarantee;
+use fl_hetero_nn::error::ApiMisuse;
+use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
+use fl_hetero_nn::split::{GuestModel, HostModel, SplitConfig, SplitInit, evaluate, train_epoch};
+use fl_hetero_nn::transport::memory::Pair;
+use fl_hetero_nn::{Error, Guest, GuestEvent, Host, Matrix, Profile, Purpose};
+use rand::SeedableRng;
+use rand::rngs::ChaCha20Rng;
+
+const GUEST: &str = include_str!("../data/breast_hetero_guest.csv");
+const HOST: &str = include_str!("../data/breast_hetero_host.csv");
+
+fn pair(cfg: &SplitConfig, init: &SplitInit) -> Pair<InsecureIdentityScheme, ChaCha20Rng> {
+    let mut pc = cfg.protocol_config(Profile::Hardened);
+    // This test is about the labels; the host's features are not defended here.
+    pc.accepted_leaks.guest_recovers_exact_activations = true;
+    pc.min_key_bits = 64;
+    pc.activation_bound_bits = 16;
+    pc.weight_bound_bits = 16;
+    pc.delta_bound_bits = 8;
+    let mut host_rng = ChaCha20Rng::seed_from_u64(11);
+    let dk = IdentityDecryptionKey::generate(2048, &mut host_rng).unwrap();
+    let host = Host::<InsecureIdentityScheme>::new(
+        pc,
+        dk,
+        Some(&init.host_part_host_share),
+        &mut host_rng,
+    )
+    .unwrap();
+    let guest =
+        Guest::<InsecureIdentityScheme>::new(pc, &init.host_part_bias, &init.host_part_guest_share)
+            .unwrap();
+    let mut p = Pair::new(host, guest, host_rng, ChaCha20Rng::seed_from_u64(12));
+    p.drive().unwrap();
+    assert_eq!(p.poll_guest_event(), Some(GuestEvent::SessionEstablished));
+    p
+}
+
+#[test]
+fn dp_sgd_trains_through_the_protocol_and_both_parties_report_it() {
+    let data = VerticalData::align(
+        parse_csv(GUEST, true).unwrap(),
+        parse_csv(HOST, false).unwrap(),
+    )
+    .unwrap();
+    let mut cfg = SplitConfig::hetero_nn_binary_0();
+    let epochs = 3;
+    cfg.epochs = epochs;
+    // Generous ε: the test checks the plumbing, the table measures utility.
+    let dp = DpSgd::for_target(0.5, 64.0, 1e-5, 0.5, epochs as u64).unwrap();
+    cfg.dp_sgd = Some(dp);
+    let init = SplitInit::new(&cfg, 3).unwrap();
+    let mut p = pair(&cfg, &init);
+    let mut host = HostModel::new(&init);
+    let mut guest = GuestModel::new(&init, &cfg);
+    for _ in 0..epochs {
+        let loss = train_epoch(&cfg, &data, &mut host, &mut guest, &mut p).unwrap();
+        assert!(loss.is_finite());
+    }
+    let (auc, _, _) = evaluate(&cfg, &data, &mut host, &mut guest, &mut p).unwrap();
+    assert!(auc.is_finite());
+    let want = dp.guarantee(epochs as u64, 1e-5).unwrap().epsilon;
+    assert!(want <= 64.0);
+    for r in [
+        p.guest.privacy_report(1e-5).unwrap(),
+        p.host.privacy_report(1e-5).unwrap(),
+    ] {
+        println!("{r}");
+        assert!(
+            matches!(r.labels, LabelGuarantee::DpSgd { releases, budget, epsilon, .. }
+                if releases == epochs as u64 && budget == epochs as u64 && epsilon == want),
+            "{r}"
+        );
+    }
+    // A fourth epoch takes every row past the budget: refused before anything is
+    // computed, and the session closes.
+    let e = train_epoch(&cfg, &data, &mut host, &mut guest, &mut p).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ApiMisuse(ApiMisuse::PrivacyBudgetExhausted { budget: 3, .. })
+        ),
+        "{e}"
+    );
+    assert!(p.guest.is_closed());
+}
+
+#[test]
+fn the_step_calls_refuse_the_other_configuration_and_keep_the_session() {
+    let mut cfg = SplitConfig::hetero_nn_binary_0();
+    cfg.dp_sgd = Some(DpSgd::new(1.0, 2.0, 0.5, 10).unwrap());
+    let init = SplitInit::new(&cfg, 4).unwrap();
+    let mut p = pair(&cfg, &init);
+    let n = 4;
+    let a = Matrix::from_fn(n, cfg.bottom_width, |i, j| 0.1 * (i + j) as f64);
+    p.host
+        .start_round(Purpose::Train, &a, &[0, 1, 2, 3], &mut p.host_rng)
+        .unwrap();
+    p.drive().unwrap();
+    let delta = Matrix::zeros(n, cfg.interactive_width);
+    let e = p
+        .guest
+        .backward(&delta, &[0, 1, 2, 3], &mut p.guest_rng)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::WrongState { .. })),
+        "{e}"
+    );
+    assert!(!p.guest.is_closed() && p.guest.awaits_backward());
+    // Control: the DP-SGD step goes through.
+    let batch = fl_hetero_nn::dp_sgd::DpSgdBatch {
+        predictions: vec![0.5; n],
+        labels: vec![1.0, 0.0, 1.0, 0.0],
+        guest_direction: Matrix::from_fn(n, 3, |_, _| 0.1),
+        error_direction: Matrix::from_fn(n, cfg.interactive_width, |_, _| 0.1),
+    };
+    let g = p
+        .guest
+        .backward_dp_sgd(&batch, &[0, 1, 2, 3], &mut p.guest_rng)
+        .unwrap();
+    assert_eq!(g.len(), 3);
+    // And a guest without DP-SGD refuses the DP-SGD step.
+    let mut plain = SplitConfig::hetero_nn_binary_0();
+    plain.accepted_leaks =
+        fl_hetero_nn::config::AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE;
+    let init = SplitInit::new(&plain, 5).unwrap();
+    let mut p = pair(&plain, &init);
+    assert!(!matches!(
+        p.guest.config().label_defence,
+        Some(LabelDefence::DpSgd(_))
+    ));
+    p.host
+        .start_round(Purpose::Train, &a, &[0, 1, 2, 3], &mut p.host_rng)
+        .unwrap();
+    p.drive().unwrap();
+    let e = p
+        .guest
+        .backward_dp_sgd(&batch, &[0, 1, 2, 3], &mut p.guest_rng)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::WrongState { .. })),
+        "{e}"
+    );
+    assert!(!p.guest.is_closed());
+}
