@@ -126,8 +126,11 @@ impl RdpAccountant {
     ///   discrete Gaussian every moment E[(B/A)^k] equals the continuous one at integer
     ///   shifts, so the same value is exact there too);
     /// - add, D_α(N(0, σ²) ‖ (1−q)N(0, σ²) + qN(Δ, σ²)) ≤
-    ///   1/(α−1)·ln(1 + C(α, 2)·q²·(1−q)^(−(α+1))·(e^(1/z²) − 1)) (second-order Taylor
-    ///   bound of (1 − q + qL)^(1−α) with L ≥ 0 and E[L] = 1, E[L²] = e^(1/z²)).
+    ///   1/(α−1)·ln(1 + (C(α, 2)·q² + R)·(e^(1/z²) − 1)), R = (1−q)^(−(α−1)) − 1 − (α−1)q −
+    ///   C(α, 2)q² (a second-order bound of (1 − q + qL)^(1−α): Taylor over L ≥ 1, the
+    ///   binomial series over L < 1; E[L] = 1, E[L²] = e^(1/z²)). It is much looser than
+    ///   the remove direction unless q·α is small, so the amplification it proves is
+    ///   modest.
     ///
     /// Non-integer orders get +∞ (unused by the conversion). q = 1 is the plain Gaussian,
     /// [`Self::compose_gaussian`]. Proof: `docs/proofs/fl-hetero-nn/dp-sgd.md`.
@@ -359,10 +362,14 @@ fn subsampled_gaussian_rdp(z: f64, q: f64, order: f64) -> f64 {
         let term = ln_binom + (alpha - k) as f64 * ln_1q + kf * ln_q + kf * (kf - 1.0) * inv;
         remove = log_add(remove, term);
     }
-    // Add: ln(1 + C(α, 2) q² (1−q)^(−(α+1)) (e^(1/z²) − 1)).
+    // Add: ln(1 + (C(α, 2) q² + R) (e^(1/z²) − 1)) with R = (1−q)^(−(α−1)) − 1 − (α−1)q −
+    // C(α, 2) q², the tail of the binomial series (proof: docs/proofs/fl-hetero-nn/dp-sgd.md).
     let a = alpha as f64;
-    let ln_x =
-        (a * (a - 1.0) / 2.0).ln() + 2.0 * ln_q - (a + 1.0) * ln_1q + (2.0 * inv).exp_m1().ln();
+    let (g, head) = (a - 1.0, a * (a - 1.0) / 2.0 * q * q);
+    // R from expm1, never below 0, plus a relative margin for the rounding of the
+    // subtraction (R must not be underestimated).
+    let tail = ((-g * ln_1q).exp_m1() - g * q - head).max(0.0) + 1e-12 * (1.0 + g * q + head);
+    let ln_x = (head + tail).ln() + (2.0 * inv).exp_m1().ln();
     let add = log_add(0.0, ln_x);
     remove.max(add).max(0.0) / (a - 1.0)
 }
