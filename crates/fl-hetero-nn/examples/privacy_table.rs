@@ -78,12 +78,16 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fl_hetero_nn::attacks::{self, HostView};
-use fl_hetero_nn::config::{AcceptedLeaks, GradientPerturbation};
+use fl_hetero_nn::config::{AcceptedLeaks, DpSgd, GradientPerturbation};
 use fl_hetero_nn::data::{VerticalData, parse_csv, roc_auc};
+use fl_hetero_nn::defences::clip_error_row;
 use fl_hetero_nn::defences::embedding_dp_rows;
+use fl_hetero_nn::dp_sgd::DpSgdBatch;
 use fl_hetero_nn::error::ApiMisuse;
+use fl_hetero_nn::nn::Optimizer;
 use fl_hetero_nn::split::{
-    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, evaluate, train_epoch,
+    DpSgdStep, GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, evaluate,
+    train_epoch,
 };
 use fl_hetero_nn::transport::memory::TrafficStats;
 use fl_hetero_nn::{Error, Matrix, PlainInteractiveLayer, Profile, Purpose};
@@ -133,11 +137,20 @@ enum Defence {
     LabelDp,
     RrWithPrior,
     GradientPerturbation,
+    DpSgd,
     EmbeddingDp,
+    /// Gradient perturbation with σ ten times too small (the noise multiplier divided by
+    /// 10) while claiming the calibrated ε: the check must read "violated".
+    MiscalibratedControl,
 }
 
 impl Defence {
-    const LABEL: [Self; 3] = [Self::LabelDp, Self::RrWithPrior, Self::GradientPerturbation];
+    const LABEL: [Self; 4] = [
+        Self::LabelDp,
+        Self::RrWithPrior,
+        Self::GradientPerturbation,
+        Self::DpSgd,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -145,11 +158,13 @@ impl Defence {
             Self::LabelDp => "LabelDP",
             Self::RrWithPrior => "RR-with-prior",
             Self::GradientPerturbation => "gradient perturbation",
+            Self::DpSgd => "DP-SGD",
             Self::EmbeddingDp => "EmbeddingDP",
+            Self::MiscalibratedControl => "control: gradient perturbation, σ/10",
         }
     }
     fn protects_labels(self) -> bool {
-        Self::LABEL.contains(&self)
+        Self::LABEL.contains(&self) || self == Self::MiscalibratedControl
     }
     /// Pure ε-DP (the one-run auditing theorem's binomial dominance applies).
     fn pure(self) -> bool {
@@ -173,6 +188,228 @@ struct Observed {
     input_gradients: Vec<Vec<f64>>,
     /// (true a_A, z_A) per recorded training batch.
     batches: Vec<(Matrix<f64>, Matrix<f64>)>,
+    /// The white-box attack over all releases (gradient perturbation, DP-SGD).
+    white_box: Option<WhiteBox>,
+}
+
+/// The white-box Neyman–Pearson attack on the canaries over **every** release of every
+/// epoch: the adversary knows everything but the canary's label — the model state at
+/// each step, hence the clipped contribution the canary would make under y = 0 and under
+/// y = 1, the noise σ and the lattice — and sees each release of the canary's error row.
+/// It sums the exact log-likelihood ratio of the two labels over the releases (the
+/// optimal test for the error rows) and guesses y = 1 when the sum is positive.
+struct WhiteBox {
+    /// Row id → canary index.
+    canaries: std::collections::HashMap<u64, usize>,
+    /// The canaries' true labels (the adversary uses them only to compute the two
+    /// candidates' shared, label-independent quantities).
+    labels: Vec<f64>,
+    /// Σ over releases of ln P(release | y = 1) − ln P(release | y = 0), per canary.
+    llr: Vec<f64>,
+    /// Σ over releases of ‖c₁ − c₀‖²/σ²_claimed per canary: the LLR's variance under the
+    /// claimed mechanism (its mean is ± half of it); `None` where the law is a mixture
+    /// (DP-SGD with q < 1).
+    nu2: Vec<f64>,
+    /// Whether every release was a plain Gaussian (the calibration check applies).
+    gaussian: bool,
+    /// σ_true/σ_claimed known to the harness (1, or 1/10 for the control): the LLR is the
+    /// attack's (with the true σ, the optimal test), the calibration check uses the claim.
+    claimed_ratio: f64,
+    /// Gradient perturbation: the frozen top's weights (its error direction).
+    top: Vec<f64>,
+    frac_bits: u32,
+}
+
+impl WhiteBox {
+    fn new(
+        train: &VerticalData,
+        canaries: &[usize],
+        init: &SplitInit,
+        f: u32,
+    ) -> Result<Self, Error> {
+        let mut map = std::collections::HashMap::new();
+        let mut labels = Vec::new();
+        for (k, &i) in canaries.iter().enumerate() {
+            map.insert(train.batch_ids(i, i + 1)?[0], k);
+            labels.push(train.labels[i]);
+        }
+        let top = init
+            .top
+            .layers()
+            .next()
+            .map(|(l, _)| l.weight.as_slice().to_vec())
+            .unwrap_or_default();
+        Ok(Self {
+            canaries: map,
+            llr: vec![0.0; labels.len()],
+            nu2: vec![0.0; labels.len()],
+            gaussian: true,
+            claimed_ratio: 1.0,
+            labels,
+            top,
+            frac_bits: f,
+        })
+    }
+
+    /// ‖c₁ − c₀‖²/σ².
+    fn shift2(c0: &[i128], c1: &[i128], sigma: f64) -> f64 {
+        c0.iter()
+            .zip(c1)
+            .map(|(a, b)| ((b - a) as f64 / sigma).powi(2))
+            .sum()
+    }
+
+    /// The calibration statistic over the canaries with a non-zero shift: Σ (uᵢ − νᵢ/2)²
+    /// with uᵢ = (2yᵢ − 1)·LLRᵢ/νᵢ, LLRᵢ taken at the *claimed* σ (the attack's LLR at the
+    /// true σ times (σ_true/σ_claimed)²), and the count. Under the claimed mechanism each
+    /// term is a squared standard normal (χ² with `count` degrees of freedom); noise
+    /// smaller than claimed shrinks the sum (by (σ_true/σ_claimed)² in expectation).
+    fn calibration(&self) -> Option<(f64, usize)> {
+        if !self.gaussian {
+            return None;
+        }
+        let mut sum = 0.0;
+        let mut count = 0;
+        let r2 = self.claimed_ratio * self.claimed_ratio;
+        for ((llr, nu2), y) in self.llr.iter().zip(&self.nu2).zip(&self.labels) {
+            if *nu2 <= 0.0 {
+                continue;
+            }
+            let nu = nu2.sqrt();
+            // LLR at the claimed σ = LLR at the true σ × (σ_true/σ_claimed)².
+            let claimed = llr * r2;
+            let u = if *y == 1.0 { claimed } else { -claimed } / nu;
+            sum += (u - nu / 2.0).powi(2);
+            count += 1;
+        }
+        Some((sum, count))
+    }
+
+    /// The guesses: y = 1 where the summed log-likelihood ratio is positive.
+    fn correct(&self) -> u64 {
+        self.llr
+            .iter()
+            .zip(&self.labels)
+            .filter(|(l, y)| (**l > 0.0) == (**y == 1.0))
+            .count() as u64
+    }
+
+    /// ln of the Gaussian likelihood ratio N(c₁, σ²)/N(c₀, σ²) at the release `r` (the
+    /// discrete Gaussian's normaliser cancels).
+    fn gauss_llr(r: &[f64], c0: &[i128], c1: &[i128], sigma: f64) -> f64 {
+        r.iter()
+            .zip(c0.iter().zip(c1))
+            .map(|(&x, (&a, &b))| {
+                ((x - a as f64).powi(2) - (x - b as f64).powi(2)) / (2.0 * sigma * sigma)
+            })
+            .sum()
+    }
+
+    /// Gradient perturbation: release R = clip(n·δᵢ(y)) + N per canary row; `delta` is
+    /// the error for the training labels, `released` the guest's D/S.
+    fn gradient_perturbation(
+        &mut self,
+        g: &GradientPerturbation,
+        delta: &Matrix<f64>,
+        released: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<(), Error> {
+        let n = delta.rows() as f64;
+        let s = 2f64.powi(self.frac_bits as i32);
+        let sigma = g.sigma_lattice(self.frac_bits);
+        for (r, id) in row_ids.iter().enumerate() {
+            let Some(&k) = self.canaries.get(id) else {
+                continue;
+            };
+            let y = self.labels[k];
+            let row = delta.row(r);
+            // δᵢ = (pᵢ − yᵢ)/n · eᵢ with eᵢ = w_top ⊙ ReLU′(zᵢ): recover pᵢ − yᵢ and eᵢ.
+            let Some(j) = (0..row.len())
+                .find(|&j| row[j] != 0.0 && self.top.get(j).is_some_and(|w| *w != 0.0))
+            else {
+                continue;
+            };
+            let residual = n * row[j] / self.top[j];
+            let p = y + residual;
+            let e: Vec<f64> = row.iter().map(|d| n * d / residual).collect();
+            let c0 = clip_error_row(
+                &e.iter().map(|x| p * x).collect::<Vec<_>>(),
+                g.clip_norm,
+                self.frac_bits,
+            )?;
+            let c1 = clip_error_row(
+                &e.iter().map(|x| (p - 1.0) * x).collect::<Vec<_>>(),
+                g.clip_norm,
+                self.frac_bits,
+            )?;
+            let release: Vec<f64> = released
+                .row(r)
+                .iter()
+                .map(|d| (d * s * n).round())
+                .collect();
+            self.llr[k] += Self::gauss_llr(&release, &c0, &c1, sigma);
+            self.nu2[k] += Self::shift2(
+                &c0,
+                &c1,
+                g.sigma_lattice(self.frac_bits) / self.claimed_ratio,
+            );
+        }
+        Ok(())
+    }
+
+    /// DP-SGD: release Rᵢ = round(q(pᵢ − ŷᵢ)h̄ᵢ) + (ŷᵢ − yᵢ)·Iᵢ·h̄ᵢ + N on the error row.
+    fn dp_sgd(
+        &mut self,
+        dp: &DpSgd,
+        batch: &DpSgdBatch,
+        released: &Matrix<f64>,
+        row_ids: &[u64],
+    ) -> Result<(), Error> {
+        let n = batch.rows() as f64;
+        let (q, lambda) = (dp.sampling_rate, dp.error_weight);
+        let s = 2f64.powi(self.frac_bits as i32);
+        let sigma = dp.sigma_lattice(self.frac_bits);
+        let t = batch.guest_direction.cols();
+        for (r, id) in row_ids.iter().enumerate() {
+            let Some(&k) = self.canaries.get(id) else {
+                continue;
+            };
+            let mut joint = batch.guest_direction.row(r).to_vec();
+            joint.extend(batch.error_direction.row(r).iter().map(|x| x * lambda));
+            let h = clip_error_row(&joint, dp.clip_norm, self.frac_bits)?;
+            let h = &h[t..];
+            let p = batch.predictions[r];
+            let reference = if p >= 0.5 { 1.0 } else { 0.0 };
+            let base: Vec<i128> = h
+                .iter()
+                .map(|&x| (q * (p - reference) * x as f64).round_ties_even() as i128)
+                .collect();
+            // The other label shifts the mean by (ŷ − y_other)·h̄ = (2ŷ − 1)·h̄, w.p. q.
+            let sign = if reference == 1.0 { 1 } else { -1 };
+            let shifted: Vec<i128> = base.iter().zip(h).map(|(b, x)| b + sign * x).collect();
+            let release: Vec<f64> = released
+                .row(r)
+                .iter()
+                .map(|d| (d * s * lambda * q * n).round())
+                .collect();
+            let lambda_other = Self::gauss_llr(&release, &base, &shifted, sigma);
+            if q >= 1.0 {
+                self.nu2[k] += Self::shift2(&base, &shifted, sigma);
+            } else {
+                self.gaussian = false;
+            }
+            // ln P(R | other label) − ln P(R | ŷ) = ln((1 − q) + q·e^Λ).
+            let other = if q >= 1.0 {
+                lambda_other
+            } else {
+                let m = lambda_other.max(0.0);
+                m + ((1.0 - q) * (-m).exp() + q * (lambda_other - m).exp()).ln()
+            };
+            // Orient as ln P(· | y = 1) − ln P(· | y = 0).
+            self.llr[k] += if reference == 1.0 { -other } else { other };
+        }
+        Ok(())
+    }
 }
 
 impl Observed {
@@ -193,6 +430,7 @@ impl Observed {
             last_sent: None,
             input_gradients: Vec::new(),
             batches: Vec::new(),
+            white_box: None,
         })
     }
 }
@@ -228,9 +466,20 @@ impl HostPart for Observed {
     fn backward(
         &mut self,
         delta: &Matrix<f64>,
-        _row_ids: &[u64],
+        row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
         let (g, exact, released) = self.inner.backward_defended(delta, &mut self.guest_rng)?;
+        if let (
+            Some(wb),
+            Some(fl_hetero_nn::config::LabelDefence::GradientPerturbation(gp)),
+            Some(r),
+        ) = (
+            self.white_box.as_mut(),
+            self.inner.config().label_defence,
+            released.as_ref(),
+        ) {
+            wb.gradient_perturbation(&gp, delta, r, row_ids)?;
+        }
         if self.recording {
             self.input_gradients
                 .extend((0..g.rows()).map(|i| g.row(i).to_vec()));
@@ -239,6 +488,24 @@ impl HostPart for Observed {
             }
         }
         Ok((g, released))
+    }
+
+    fn backward_dp_sgd(&mut self, batch: &DpSgdBatch, row_ids: &[u64]) -> Result<DpSgdStep, Error> {
+        let r = self.inner.backward_dp_sgd(batch, &mut self.guest_rng)?;
+        if let (Some(wb), Some(fl_hetero_nn::config::LabelDefence::DpSgd(dp))) =
+            (self.white_box.as_mut(), self.inner.config().label_defence)
+        {
+            wb.dp_sgd(&dp, batch, &r.released_error, row_ids)?;
+        }
+        if self.recording {
+            let g = &r.input_gradient;
+            self.input_gradients
+                .extend((0..g.rows()).map(|i| g.row(i).to_vec()));
+            if let Some(a) = self.last_sent.take() {
+                self.view.push_step(a, r.input_gradient_exact.clone())?;
+            }
+        }
+        Ok((r.input_gradient, r.released_error, r.guest_gradient))
     }
 
     fn traffic(&self) -> TrafficStats {
@@ -356,18 +623,34 @@ struct RunResult {
     auc_known: f64,
     /// The prior orients the guess the other way than the known labels.
     inverted: bool,
-    /// Canaries guessed right (orientation from the non-canary labels).
+    /// Canaries guessed right by the white-box attack over all releases.
     canary_correct: u64,
+    /// The white-box calibration statistic and its degrees of freedom
+    /// ([`WhiteBox::calibration`]); `None` where it does not apply.
+    calibration: Option<(f64, usize)>,
+    /// Canaries guessed right by the last-epoch attack (orientation from the non-canary
+    /// labels; weaker, kept for comparison).
+    canary_correct_last_epoch: u64,
     canaries: u64,
     h2: f64,
 }
 
 /// The tight bound on the canary accuracy of a label defence at ε (None otherwise).
-fn tight_bound(defence: Defence, eps: f64, epochs: usize) -> Result<Option<f64>, Error> {
+fn tight_bound(defence: Defence, eps: f64, cfg: &SplitConfig) -> Result<Option<f64>, Error> {
+    let epochs = cfg.epochs;
     Ok(match defence {
         // Randomized response (and RR-with-prior, which is RR or constant): e^ε/(1 + e^ε).
         Defence::LabelDp | Defence::RrWithPrior => Some(eps.exp() / (1.0 + eps.exp())),
-        Defence::GradientPerturbation => {
+        Defence::DpSgd => {
+            // q = 1 (see dp_sgd_schedule): one Gaussian of sensitivity K per step, μ = √E/z.
+            let (dp, epochs) = dp_sgd_schedule(dataset_of(cfg), eps)?;
+            Some(
+                fl_stats::normal_cdf((epochs as f64).sqrt() / (2.0 * dp.noise_multiplier))
+                    .map_err(config_error)?,
+            )
+        }
+        Defence::GradientPerturbation | Defence::MiscalibratedControl => {
+            // The control claims the calibrated bound.
             let g = GradientPerturbation::for_target(1.0, eps, DELTA, epochs as u64)?;
             // The composed Gaussian over E releases: μ = √E·Δ/σ = √E/z; the best test's
             // balanced accuracy is Φ(μ/2).
@@ -378,6 +661,47 @@ fn tight_bound(defence: Defence, eps: f64, epochs: usize) -> Result<Option<f64>,
         }
         Defence::None | Defence::EmbeddingDp => None,
     })
+}
+
+/// Which data set a configuration is (by its guest feature count).
+fn dataset_of(cfg: &SplitConfig) -> &'static str {
+    if cfg.guest_features == SplitConfig::hetero_nn_binary_0().guest_features {
+        "breast"
+    } else {
+        "default-credit"
+    }
+}
+
+/// DP-SGD's schedule per data set and ε, chosen for utility on breast runs 1–10 of a
+/// separate tuning harness (and two default-credit runs): C = 0.5, q = 1 (the
+/// subsampled accountant's add direction makes q < 1 cost more noise than it saves:
+/// docs/proofs/fl-hetero-nn/dp-sgd.md), full schedule of releases per example = epochs.
+/// Full batch on both (one release per example per epoch). Breast: 60 epochs at ε ≤ 1,
+/// 100 above, error weight λ = 4; default-credit: 150 epochs (the schedule),
+/// λ = 16.
+fn dp_sgd_schedule(dataset: &str, eps: f64) -> Result<(DpSgd, usize), Error> {
+    let (epochs, lambda) = match dataset {
+        "breast" if eps <= 1.0 => (60, 4.0),
+        "breast" => (100, 4.0),
+        _ => (150, 16.0),
+    };
+    Ok((
+        DpSgd::for_target(0.5, eps, DELTA, 1.0, epochs as u64)?.with_error_weight(lambda)?,
+        epochs,
+    ))
+}
+
+/// DP-SGD's optimizers (guest, host): plain SGD on breast (Adam's normalised steps turn
+/// the noisy gradients of 455 rows into a random walk), Adam on default-credit (host at
+/// 0.05).
+fn dp_sgd_optimizers(dataset: &str) -> (Option<Optimizer>, Option<Optimizer>) {
+    match dataset {
+        "breast" => (
+            Some(Optimizer::Sgd { lr: 3.0 }),
+            Some(Optimizer::Sgd { lr: 0.1 }),
+        ),
+        _ => (None, Some(Optimizer::adam(0.05))),
+    }
 }
 
 fn run(
@@ -405,6 +729,22 @@ fn run(
                 cfg.epochs as u64,
             )?);
         }
+        Defence::MiscalibratedControl => {
+            let g = GradientPerturbation::for_target(1.0, eps, DELTA, cfg.epochs as u64)?;
+            cfg.gradient_perturbation = Some(GradientPerturbation::new(
+                g.clip_norm,
+                g.noise_multiplier / 10.0,
+                g.releases_per_row,
+            )?);
+        }
+        Defence::DpSgd => {
+            let (dp, epochs) = dp_sgd_schedule(dataset_of(&cfg), eps)?;
+            cfg.dp_sgd = Some(dp);
+            cfg.epochs = epochs;
+            // Full batch: one release per example per epoch, noise averaged over all rows.
+            cfg.batch_size = train.len();
+            (cfg.guest_optimizer, cfg.host_optimizer) = dp_sgd_optimizers(dataset_of(&cfg));
+        }
         Defence::EmbeddingDp => cfg.embedding_dp = Some(epsilon),
         Defence::None => {}
     }
@@ -424,6 +764,16 @@ fn run(
     pc.delta_bound_bits = 8;
     let embedding = cfg.embedding_dp.map(|e| EmbeddingDp::new(Some(e)));
     let mut part = Observed::new(pc, &init, embedding, run)?;
+    if matches!(
+        defence,
+        Defence::GradientPerturbation | Defence::MiscalibratedControl | Defence::DpSgd
+    ) {
+        let mut wb = WhiteBox::new(train, &split.canaries, &init, pc.fixed_point.frac_bits())?;
+        if defence == Defence::MiscalibratedControl {
+            wb.claimed_ratio = 0.1;
+        }
+        part.white_box = Some(wb);
+    }
     let mut host = HostModel::new(&init);
     let mut guest = GuestModel::new(&init, &cfg);
     let batches = cfg.batches(train.len());
@@ -516,11 +866,22 @@ fn run(
             if inverted { "wrongly" } else { "rightly" }
         );
     }
-    let canary_correct = split
+    let canary_correct_last_epoch = split
         .canaries
         .iter()
         .filter(|&&i| guesses_known[i] == (train.labels[i] == 1.0))
         .count() as u64;
+    // The white-box attack over all releases: the LLR sum for gradient perturbation and
+    // DP-SGD; for the label randomisations the release is the randomised label itself,
+    // which the white-box adversary reads.
+    let canary_correct = match &part.white_box {
+        Some(wb) => wb.correct(),
+        None => split
+            .canaries
+            .iter()
+            .filter(|&&i| noisy.labels[i] == train.labels[i])
+            .count() as u64,
+    };
     Ok(RunResult {
         test_auc,
         recovered,
@@ -530,6 +891,8 @@ fn run(
         auc_known: roc_auc(&by_known, &train.labels).unwrap_or(f64::NAN),
         inverted,
         canary_correct,
+        calibration: part.white_box.as_ref().and_then(WhiteBox::calibration),
+        canary_correct_last_epoch,
         canaries: split.canaries.len() as u64,
         h2: h2(&part.batches),
     })
@@ -797,6 +1160,9 @@ fn main() -> Result<(), Error> {
     if args.iter().any(|a| a == "--embedding-sweep") {
         return embedding_sweep(&opts);
     }
+    if args.iter().any(|a| a == "--dp-sgd-sweep") {
+        return dp_sgd_sweep(&opts);
+    }
     let epsilons: &[f64] = if opts.quick {
         &[1.0, 4.0]
     } else {
@@ -804,7 +1170,8 @@ fn main() -> Result<(), Error> {
     };
     let sets = datasets(opts.quick);
     // One DP-bound check per label-defended cell of this invocation.
-    let checks = sets.len() * epsilons.len() * Defence::LABEL.len();
+    // (+1 per data set: the mis-calibrated control.)
+    let checks = sets.len() * (epsilons.len() * Defence::LABEL.len() + 1);
     let check_confidence =
         Confidence::new(1.0 - CHECK_ALPHA / checks as f64).map_err(config_error)?;
     let mut violations = 0;
@@ -828,11 +1195,14 @@ fn main() -> Result<(), Error> {
                 Defence::LabelDp,
                 Defence::RrWithPrior,
                 Defence::GradientPerturbation,
+                Defence::DpSgd,
                 Defence::EmbeddingDp,
             ] {
                 cells.push((d, e));
             }
         }
+        // The mis-calibrated control at ε = 1: its check must read "violated".
+        cells.push((Defence::MiscalibratedControl, 1.0));
         let jobs: Vec<(usize, usize)> = (0..cells.len())
             .flat_map(|c| (0..runs).map(move |r| (c, r)))
             .collect();
@@ -880,7 +1250,9 @@ fn main() -> Result<(), Error> {
             if !defence.protects_labels() {
                 continue;
             }
-            by_label_defence.push((eps, defence, test_auc));
+            if defence != Defence::MiscalibratedControl {
+                by_label_defence.push((eps, defence, test_auc));
+            }
             // The DP-bound check on the canaries pooled over the runs.
             let correct: u64 = rs.iter().map(|r| r.canary_correct).sum();
             let total: u64 = rs.iter().map(|r| r.canaries).sum();
@@ -891,21 +1263,47 @@ fn main() -> Result<(), Error> {
             let run_lower =
                 m - t_quantile(check_confidence.value(), runs - 1)? * s / (runs as f64).sqrt();
             let bound = (eps.exp() + DELTA) / (1.0 + eps.exp());
-            let tight = tight_bound(defence, eps, cfg.epochs)?.unwrap_or(bound);
+            let tight = tight_bound(defence, eps, &cfg)?.unwrap_or(bound);
             let limit = bound.min(tight);
-            let within = if defence.pure() {
+            let accuracy_within = if defence.pure() {
                 pooled_lower <= limit
             } else {
                 pooled_lower <= limit || run_lower <= limit
             };
-            if !within {
+            // The calibration of the white-box LLR against the claimed noise, pooled over
+            // the runs' canaries (lower tail of χ²: noise smaller than claimed).
+            let calibration = rs
+                .iter()
+                .map(|r| r.calibration)
+                .try_fold((0.0, 0usize), |(x, n), c| c.map(|(a, b)| (x + a, n + b)));
+            let (calibration_text, calibration_within) = match calibration {
+                Some((x, n)) if n > 0 => {
+                    let p_low = fl_stats::chi_square_cdf(x, n as f64).map_err(config_error)?;
+                    (
+                        format!("{:.3} (n = {n}, p = {p_low:.2e})", x / n as f64),
+                        p_low >= 1.0 - check_confidence.value(),
+                    )
+                }
+                _ => ("—".to_string(), true),
+            };
+            let within = accuracy_within && calibration_within;
+            let control = defence == Defence::MiscalibratedControl;
+            if within == control {
+                // A defended cell outside its bound, or a control the check missed.
                 violations += 1;
             }
+            let last: u64 = rs.iter().map(|r| r.canary_correct_last_epoch).sum();
             audit_lines.push(format!(
-                "| {name} | {} | {eps} | {correct}/{total} ({:.3}; runs {m:.3} ± {s:.3}) | {pooled_lower:.3} | {run_lower:.3} | {bound:.3} | {tight:.3} | {} |",
+                "| {name} | {} | {eps} | {correct}/{total} ({:.3}; runs {m:.3} ± {s:.3}) | {pooled_lower:.3} | {run_lower:.3} | {bound:.3} | {tight:.3} | {calibration_text} | {} | {:.3} |",
                 defence.name(),
                 correct as f64 / total as f64,
-                if within { "yes" } else { "NO" }
+                match (within, control) {
+                    (true, false) => "yes",
+                    (false, false) => "NO",
+                    (false, true) => "violated (expected: control)",
+                    (true, true) => "within (CONTROL MISSED)",
+                },
+                last as f64 / total as f64,
             ));
         }
         for &e in epsilons {
@@ -919,9 +1317,9 @@ fn main() -> Result<(), Error> {
     }
     println!();
     println!(
-        "| data | label defence | ε | canaries correct, all runs pooled (accuracy; per run mean ± sd) | lower end, pooled (Clopper–Pearson) | lower end, run-level (Student t) | DP bound (e^ε+δ)/(1+e^ε) | tight bound | within |"
+        "| data | label defence | ε | canaries correct by the white-box attack over all releases, all runs pooled (accuracy; per run mean ± sd) | lower end, pooled (Clopper–Pearson) | lower end, run-level (Student t) | DP bound (e^ε+δ)/(1+e^ε) | tight bound | white-box LLR calibration: mean (uᵢ − νᵢ/2)², 1 as claimed (canaries, lower-tail p) | within | last-epoch attack's accuracy (weaker) |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
     for line in &audit_lines {
         println!("{line}");
     }
@@ -933,7 +1331,9 @@ fn main() -> Result<(), Error> {
         println!("- {line}");
     }
     if violations > 0 {
-        eprintln!("error: {violations} label-defended cells exceed a DP bound");
+        eprintln!(
+            "error: {violations} label-defended cells exceed a DP bound or a control reads within"
+        );
         std::process::exit(1);
     }
     Ok(())
@@ -1016,6 +1416,19 @@ fn gp_sweep(opts: &Options) -> Result<(), Error> {
         )
         .collect();
     sweep(opts, 64, &cells)
+}
+
+/// DP-SGD against LabelDP on breast, with and without the canaries.
+fn dp_sgd_sweep(opts: &Options) -> Result<(), Error> {
+    let cells = [
+        (Defence::LabelDp, 1.0),
+        (Defence::DpSgd, 1.0),
+        (Defence::LabelDp, 4.0),
+        (Defence::DpSgd, 4.0),
+    ];
+    sweep(opts, 64, &cells)?;
+    println!();
+    sweep(opts, 0, &cells)
 }
 
 /// EmbeddingDP on breast against the undefended run, with and without the canaries: at
