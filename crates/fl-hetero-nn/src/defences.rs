@@ -94,25 +94,30 @@ pub fn clip_error_row(row: &[f64], clip_norm: f64, frac_bits: u32) -> Result<Vec
         return Err(ApiMisuse::NonFinite { what: "delta row" }.into());
     }
     let scale = 2f64.powi(frac_bits as i32);
-    // ‖row‖ without overflow or underflow: max|x|·‖row / max|x|‖.
+    // ‖row‖ without underflow: max|x|·‖row / max|x|‖ (the relative norm is in [1, √m]).
     let largest = row.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    let norm = if largest == 0.0 {
+    let relative = if largest == 0.0 {
         0.0
     } else {
-        largest
-            * row
-                .iter()
-                .map(|x| (x / largest).powi(2))
-                .sum::<f64>()
-                .sqrt()
+        row.iter()
+            .map(|x| (x / largest).powi(2))
+            .sum::<f64>()
+            .sqrt()
     };
+    // Infinite when the norm exceeds f64::MAX (entries near f64::MAX): such a row is
+    // still clipped along its direction, through the relative norm.
+    let norm = largest * relative;
     // |entry| ≤ C·S·(1 + 2^−50) + 1 ≤ 2^62 + 2^13: exact in i128 (`as` saturates, never
     // panics; it cannot saturate here).
     let mut v: Vec<i128> = row
         .iter()
         .map(|&x| {
             let scaled = if norm > clip_norm {
-                (x / norm) * clip_norm * scale
+                if norm.is_finite() {
+                    (x / norm) * clip_norm * scale
+                } else {
+                    (x / largest) / relative * clip_norm * scale
+                }
             } else {
                 x * scale
             };
@@ -158,9 +163,24 @@ pub fn clip_error_row(row: &[f64], clip_norm: f64, frac_bits: u32) -> Result<Vec
 /// integers), each clamped to the configured bound. Everything the guest sends later is a
 /// function of R.
 ///
+/// **No label-dependent check before clipping.** Under a label defence δ depends on the
+/// labels, and an error here closes the session with an `Abort` the host sees: so no check
+/// may read δ's values before the clip has bounded them. With gradient perturbation the
+/// only checks that can fail are label-independent (δ's shape, checked by the caller, and
+/// the configuration); the raw rows are sanitised instead of checked ([`sanitize_for_clip`]:
+/// NaN → 0, ±∞ → ±f64::MAX, then bounded by the L2 clip), the range of D and Dη is
+/// enforced by an infallible clamp on the release, and whatever the guest sends later is
+/// a function of the release. (An earlier version checked finiteness and |δ| <
+/// 2^`delta_bound_bits` on the raw δ, and a caller's loss made the host see the session
+/// close for one label and not the other: `tests/label_abort.rs`.) Without a label
+/// defence the checks on δ stay (the host recovers δ exactly anyway); with
+/// [`LabelDefence::RandomizedLabels`] δ is computed from the randomised labels, so its
+/// checks are post-processing of that release.
+///
 /// # Errors
-/// A δ of the wrong shape, with NaN/∞ or with |δ| ≥ 2^`delta_bound_bits`; a perturbation
-/// outside what [`ProtocolConfig::validate`] accepts.
+/// Without gradient perturbation: a δ with NaN/∞ or with |δ| or |η·δ| ≥
+/// 2^`delta_bound_bits`. With it: only a perturbation outside what
+/// [`ProtocolConfig::validate`] accepts (never a function of δ's values).
 pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
     config: &ProtocolConfig,
     delta: &Matrix<f64>,
@@ -182,15 +202,7 @@ pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
         let d_eta = fp.encode_matrix(&delta.map(|x| eta * x), 1, beta, "learning_rate · delta")?;
         return Ok((d, d_eta, None));
     };
-    delta.check_finite("delta")?;
-    let bound = 2f64.powi(beta as i32);
-    if delta.as_slice().iter().any(|x| x.abs() >= bound) {
-        return Err(ApiMisuse::ValueOutOfRange {
-            what: "delta",
-            bound_bits: beta,
-        }
-        .into());
-    }
+    // No check on δ's values here (see above): they are sanitised and clipped below.
     let (n, m) = delta.shape();
     let f = fp.frac_bits();
     let sigma = g.sigma_lattice(f);
@@ -206,20 +218,55 @@ pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
     let mut d = Vec::with_capacity(n * m);
     let mut d_eta = Vec::with_capacity(n * m);
     for i in 0..n {
-        // |n·δ| < 2^(20 + 32): finite.
-        let row: Vec<f64> = delta.row(i).iter().map(|x| x * n as f64).collect();
+        // n·δ, sanitised (never checked): finite, so the clip cannot fail on it.
+        let row: Vec<f64> = delta
+            .row(i)
+            .iter()
+            .map(|x| sanitize_for_clip(x * n as f64))
+            .collect();
+        // Fails only on an invalid C (configuration), never on the row.
         for x in clip_error_row(&row, g.clip_norm, f)? {
             let r = BigInt::from(x) + BigInt::from(noise.sample(rng));
-            d.push(div_round_half_even(&r, &n_big).clamp(neg_limit.clone(), limit.clone()));
-            d_eta.push(
-                div_round_half_even(&(&eta_num * &r), &eta_den)
-                    .clamp(neg_limit.clone(), limit.clone()),
-            );
+            d.push(clamp_to_bound(
+                div_round_half_even(&r, &n_big),
+                &neg_limit,
+                &limit,
+            ));
+            d_eta.push(clamp_to_bound(
+                div_round_half_even(&(&eta_num * &r), &eta_den),
+                &neg_limit,
+                &limit,
+            ));
         }
     }
     let d = Matrix::from_vec(n, m, d)?;
     let released = fp.decode_matrix(&d, 1);
     Ok((d, Matrix::from_vec(n, m, d_eta)?, Some(released)))
+}
+
+/// A raw, label-dependent value made fit for clipping **without a check** (the rule in
+/// [`guest_errors`]): NaN → 0, ±∞ → ±f64::MAX, finite values unchanged. The L2 clip
+/// ([`clip_error_row`]) then bounds the row whatever it held, so a caller's loss that
+/// returns NaN, ∞ or a huge error for some labels changes the release only within the
+/// clip's ball, never whether the session goes on.
+pub(crate) fn sanitize_for_clip(x: f64) -> f64 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(-f64::MAX, f64::MAX)
+    }
+}
+
+/// `x` clamped between `lo` and `hi` (lo ≤ hi, as the callers' −limit ≤ limit are):
+/// the range of D and Dη after the noise, enforced without an error.
+fn clamp_to_bound(x: BigInt, lo: &BigInt, hi: &BigInt) -> BigInt {
+    if &x < lo {
+        lo.clone()
+    } else if &x > hi {
+        hi.clone()
+    } else {
+        x
+    }
 }
 
 /// How many times each row took part in a release, keyed by the row ids the application
@@ -560,13 +607,56 @@ mod tests {
         let v = clip_error_row(&[3.0, -4.0], 1.0, f).unwrap();
         assert!(square_norm(&v) <= (s as u128) * (s as u128));
         assert!((v[0] as f64 / s - 0.6).abs() < 1e-6 && (v[1] as f64 / s + 0.8).abs() < 1e-6);
-        // A row whose float norm overflows is still clipped.
-        let v = clip_error_row(&[f64::MAX, f64::MAX], 1.0, f).unwrap();
+        // A row whose float norm overflows is still clipped, along its direction.
+        let v = clip_error_row(&[f64::MAX, -f64::MAX], 1.0, f).unwrap();
         assert!(square_norm(&v) <= (s as u128) * (s as u128));
+        let half = core::f64::consts::FRAC_1_SQRT_2;
+        assert!((v[0] as f64 / s - half).abs() < 1e-6 && (v[1] as f64 / s + half).abs() < 1e-6);
         // Invalid inputs are typed errors.
         assert!(clip_error_row(&[f64::NAN], 1.0, f).is_err());
         assert!(clip_error_row(&[1.0], 0.0, f).is_err());
         assert!(clip_error_row(&[1.0], 1e30, f).is_err());
+    }
+
+    /// Under gradient perturbation no value of δ makes `guest_errors` fail (the rule "no
+    /// label-dependent check before clipping"): NaN, ±∞, huge and out-of-range entries
+    /// are sanitised and clipped, and D, Dη stay within the bound. Control: the undefended
+    /// path still refuses them.
+    #[test]
+    fn gradient_perturbation_sanitises_the_error_instead_of_checking_it() {
+        use crate::config::{GradientPerturbation, Profile};
+        use rand::SeedableRng;
+        let mut config = ProtocolConfig::new(Profile::Hardened, 2, 2);
+        config.delta_bound_bits = 0;
+        let undefended = config;
+        config.label_defence = Some(LabelDefence::GradientPerturbation(
+            GradientPerturbation::new(1.0, 2.0, 10).unwrap(),
+        ));
+        let f = config.fixed_point.frac_bits();
+        let limit: BigInt = (BigInt::from(1) << f) - 1;
+        let mut rng = rand::rngs::ChaCha20Rng::seed_from_u64(7);
+        for bad in [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            1e300,
+            2.0,
+        ] {
+            let delta = Matrix::from_vec(2, 2, vec![bad, 0.1, -0.2, bad]).unwrap();
+            let (d, d_eta, released) = guest_errors(&config, &delta, &mut rng).unwrap();
+            for x in d.as_slice().iter().chain(d_eta.as_slice()) {
+                assert!(
+                    x.magnitude() <= limit.magnitude(),
+                    "{bad}: {x} beyond the bound"
+                );
+            }
+            assert!(released.unwrap().as_slice().iter().all(|x| x.is_finite()));
+            assert!(
+                guest_errors(&undefended, &delta, &mut rng).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
