@@ -275,13 +275,43 @@ fn clamp_to_bound(x: BigInt, lo: &BigInt, hi: &BigInt) -> BigInt {
 /// A row id names one record of the data set (e.g. its index in the aligned set, or the
 /// sample id both parties aligned on) and must be the same every time that record is
 /// used: the guarantee of a record is the composition over the releases of *its* id.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RowLedger {
-    counts: std::collections::HashMap<u64, u64>,
+///
+/// The guest's ledger is part of its snapshot
+/// ([`crate::protocol::GuestSnapshot::release_ledger`]): a session resumed with it
+/// ([`crate::Guest::resume`]) goes on counting where it stopped, so the budget and the
+/// report cover the whole run across the resume.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowLedger {
+    counts: std::collections::BTreeMap<u64, u64>,
     most: u64,
 }
 
 impl RowLedger {
+    /// A ledger from (row id, releases) pairs, e.g. one saved from
+    /// [`Self::counts`]; a repeated id adds up, and a count of 0 is dropped.
+    pub fn from_counts<I: IntoIterator<Item = (u64, u64)>>(counts: I) -> Self {
+        let mut ledger = Self::default();
+        for (id, c) in counts {
+            if c == 0 {
+                continue;
+            }
+            let e = ledger.counts.entry(id).or_insert(0);
+            *e = e.saturating_add(c);
+            ledger.most = ledger.most.max(*e);
+        }
+        ledger
+    }
+
+    /// (row id, releases) for every row released at least once, by increasing id.
+    pub fn counts(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts.iter().map(|(&id, &c)| (id, c))
+    }
+
+    /// The number of rows released at least once.
+    pub fn rows(&self) -> usize {
+        self.counts.len()
+    }
+
     /// Checks a batch of `rows` rows: one id per row, no id twice; with `budget`, no row
     /// released `budget` times already.
     pub(crate) fn check(
@@ -334,12 +364,12 @@ impl RowLedger {
     }
 
     /// Releases of row `id` so far.
-    pub(crate) fn count(&self, id: u64) -> u64 {
+    pub fn count(&self, id: u64) -> u64 {
         self.counts.get(&id).copied().unwrap_or(0)
     }
 
     /// The most releases of any one row.
-    pub(crate) fn most(&self) -> u64 {
+    pub fn most(&self) -> u64 {
         self.most
     }
 }
