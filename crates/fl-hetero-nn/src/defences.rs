@@ -374,6 +374,97 @@ impl RowLedger {
     }
 }
 
+/// A condition a guarantee in a [`PrivacyReport`] holds under: outside it the stated
+/// (ε, δ) is not proven. Each guarantee lists its own ([`LabelGuarantee::conditions`],
+/// [`FeatureGuarantee::conditions`]); the report prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Condition {
+    /// The guest's layers above the interactive layer (the top model) are frozen during
+    /// the run: nothing the guest trains on its labels reaches the host other than through
+    /// the release (`docs/proofs/fl-hetero-nn/gradient-perturbation.md`, the threat
+    /// model).
+    FrozenTopModel,
+    /// Each row's error depends on its own label only: no cross-row label dependence in
+    /// the loss (no batch normalisation, ranking loss or label-dependent weighting over
+    /// the batch), so changing one label changes one row of the release.
+    OwnLabelOnly,
+    /// Stable row ids: the same id for the same record every time it is used, and a
+    /// different id for every record; the ledger counts releases per id.
+    StableRowIds,
+    /// One session, or a session resumed with its release ledger
+    /// ([`crate::Guest::resume`] from a snapshot holding
+    /// [`crate::protocol::GuestSnapshot::release_ledger`]); a record's releases in
+    /// separate sessions compose and are not counted here.
+    OneSessionOrLedgerResume,
+    /// Timing is out of scope: the discrete Gaussian sampler runs in variable time and the
+    /// clip takes a label-dependent branch, so a host that measures the guest's time is
+    /// not covered.
+    TimingExcluded,
+    /// The labels were randomised once, before training, and never used otherwise; every
+    /// later use of them is post-processing of that randomisation.
+    LabelsRandomisedOnce,
+    /// Stable row ids at the host: the rounds of each row of the bottom output are counted
+    /// per id, within this host session (its ledger is not carried across sessions).
+    HostCountsRoundsPerRowId,
+}
+
+impl Condition {
+    /// The condition in one sentence.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::FrozenTopModel => "the guest's top model is frozen during the run",
+            Self::OwnLabelOnly => {
+                "each row's error depends on its own label only (no cross-row label dependence, e.g. no batch normalisation over labels)"
+            }
+            Self::StableRowIds => {
+                "stable row ids: the same id for the same record every time, distinct ids for distinct records"
+            }
+            Self::OneSessionOrLedgerResume => {
+                "one session, or a session resumed from a snapshot with its release ledger"
+            }
+            Self::TimingExcluded => {
+                "timing excluded (variable-time noise sampler, label-dependent clip branch)"
+            }
+            Self::LabelsRandomisedOnce => {
+                "labels randomised once before training and used only after that"
+            }
+            Self::HostCountsRoundsPerRowId => {
+                "rows counted per row id within this host session (stable ids, one session)"
+            }
+        }
+    }
+}
+
+impl core::fmt::Display for Condition {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// The conditions of the gradient-perturbation guarantee.
+const GRADIENT_PERTURBATION_CONDITIONS: &[Condition] = &[
+    Condition::FrozenTopModel,
+    Condition::OwnLabelOnly,
+    Condition::StableRowIds,
+    Condition::OneSessionOrLedgerResume,
+    Condition::TimingExcluded,
+];
+
+/// The conditions of the DP-SGD guarantee (the top model trains through the release).
+const DP_SGD_CONDITIONS: &[Condition] = &[
+    Condition::OwnLabelOnly,
+    Condition::StableRowIds,
+    Condition::OneSessionOrLedgerResume,
+    Condition::TimingExcluded,
+];
+
+/// The conditions of labels randomised once.
+const RANDOMIZED_LABELS_CONDITIONS: &[Condition] = &[Condition::LabelsRandomisedOnce];
+
+/// The conditions of EmbeddingDP composed per row.
+const LOCAL_DP_CONDITIONS: &[Condition] = &[Condition::HostCountsRoundsPerRowId];
+
 /// What a party's labels got from a training run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
@@ -426,6 +517,21 @@ pub enum LabelGuarantee {
     },
 }
 
+impl LabelGuarantee {
+    /// The conditions this guarantee holds under (empty for [`Self::None`], which claims
+    /// nothing). A new variant states its own here.
+    pub fn conditions(&self) -> &'static [Condition] {
+        match self {
+            Self::LabelDp { .. } => GRADIENT_PERTURBATION_CONDITIONS,
+            Self::DpSgd { .. } => DP_SGD_CONDITIONS,
+            Self::RandomizedLabels { .. } | Self::DeclaredLabelDp { .. } => {
+                RANDOMIZED_LABELS_CONDITIONS
+            }
+            Self::None { .. } => &[],
+        }
+    }
+}
+
 /// What the host's features got from a run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
@@ -457,6 +563,18 @@ pub enum FeatureGuarantee {
     },
 }
 
+impl FeatureGuarantee {
+    /// The conditions this guarantee holds under (empty for [`Self::None`], which claims
+    /// nothing, and for [`Self::LocalDpPerRound`], one round's randomisation, which
+    /// composes nothing). A new variant states its own here.
+    pub fn conditions(&self) -> &'static [Condition] {
+        match self {
+            Self::LocalDp { .. } => LOCAL_DP_CONDITIONS,
+            Self::LocalDpPerRound { .. } | Self::None { .. } => &[],
+        }
+    }
+}
+
 /// The guarantee each party actually got from a session so far.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
@@ -467,7 +585,42 @@ pub struct PrivacyReport {
     pub features: FeatureGuarantee,
 }
 
+impl PrivacyReport {
+    /// The conditions of both guarantees (labels first, then features; each once): the
+    /// report's (ε, δ) hold only under them. [`core::fmt::Display`] prints them.
+    pub fn conditions(&self) -> Vec<Condition> {
+        let mut all: Vec<Condition> = Vec::new();
+        for c in self
+            .labels
+            .conditions()
+            .iter()
+            .chain(self.features.conditions())
+        {
+            if !all.contains(c) {
+                all.push(*c);
+            }
+        }
+        all
+    }
+}
+
+/// Writes "; conditions: a; b" for a non-empty list.
+fn write_conditions(
+    f: &mut core::fmt::Formatter<'_>,
+    conditions: &[Condition],
+) -> core::fmt::Result {
+    for (i, c) in conditions.iter().enumerate() {
+        f.write_str(if i == 0 { " [conditions: " } else { "; " })?;
+        write!(f, "{c}")?;
+        if i + 1 == conditions.len() {
+            f.write_str("]")?;
+        }
+    }
+    Ok(())
+}
+
 impl core::fmt::Display for PrivacyReport {
+    /// Each guarantee followed by its conditions in brackets.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self.labels {
             LabelGuarantee::LabelDp {
@@ -502,6 +655,7 @@ impl core::fmt::Display for PrivacyReport {
                 "labels: none: exact D recoverable from step 2 when d_A ≥ 2m (d_A = {host_dim}, m = {out_dim}; measured also for m ≤ d_A < 2m)"
             )?,
         }
+        write_conditions(f, self.labels.conditions())?;
         f.write_str("; ")?;
         match self.features {
             FeatureGuarantee::LocalDp {
@@ -511,16 +665,17 @@ impl core::fmt::Display for PrivacyReport {
             } => write!(
                 f,
                 "features: {epsilon:.4}-LDP per row (EmbeddingDP, {per_round} per round × {rounds} rounds of the most-sent row)"
-            ),
+            )?,
             FeatureGuarantee::LocalDpPerRound { per_round } => write!(
                 f,
                 "features: {per_round}-LDP per row per round (EmbeddingDP; the composition per row is in the host's report)"
-            ),
+            )?,
             FeatureGuarantee::None { host_dim, out_dim } => write!(
                 f,
                 "features: none: exact a_A recoverable when m ≥ 2·d_A (d_A = {host_dim}, m = {out_dim}) and from d_A + 1 known rows"
-            ),
+            )?,
         }
+        write_conditions(f, self.features.conditions())
     }
 }
 
@@ -687,6 +842,36 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// The report states the conditions of its guarantees (machine-readable and in its
+    /// Display); a guarantee that claims nothing has none.
+    #[test]
+    fn the_report_states_the_conditions_of_its_guarantees() {
+        use crate::config::{GradientPerturbation, Profile};
+        let mut config = ProtocolConfig::new(Profile::Hardened, 4, 2);
+        let undefended = privacy_report(&config, 0, Some(0), 1e-5).unwrap();
+        assert!(undefended.conditions().is_empty());
+        assert!(
+            !undefended.to_string().contains("conditions"),
+            "{undefended}"
+        );
+        config.label_defence = Some(LabelDefence::GradientPerturbation(
+            GradientPerturbation::new(1.0, 2.0, 10).unwrap(),
+        ));
+        let r = privacy_report(&config, 3, None, 1e-5).unwrap();
+        assert_eq!(r.labels.conditions(), GRADIENT_PERTURBATION_CONDITIONS);
+        for c in [
+            Condition::FrozenTopModel,
+            Condition::OwnLabelOnly,
+            Condition::StableRowIds,
+            Condition::OneSessionOrLedgerResume,
+            Condition::TimingExcluded,
+        ] {
+            assert!(r.conditions().contains(&c), "{c:?}");
+            assert!(r.to_string().contains(c.describe()), "{r}");
+        }
+        println!("{r}");
     }
 
     #[test]

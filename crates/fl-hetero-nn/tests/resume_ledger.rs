@@ -10,7 +10,7 @@ mod common;
 
 use common::*;
 use fl_hetero_nn::config::{GradientPerturbation, LabelDefence};
-use fl_hetero_nn::defences::{LabelGuarantee, RowLedger};
+use fl_hetero_nn::defences::{Condition, LabelGuarantee, RowLedger};
 use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
 use fl_hetero_nn::transport::memory::Pair;
@@ -141,6 +141,10 @@ fn the_release_ledger_survives_a_resume_and_the_budget_holds_across_it() {
         assert!(
             matches!(r.labels, LabelGuarantee::LabelDp { releases: 2, .. }),
             "{r}"
+        );
+        assert!(
+            r.conditions()
+                .contains(&Condition::OneSessionOrLedgerResume)
         );
     }
     // Fresh records still train, and are counted on top of the saved ledger.
