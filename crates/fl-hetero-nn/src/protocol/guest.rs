@@ -910,8 +910,14 @@ impl<S: HomomorphicScheme> Guest<S> {
         Ok(())
     }
 
-    /// Runs the guest's backward step with δ = ∂L/∂z (n × m, |δ|, |η·δ| < 2^bound) and
-    /// queues message 4.
+    /// Runs the guest's backward step with δ = ∂L/∂z (n × m) and queues message 4.
+    ///
+    /// Without a label defence δ must be finite with |δ|, |η·δ| < 2^`delta_bound_bits`.
+    /// With gradient perturbation **no check reads δ's values**: a label-dependent check
+    /// failing here would close the session (an `Abort` the host sees) depending on a
+    /// label, so NaN, ±∞ and out-of-range entries are sanitised and bounded by the clip
+    /// instead (`tests/label_abort.rs`); only δ's shape, the row ids and the budget are
+    /// checked.
     ///
     /// `row_ids` names the batch's examples, one id per row (no id twice): the record
     /// each row belongs to, the same id every time that record is used (the ids the host
@@ -921,6 +927,12 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// the session) a batch holding an example already released
     /// [`GradientPerturbation::releases_per_row`](crate::config::GradientPerturbation::releases_per_row)
     /// times, before anything derived from δ is computed.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::WrongState`] outside a training round or with DP-SGD configured (the
+    /// session stays usable); a δ of the wrong shape, invalid row ids, an exhausted budget
+    /// or (without gradient perturbation) an out-of-range δ close the session and send
+    /// `Abort` to the host.
     pub fn backward<R: CryptoRng + ?Sized>(
         &mut self,
         delta: &Matrix<f64>,
