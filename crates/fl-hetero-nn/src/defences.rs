@@ -405,7 +405,8 @@ pub enum Condition {
     /// later use of them is post-processing of that randomisation.
     LabelsRandomisedOnce,
     /// Stable row ids at the host: the rounds of each row of the bottom output are counted
-    /// per id, within this host session (its ledger is not carried across sessions).
+    /// per id, within one host session or one resumed with its ledgers
+    /// ([`crate::Host::resume`] from [`crate::protocol::HostSnapshot::rows_sent`]).
     HostCountsRoundsPerRowId,
 }
 
@@ -430,7 +431,7 @@ impl Condition {
                 "labels randomised once before training and used only after that"
             }
             Self::HostCountsRoundsPerRowId => {
-                "rows counted per row id within this host session (stable ids, one session)"
+                "rounds counted per row id (stable ids; one host session, or one resumed with its ledgers)"
             }
         }
     }

@@ -10,7 +10,7 @@ mod common;
 
 use common::*;
 use fl_hetero_nn::config::{GradientPerturbation, LabelDefence};
-use fl_hetero_nn::defences::{Condition, LabelGuarantee, RowLedger};
+use fl_hetero_nn::defences::{Condition, FeatureGuarantee, LabelGuarantee, RowLedger};
 use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
 use fl_hetero_nn::transport::memory::Pair;
@@ -209,4 +209,39 @@ fn a_snapshot_without_the_ledger_is_refused_under_a_label_defence() {
     host_snap.rows_sent = None;
     let mut pair = resumed(config, dk, host_snap, guest_snap);
     step(&mut pair, &[0, 1, 2, 3]).unwrap();
+}
+
+/// The host's ledgers resume too: with EmbeddingDP its report goes on counting each
+/// row's rounds after a resume (3 rounds before, 1 after: 4), and a snapshot without
+/// `rows_sent` is refused.
+#[test]
+fn the_hosts_round_count_survives_a_resume_under_embedding_dp() {
+    let mut config = config(true);
+    config.embedding_dp = Some(fl_ldp::Epsilon::new(1.0).unwrap());
+    let mut rng = ChaCha20Rng::seed_from_u64(61);
+    let dk = IdentityDecryptionKey::generate(2048, &mut rng).unwrap();
+    let init = init(&config, 62);
+    let mut pair = make_pair::<InsecureIdentityScheme>(config, dk.clone(), &init, 63);
+    step(&mut pair, &[0, 1, 2, 3]).unwrap();
+    step(&mut pair, &[4, 5, 6, 7]).unwrap();
+    step(&mut pair, &[3, 2, 1, 0]).unwrap();
+    let (host_snap, guest_snap) = (pair.host.snapshot(), pair.guest.snapshot());
+    let rounds = |pair: &IdPair| match pair.host.privacy_report(1e-5).unwrap().features {
+        FeatureGuarantee::LocalDp { rounds, .. } => rounds,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(rounds(&pair), 2);
+    let mut without = host_snap.clone();
+    without.rows_sent = None;
+    let e =
+        Host::<InsecureIdentityScheme>::resume(config, dk.clone(), without, &mut rng).unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::ResumeWithoutLedger { .. })),
+        "{e}"
+    );
+    let mut pair = resumed(config, dk, host_snap, guest_snap);
+    assert_eq!(rounds(&pair), 2);
+    step(&mut pair, &[0, 8, 9, 10]).unwrap_err();
+    // The guest refused record 0's third release; the host had sent the row: 3 rounds.
+    assert_eq!(rounds(&pair), 3);
 }
