@@ -113,7 +113,12 @@ impl Encryption {
 /// ε of the most-released example ([`crate::Guest::privacy_report`]). The claim covers
 /// the host's whole view **only if** the guest's other label-dependent state (top model,
 /// guest bottom model, W_B) is trained only from released quantities: `crate::split`
-/// freezes the top model and trains the guest's layers on the released error. Proof:
+/// freezes the top model and trains the guest's layers on the released error. It also
+/// needs each row's error to depend on its own label only, stable row ids, one session
+/// (or [`crate::Guest::resume`] with the release ledger), and it excludes timing: the
+/// report lists these ([`crate::defences::Condition`]). No check reads a label-dependent
+/// value before the clip: a NaN, infinite or out-of-range δ is sanitised and clipped,
+/// never refused, so whether the session goes on does not depend on a label. Proof:
 /// `docs/proofs/fl-hetero-nn/gradient-perturbation.md`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
@@ -522,6 +527,9 @@ pub struct ProtocolConfig {
     /// Public bound on the host's bottom output: |a_A| < 2^bits.
     pub activation_bound_bits: u32,
     /// Public bound on the error at the interactive layer: |δ| < 2^bits and |η·δ| < 2^bits.
+    /// Checked on δ without a label defence; with gradient perturbation it bounds D and
+    /// Dη after the noise (clamped, never an error), and the raw δ is not checked (no
+    /// label-dependent check before the clip, [`GradientPerturbation`]).
     pub delta_bound_bits: u32,
     /// Public bound on the initial weight (each share of it in `Hardened`) and on b_A:
     /// |W₀|, |W̃₀|, |acc₀|, |b_A| < 2^bits.

@@ -94,25 +94,30 @@ pub fn clip_error_row(row: &[f64], clip_norm: f64, frac_bits: u32) -> Result<Vec
         return Err(ApiMisuse::NonFinite { what: "delta row" }.into());
     }
     let scale = 2f64.powi(frac_bits as i32);
-    // ‖row‖ without overflow or underflow: max|x|·‖row / max|x|‖.
+    // ‖row‖ without underflow: max|x|·‖row / max|x|‖ (the relative norm is in [1, √m]).
     let largest = row.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    let norm = if largest == 0.0 {
+    let relative = if largest == 0.0 {
         0.0
     } else {
-        largest
-            * row
-                .iter()
-                .map(|x| (x / largest).powi(2))
-                .sum::<f64>()
-                .sqrt()
+        row.iter()
+            .map(|x| (x / largest).powi(2))
+            .sum::<f64>()
+            .sqrt()
     };
+    // Infinite when the norm exceeds f64::MAX (entries near f64::MAX): such a row is
+    // still clipped along its direction, through the relative norm.
+    let norm = largest * relative;
     // |entry| ≤ C·S·(1 + 2^−50) + 1 ≤ 2^62 + 2^13: exact in i128 (`as` saturates, never
     // panics; it cannot saturate here).
     let mut v: Vec<i128> = row
         .iter()
         .map(|&x| {
             let scaled = if norm > clip_norm {
-                (x / norm) * clip_norm * scale
+                if norm.is_finite() {
+                    (x / norm) * clip_norm * scale
+                } else {
+                    (x / largest) / relative * clip_norm * scale
+                }
             } else {
                 x * scale
             };
@@ -158,9 +163,24 @@ pub fn clip_error_row(row: &[f64], clip_norm: f64, frac_bits: u32) -> Result<Vec
 /// integers), each clamped to the configured bound. Everything the guest sends later is a
 /// function of R.
 ///
+/// **No label-dependent check before clipping.** Under a label defence δ depends on the
+/// labels, and an error here closes the session with an `Abort` the host sees: so no check
+/// may read δ's values before the clip has bounded them. With gradient perturbation the
+/// only checks that can fail are label-independent (δ's shape, checked by the caller, and
+/// the configuration); the raw rows are sanitised instead of checked ([`sanitize_for_clip`]:
+/// NaN → 0, ±∞ → ±f64::MAX, then bounded by the L2 clip), the range of D and Dη is
+/// enforced by an infallible clamp on the release, and whatever the guest sends later is
+/// a function of the release. (An earlier version checked finiteness and |δ| <
+/// 2^`delta_bound_bits` on the raw δ, and a caller's loss made the host see the session
+/// close for one label and not the other: `tests/label_abort.rs`.) Without a label
+/// defence the checks on δ stay (the host recovers δ exactly anyway); with
+/// [`LabelDefence::RandomizedLabels`] δ is computed from the randomised labels, so its
+/// checks are post-processing of that release.
+///
 /// # Errors
-/// A δ of the wrong shape, with NaN/∞ or with |δ| ≥ 2^`delta_bound_bits`; a perturbation
-/// outside what [`ProtocolConfig::validate`] accepts.
+/// Without gradient perturbation: a δ with NaN/∞ or with |δ| or |η·δ| ≥
+/// 2^`delta_bound_bits`. With it: only a perturbation outside what
+/// [`ProtocolConfig::validate`] accepts (never a function of δ's values).
 pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
     config: &ProtocolConfig,
     delta: &Matrix<f64>,
@@ -182,15 +202,7 @@ pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
         let d_eta = fp.encode_matrix(&delta.map(|x| eta * x), 1, beta, "learning_rate · delta")?;
         return Ok((d, d_eta, None));
     };
-    delta.check_finite("delta")?;
-    let bound = 2f64.powi(beta as i32);
-    if delta.as_slice().iter().any(|x| x.abs() >= bound) {
-        return Err(ApiMisuse::ValueOutOfRange {
-            what: "delta",
-            bound_bits: beta,
-        }
-        .into());
-    }
+    // No check on δ's values here (see above): they are sanitised and clipped below.
     let (n, m) = delta.shape();
     let f = fp.frac_bits();
     let sigma = g.sigma_lattice(f);
@@ -206,20 +218,55 @@ pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
     let mut d = Vec::with_capacity(n * m);
     let mut d_eta = Vec::with_capacity(n * m);
     for i in 0..n {
-        // |n·δ| < 2^(20 + 32): finite.
-        let row: Vec<f64> = delta.row(i).iter().map(|x| x * n as f64).collect();
+        // n·δ, sanitised (never checked): finite, so the clip cannot fail on it.
+        let row: Vec<f64> = delta
+            .row(i)
+            .iter()
+            .map(|x| sanitize_for_clip(x * n as f64))
+            .collect();
+        // Fails only on an invalid C (configuration), never on the row.
         for x in clip_error_row(&row, g.clip_norm, f)? {
             let r = BigInt::from(x) + BigInt::from(noise.sample(rng));
-            d.push(div_round_half_even(&r, &n_big).clamp(neg_limit.clone(), limit.clone()));
-            d_eta.push(
-                div_round_half_even(&(&eta_num * &r), &eta_den)
-                    .clamp(neg_limit.clone(), limit.clone()),
-            );
+            d.push(clamp_to_bound(
+                div_round_half_even(&r, &n_big),
+                &neg_limit,
+                &limit,
+            ));
+            d_eta.push(clamp_to_bound(
+                div_round_half_even(&(&eta_num * &r), &eta_den),
+                &neg_limit,
+                &limit,
+            ));
         }
     }
     let d = Matrix::from_vec(n, m, d)?;
     let released = fp.decode_matrix(&d, 1);
     Ok((d, Matrix::from_vec(n, m, d_eta)?, Some(released)))
+}
+
+/// A raw, label-dependent value made fit for clipping **without a check** (the rule in
+/// [`guest_errors`]): NaN → 0, ±∞ → ±f64::MAX, finite values unchanged. The L2 clip
+/// ([`clip_error_row`]) then bounds the row whatever it held, so a caller's loss that
+/// returns NaN, ∞ or a huge error for some labels changes the release only within the
+/// clip's ball, never whether the session goes on.
+pub(crate) fn sanitize_for_clip(x: f64) -> f64 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(-f64::MAX, f64::MAX)
+    }
+}
+
+/// `x` clamped between `lo` and `hi` (lo ≤ hi, as the callers' −limit ≤ limit are):
+/// the range of D and Dη after the noise, enforced without an error.
+fn clamp_to_bound(x: BigInt, lo: &BigInt, hi: &BigInt) -> BigInt {
+    if &x < lo {
+        lo.clone()
+    } else if &x > hi {
+        hi.clone()
+    } else {
+        x
+    }
 }
 
 /// How many times each row took part in a release, keyed by the row ids the application
@@ -228,13 +275,43 @@ pub(crate) fn guest_errors<R: CryptoRng + ?Sized>(
 /// A row id names one record of the data set (e.g. its index in the aligned set, or the
 /// sample id both parties aligned on) and must be the same every time that record is
 /// used: the guarantee of a record is the composition over the releases of *its* id.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RowLedger {
-    counts: std::collections::HashMap<u64, u64>,
+///
+/// The guest's ledger is part of its snapshot
+/// ([`crate::protocol::GuestSnapshot::release_ledger`]): a session resumed with it
+/// ([`crate::Guest::resume`]) goes on counting where it stopped, so the budget and the
+/// report cover the whole run across the resume.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowLedger {
+    counts: std::collections::BTreeMap<u64, u64>,
     most: u64,
 }
 
 impl RowLedger {
+    /// A ledger from (row id, releases) pairs, e.g. one saved from
+    /// [`Self::counts`]; a repeated id adds up, and a count of 0 is dropped.
+    pub fn from_counts<I: IntoIterator<Item = (u64, u64)>>(counts: I) -> Self {
+        let mut ledger = Self::default();
+        for (id, c) in counts {
+            if c == 0 {
+                continue;
+            }
+            let e = ledger.counts.entry(id).or_insert(0);
+            *e = e.saturating_add(c);
+            ledger.most = ledger.most.max(*e);
+        }
+        ledger
+    }
+
+    /// (row id, releases) for every row released at least once, by increasing id.
+    pub fn counts(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts.iter().map(|(&id, &c)| (id, c))
+    }
+
+    /// The number of rows released at least once.
+    pub fn rows(&self) -> usize {
+        self.counts.len()
+    }
+
     /// Checks a batch of `rows` rows: one id per row, no id twice; with `budget`, no row
     /// released `budget` times already.
     pub(crate) fn check(
@@ -287,15 +364,116 @@ impl RowLedger {
     }
 
     /// Releases of row `id` so far.
-    pub(crate) fn count(&self, id: u64) -> u64 {
+    pub fn count(&self, id: u64) -> u64 {
         self.counts.get(&id).copied().unwrap_or(0)
     }
 
     /// The most releases of any one row.
-    pub(crate) fn most(&self) -> u64 {
+    pub fn most(&self) -> u64 {
         self.most
     }
 }
+
+/// A condition a guarantee in a [`PrivacyReport`] holds under: outside it the stated
+/// (ε, δ) is not proven. Each guarantee lists its own ([`LabelGuarantee::conditions`],
+/// [`FeatureGuarantee::conditions`]); the report prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Condition {
+    /// The guest's layers above the interactive layer (the top model) are frozen during
+    /// the run: nothing the guest trains on its labels reaches the host other than through
+    /// the release (`docs/proofs/fl-hetero-nn/gradient-perturbation.md`, the threat
+    /// model).
+    FrozenTopModel,
+    /// Each row's error depends on its own label only: no cross-row label dependence in
+    /// the loss (no batch normalisation, ranking loss or label-dependent weighting over
+    /// the batch), so changing one label changes one row of the release.
+    OwnLabelOnly,
+    /// Stable row ids: the same id for the same record every time it is used, and a
+    /// different id for every record; the ledger counts releases per id.
+    StableRowIds,
+    /// One session, or a session resumed with its release ledger
+    /// ([`crate::Guest::resume`] from a snapshot holding
+    /// [`crate::protocol::GuestSnapshot::release_ledger`]); a record's releases in
+    /// separate sessions compose and are not counted here.
+    OneSessionOrLedgerResume,
+    /// Timing is out of scope: the discrete Gaussian sampler runs in variable time and the
+    /// clip takes a label-dependent branch, so a host that measures the guest's time is
+    /// not covered.
+    TimingExcluded,
+    /// The labels were randomised once, before training, and never used otherwise; every
+    /// later use of them is post-processing of that randomisation.
+    LabelsRandomisedOnce,
+    /// DP-SGD: the guest's layers (top, guest part, bottom) step only on the released
+    /// gradient, the directions hᵢ and predictions pᵢ are computed from the features and
+    /// released state only, and the coins stay with the guest
+    /// (`docs/proofs/fl-hetero-nn/dp-sgd.md`).
+    GuestStepsOnlyOnRelease,
+    /// Stable row ids at the host: the rounds of each row of the bottom output are counted
+    /// per id, within one host session or one resumed with its ledgers
+    /// ([`crate::Host::resume`] from [`crate::protocol::HostSnapshot::rows_sent`]).
+    HostCountsRoundsPerRowId,
+}
+
+impl Condition {
+    /// The condition in one sentence.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::FrozenTopModel => "the guest's top model is frozen during the run",
+            Self::OwnLabelOnly => {
+                "each row's error depends on its own label only (no cross-row label dependence, e.g. no batch normalisation over labels)"
+            }
+            Self::StableRowIds => {
+                "stable row ids: the same id for the same record every time, distinct ids for distinct records"
+            }
+            Self::OneSessionOrLedgerResume => {
+                "one session, or a session resumed from a snapshot with its release ledger"
+            }
+            Self::TimingExcluded => {
+                "timing excluded (variable-time noise sampler, label-dependent clip branch)"
+            }
+            Self::LabelsRandomisedOnce => {
+                "labels randomised once before training and used only after that"
+            }
+            Self::GuestStepsOnlyOnRelease => {
+                "the guest's layers step only on the released gradient; predictions and directions come from features and released state; the inclusion coins stay with the guest"
+            }
+            Self::HostCountsRoundsPerRowId => {
+                "rounds counted per row id (stable ids; one host session, or one resumed with its ledgers)"
+            }
+        }
+    }
+}
+
+impl core::fmt::Display for Condition {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// The conditions of the gradient-perturbation guarantee.
+const GRADIENT_PERTURBATION_CONDITIONS: &[Condition] = &[
+    Condition::FrozenTopModel,
+    Condition::OwnLabelOnly,
+    Condition::StableRowIds,
+    Condition::OneSessionOrLedgerResume,
+    Condition::TimingExcluded,
+];
+
+/// The conditions of the DP-SGD guarantee (the top model trains through the release).
+const DP_SGD_CONDITIONS: &[Condition] = &[
+    Condition::GuestStepsOnlyOnRelease,
+    Condition::OwnLabelOnly,
+    Condition::StableRowIds,
+    Condition::OneSessionOrLedgerResume,
+    Condition::TimingExcluded,
+];
+
+/// The conditions of labels randomised once.
+const RANDOMIZED_LABELS_CONDITIONS: &[Condition] = &[Condition::LabelsRandomisedOnce];
+
+/// The conditions of EmbeddingDP composed per row.
+const LOCAL_DP_CONDITIONS: &[Condition] = &[Condition::HostCountsRoundsPerRowId];
 
 /// What a party's labels got from a training run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -349,6 +527,21 @@ pub enum LabelGuarantee {
     },
 }
 
+impl LabelGuarantee {
+    /// The conditions this guarantee holds under (empty for [`Self::None`], which claims
+    /// nothing). A new variant states its own here.
+    pub fn conditions(&self) -> &'static [Condition] {
+        match self {
+            Self::LabelDp { .. } => GRADIENT_PERTURBATION_CONDITIONS,
+            Self::DpSgd { .. } => DP_SGD_CONDITIONS,
+            Self::RandomizedLabels { .. } | Self::DeclaredLabelDp { .. } => {
+                RANDOMIZED_LABELS_CONDITIONS
+            }
+            Self::None { .. } => &[],
+        }
+    }
+}
+
 /// What the host's features got from a run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
@@ -380,6 +573,18 @@ pub enum FeatureGuarantee {
     },
 }
 
+impl FeatureGuarantee {
+    /// The conditions this guarantee holds under (empty for [`Self::None`], which claims
+    /// nothing, and for [`Self::LocalDpPerRound`], one round's randomisation, which
+    /// composes nothing). A new variant states its own here.
+    pub fn conditions(&self) -> &'static [Condition] {
+        match self {
+            Self::LocalDp { .. } => LOCAL_DP_CONDITIONS,
+            Self::LocalDpPerRound { .. } | Self::None { .. } => &[],
+        }
+    }
+}
+
 /// The guarantee each party actually got from a session so far.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
@@ -390,7 +595,42 @@ pub struct PrivacyReport {
     pub features: FeatureGuarantee,
 }
 
+impl PrivacyReport {
+    /// The conditions of both guarantees (labels first, then features; each once): the
+    /// report's (ε, δ) hold only under them. [`core::fmt::Display`] prints them.
+    pub fn conditions(&self) -> Vec<Condition> {
+        let mut all: Vec<Condition> = Vec::new();
+        for c in self
+            .labels
+            .conditions()
+            .iter()
+            .chain(self.features.conditions())
+        {
+            if !all.contains(c) {
+                all.push(*c);
+            }
+        }
+        all
+    }
+}
+
+/// Writes "; conditions: a; b" for a non-empty list.
+fn write_conditions(
+    f: &mut core::fmt::Formatter<'_>,
+    conditions: &[Condition],
+) -> core::fmt::Result {
+    for (i, c) in conditions.iter().enumerate() {
+        f.write_str(if i == 0 { " [conditions: " } else { "; " })?;
+        write!(f, "{c}")?;
+        if i + 1 == conditions.len() {
+            f.write_str("]")?;
+        }
+    }
+    Ok(())
+}
+
 impl core::fmt::Display for PrivacyReport {
+    /// Each guarantee followed by its conditions in brackets.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self.labels {
             LabelGuarantee::LabelDp {
@@ -425,6 +665,7 @@ impl core::fmt::Display for PrivacyReport {
                 "labels: none: exact D recoverable from step 2 when d_A ≥ 2m (d_A = {host_dim}, m = {out_dim}; measured also for m ≤ d_A < 2m)"
             )?,
         }
+        write_conditions(f, self.labels.conditions())?;
         f.write_str("; ")?;
         match self.features {
             FeatureGuarantee::LocalDp {
@@ -434,16 +675,17 @@ impl core::fmt::Display for PrivacyReport {
             } => write!(
                 f,
                 "features: {epsilon:.4}-LDP per row (EmbeddingDP, {per_round} per round × {rounds} rounds of the most-sent row)"
-            ),
+            )?,
             FeatureGuarantee::LocalDpPerRound { per_round } => write!(
                 f,
                 "features: {per_round}-LDP per row per round (EmbeddingDP; the composition per row is in the host's report)"
-            ),
+            )?,
             FeatureGuarantee::None { host_dim, out_dim } => write!(
                 f,
                 "features: none: exact a_A recoverable when m ≥ 2·d_A (d_A = {host_dim}, m = {out_dim}) and from d_A + 1 known rows"
-            ),
+            )?,
         }
+        write_conditions(f, self.features.conditions())
     }
 }
 
@@ -560,13 +802,86 @@ mod tests {
         let v = clip_error_row(&[3.0, -4.0], 1.0, f).unwrap();
         assert!(square_norm(&v) <= (s as u128) * (s as u128));
         assert!((v[0] as f64 / s - 0.6).abs() < 1e-6 && (v[1] as f64 / s + 0.8).abs() < 1e-6);
-        // A row whose float norm overflows is still clipped.
-        let v = clip_error_row(&[f64::MAX, f64::MAX], 1.0, f).unwrap();
+        // A row whose float norm overflows is still clipped, along its direction.
+        let v = clip_error_row(&[f64::MAX, -f64::MAX], 1.0, f).unwrap();
         assert!(square_norm(&v) <= (s as u128) * (s as u128));
+        let half = core::f64::consts::FRAC_1_SQRT_2;
+        assert!((v[0] as f64 / s - half).abs() < 1e-6 && (v[1] as f64 / s + half).abs() < 1e-6);
         // Invalid inputs are typed errors.
         assert!(clip_error_row(&[f64::NAN], 1.0, f).is_err());
         assert!(clip_error_row(&[1.0], 0.0, f).is_err());
         assert!(clip_error_row(&[1.0], 1e30, f).is_err());
+    }
+
+    /// Under gradient perturbation no value of δ makes `guest_errors` fail (the rule "no
+    /// label-dependent check before clipping"): NaN, ±∞, huge and out-of-range entries
+    /// are sanitised and clipped, and D, Dη stay within the bound. Control: the undefended
+    /// path still refuses them.
+    #[test]
+    fn gradient_perturbation_sanitises_the_error_instead_of_checking_it() {
+        use crate::config::{GradientPerturbation, Profile};
+        use rand::SeedableRng;
+        let mut config = ProtocolConfig::new(Profile::Hardened, 2, 2);
+        config.delta_bound_bits = 0;
+        let undefended = config;
+        config.label_defence = Some(LabelDefence::GradientPerturbation(
+            GradientPerturbation::new(1.0, 2.0, 10).unwrap(),
+        ));
+        let f = config.fixed_point.frac_bits();
+        let limit: BigInt = (BigInt::from(1) << f) - 1;
+        let mut rng = rand::rngs::ChaCha20Rng::seed_from_u64(7);
+        for bad in [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            1e300,
+            2.0,
+        ] {
+            let delta = Matrix::from_vec(2, 2, vec![bad, 0.1, -0.2, bad]).unwrap();
+            let (d, d_eta, released) = guest_errors(&config, &delta, &mut rng).unwrap();
+            for x in d.as_slice().iter().chain(d_eta.as_slice()) {
+                assert!(
+                    x.magnitude() <= limit.magnitude(),
+                    "{bad}: {x} beyond the bound"
+                );
+            }
+            assert!(released.unwrap().as_slice().iter().all(|x| x.is_finite()));
+            assert!(
+                guest_errors(&undefended, &delta, &mut rng).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    /// The report states the conditions of its guarantees (machine-readable and in its
+    /// Display); a guarantee that claims nothing has none.
+    #[test]
+    fn the_report_states_the_conditions_of_its_guarantees() {
+        use crate::config::{GradientPerturbation, Profile};
+        let mut config = ProtocolConfig::new(Profile::Hardened, 4, 2);
+        let undefended = privacy_report(&config, 0, Some(0), 1e-5).unwrap();
+        assert!(undefended.conditions().is_empty());
+        assert!(
+            !undefended.to_string().contains("conditions"),
+            "{undefended}"
+        );
+        config.label_defence = Some(LabelDefence::GradientPerturbation(
+            GradientPerturbation::new(1.0, 2.0, 10).unwrap(),
+        ));
+        let r = privacy_report(&config, 3, None, 1e-5).unwrap();
+        assert_eq!(r.labels.conditions(), GRADIENT_PERTURBATION_CONDITIONS);
+        for c in [
+            Condition::FrozenTopModel,
+            Condition::OwnLabelOnly,
+            Condition::StableRowIds,
+            Condition::OneSessionOrLedgerResume,
+            Condition::TimingExcluded,
+        ] {
+            assert!(r.conditions().contains(&c), "{c:?}");
+            assert!(r.to_string().contains(c.describe()), "{r}");
+        }
+        println!("{r}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! DP-SGD on the guest's side ([`crate::config::DpSgd`]): the per-example inputs
 //! ([`DpSgdBatch`]), the release the guest computes from them, and what its own layers
-//! train on ([`DpSgdRelease`]).
+//! train on (`DpSgdRelease`, crate-private).
 //!
 //! For binary labels and BCE on a sigmoid top, example i's gradient with respect to all of
 //! the guest's parameters θ (top model, the guest part of the interactive layer, the

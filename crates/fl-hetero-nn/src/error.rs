@@ -245,6 +245,15 @@ pub enum ApiMisuse {
         /// The budget.
         budget: u64,
     },
+    /// A session whose label defence counts releases per row (gradient perturbation,
+    /// DP-SGD) was resumed from a snapshot without its release ledger
+    /// ([`crate::protocol::GuestSnapshot::release_ledger`] is `None`: a snapshot from
+    /// before the ledger was saved, or built by hand): the releases before the snapshot
+    /// would not count, so the budget and the report would restart at zero.
+    ResumeWithoutLedger {
+        /// The label defence that needs the ledger.
+        defence: &'static str,
+    },
 }
 
 impl fmt::Display for ApiMisuse {
@@ -293,6 +302,10 @@ impl fmt::Display for ApiMisuse {
             } => write!(
                 f,
                 "row {row_id} was released {releases} times; the budget is {budget} releases per row (GradientPerturbation::releases_per_row): training on it again would exceed the configured (ε, δ)"
+            ),
+            Self::ResumeWithoutLedger { defence } => write!(
+                f,
+                "cannot resume a session with {defence} from a snapshot without its release ledger: the releases before the snapshot would not count (budget and privacy report restarting at zero); resume from a snapshot taken by the party's snapshot(), which holds the ledger"
             ),
         }
     }

@@ -74,7 +74,9 @@ impl BackwardInput<'_> {
     }
 }
 
-/// The guest's exportable state (FATE saves W̃ and b_A in the guest's model). **Secret**.
+/// The guest's exportable state (FATE saves W̃ and b_A in the guest's model), from
+/// [`Guest::snapshot`]; [`Guest::resume`] continues a session from it. **Secret**
+/// (its `Debug` shows only the counters).
 #[derive(Clone, PartialEq, Eq)]
 pub struct GuestSnapshot {
     /// W̃ at scale S².
@@ -85,14 +87,26 @@ pub struct GuestSnapshot {
     pub training_steps: u64,
     /// Completed rounds.
     pub round: u64,
+    /// The releases of each example's error so far, per row id: what the release budget
+    /// and the privacy report count. [`Guest::snapshot`] always fills it; `None` stands
+    /// for a snapshot without it (saved before the ledger was part of the snapshot, or
+    /// built by hand), which [`Guest::resume`] refuses under a label defence that counts
+    /// releases ([`ApiMisuse::ResumeWithoutLedger`]).
+    pub release_ledger: Option<RowLedger>,
 }
 
 impl core::fmt::Debug for GuestSnapshot {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
-            "GuestSnapshot {{ training_steps: {}, round: {}, .. }}",
-            self.training_steps, self.round
+            "GuestSnapshot {{ training_steps: {}, round: {}, release_ledger: {}, .. }}",
+            self.training_steps,
+            self.round,
+            if self.release_ledger.is_some() {
+                "saved"
+            } else {
+                "absent"
+            }
         )
     }
 }
@@ -242,17 +256,7 @@ impl<S: HomomorphicScheme> Guest<S> {
         initial_bias: &[f64],
         initial_weight: &Matrix<f64>,
     ) -> Result<Self, Error> {
-        config.validate()?;
-        if let Some(crate::config::LabelDefence::RandomizedLabels(r)) = config.label_defence
-            && !r.is_evidence()
-        {
-            return Err(ApiMisuse::UndefendedLeak {
-                missing: "label defence",
-                leak: "label_defence declares randomized labels without the evidence that SplitConfig::privatize_labels returns, so the labels may be the true ones, which the host recovers exactly",
-                remedy: "build the guest's configuration from the TrainingLabels privatize_labels returns (SplitConfig::guest_protocol_config); RandomizedLabels::announced_by_guest is the host's statement",
-            }
-            .into());
-        }
+        Self::check_config(&config)?;
         let (d_a, m) = (config.host_dim, config.out_dim);
         let fp = config.fixed_point;
         let b = Matrix::from_vec(1, initial_bias.len(), initial_bias.to_vec())?;
@@ -265,7 +269,88 @@ impl<S: HomomorphicScheme> Guest<S> {
             config.weight_bound_bits,
             "initial_weight",
         )?);
-        Ok(Self {
+        Ok(Self::from_parts(
+            config,
+            noisy_weight,
+            SecretMatrix::from_matrix(&bias),
+            RowLedger::default(),
+            0,
+            0,
+        ))
+    }
+
+    /// Continues a session from a [`GuestSnapshot`] (of a guest with the same
+    /// `config`): W̃, b_A, the counters and the release ledger are restored, and the
+    /// guest waits for the host's hello, as after [`Self::new`]; the host must continue
+    /// from the same round (e.g. [`crate::Host::resume`] from its snapshot of the same
+    /// moment). The ledger makes the budget
+    /// ([`GradientPerturbation::releases_per_row`](crate::config::GradientPerturbation::releases_per_row))
+    /// and [`Self::privacy_report`] count the releases before the snapshot too.
+    ///
+    /// # Errors
+    /// Those of [`Self::new`] for the configuration; [`ApiMisuse::ResumeWithoutLedger`]
+    /// when the label defence counts releases per row (gradient perturbation, DP-SGD) and
+    /// the snapshot has no ledger; [`ApiMisuse::ShapeMismatch`] for a W̃ that is not
+    /// d_A × m or a b_A that is not 1 × m. (W̃ and b_A beyond their bounds are refused at
+    /// the next round, as for a session that diverged.)
+    pub fn resume(config: ProtocolConfig, snapshot: GuestSnapshot) -> Result<Self, Error> {
+        Self::check_config(&config)?;
+        let (d_a, m) = (config.host_dim, config.out_dim);
+        snapshot
+            .noisy_weight
+            .check_shape("snapshot noisy_weight", (d_a, m))?;
+        snapshot.bias.check_shape("snapshot bias", (1, m))?;
+        let defence = match config.label_defence {
+            Some(crate::config::LabelDefence::GradientPerturbation(_)) => {
+                Some("gradient perturbation")
+            }
+            Some(crate::config::LabelDefence::DpSgd(_)) => Some("DP-SGD"),
+            _ => None,
+        };
+        let released = match (snapshot.release_ledger.clone(), defence) {
+            (Some(ledger), _) => ledger,
+            (None, Some(defence)) => {
+                return Err(ApiMisuse::ResumeWithoutLedger { defence }.into());
+            }
+            // Nothing counts releases: the report claims no per-release guarantee.
+            (None, None) => RowLedger::default(),
+        };
+        Ok(Self::from_parts(
+            config,
+            SecretMatrix::from_matrix(&snapshot.noisy_weight),
+            SecretMatrix::from_matrix(&snapshot.bias),
+            released,
+            snapshot.training_steps,
+            snapshot.round,
+        ))
+    }
+
+    /// The checks [`Self::new`] and [`Self::resume`] make on the configuration.
+    fn check_config(config: &ProtocolConfig) -> Result<(), Error> {
+        config.validate()?;
+        if let Some(crate::config::LabelDefence::RandomizedLabels(r)) = config.label_defence
+            && !r.is_evidence()
+        {
+            return Err(ApiMisuse::UndefendedLeak {
+                missing: "label defence",
+                leak: "label_defence declares randomized labels without the evidence that SplitConfig::privatize_labels returns, so the labels may be the true ones, which the host recovers exactly",
+                remedy: "build the guest's configuration from the TrainingLabels privatize_labels returns (SplitConfig::guest_protocol_config); RandomizedLabels::announced_by_guest is the host's statement",
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// A guest waiting for the host's hello, with the given state.
+    fn from_parts(
+        config: ProtocolConfig,
+        noisy_weight: SecretMatrix,
+        bias: SecretMatrix,
+        released: RowLedger,
+        training_steps: u64,
+        round: u64,
+    ) -> Self {
+        Self {
             bounds: Bounds::new(&config),
             config,
             ek: None,
@@ -275,15 +360,15 @@ impl<S: HomomorphicScheme> Guest<S> {
             randomizers_used: 0,
             randomizers_computed_on_demand: 0,
             noisy_weight,
-            bias: SecretMatrix::from_matrix(&bias),
+            bias,
             released_error: None,
-            released: RowLedger::default(),
-            training_steps: 0,
-            round: 0,
+            released,
+            training_steps,
+            round,
             state: State::AwaitHello,
             outbox: VecDeque::new(),
             events: VecDeque::new(),
-        })
+        }
     }
 
     /// The session configuration.
@@ -338,13 +423,16 @@ impl<S: HomomorphicScheme> Guest<S> {
         self.state.name()
     }
 
-    /// Exports W̃, b_A and the counters (**secret**; for saving the model and for tests).
+    /// Exports W̃, b_A, the counters and the release ledger (**secret**; for saving the
+    /// model, for [`Self::resume`] and for tests). Take it while the guest is idle (no
+    /// round in progress): a round in progress is not part of it.
     pub fn snapshot(&self) -> GuestSnapshot {
         GuestSnapshot {
             noisy_weight: self.noisy_weight.expose(),
             bias: self.bias.expose(),
             training_steps: self.training_steps,
             round: self.round,
+            release_ledger: Some(self.released.clone()),
         }
     }
 
@@ -822,8 +910,14 @@ impl<S: HomomorphicScheme> Guest<S> {
         Ok(())
     }
 
-    /// Runs the guest's backward step with δ = ∂L/∂z (n × m, |δ|, |η·δ| < 2^bound) and
-    /// queues message 4.
+    /// Runs the guest's backward step with δ = ∂L/∂z (n × m) and queues message 4.
+    ///
+    /// Without a label defence δ must be finite with |δ|, |η·δ| < 2^`delta_bound_bits`.
+    /// With gradient perturbation **no check reads δ's values**: a label-dependent check
+    /// failing here would close the session (an `Abort` the host sees) depending on a
+    /// label, so NaN, ±∞ and out-of-range entries are sanitised and bounded by the clip
+    /// instead (`tests/label_abort.rs`); only δ's shape, the row ids and the budget are
+    /// checked.
     ///
     /// `row_ids` names the batch's examples, one id per row (no id twice): the record
     /// each row belongs to, the same id every time that record is used (the ids the host
@@ -833,6 +927,12 @@ impl<S: HomomorphicScheme> Guest<S> {
     /// the session) a batch holding an example already released
     /// [`GradientPerturbation::releases_per_row`](crate::config::GradientPerturbation::releases_per_row)
     /// times, before anything derived from δ is computed.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::WrongState`] outside a training round or with DP-SGD configured (the
+    /// session stays usable); a δ of the wrong shape, invalid row ids, an exhausted budget
+    /// or (without gradient perturbation) an out-of-range δ close the session and send
+    /// `Abort` to the host.
     pub fn backward<R: CryptoRng + ?Sized>(
         &mut self,
         delta: &Matrix<f64>,

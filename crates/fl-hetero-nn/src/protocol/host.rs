@@ -56,6 +56,15 @@ pub struct HostSnapshot {
     pub training_steps: u64,
     /// Completed rounds (training and prediction).
     pub round: u64,
+    /// Training rounds per row id (the host's count of the guest's releases, for its
+    /// report). [`Host::snapshot`] always fills it; `None` stands for a snapshot without
+    /// it (older or hand-built), which [`Host::resume`] refuses under a label defence that
+    /// counts releases.
+    pub rows_trained: Option<RowLedger>,
+    /// Rounds per row id (training and prediction: each sends the row once; the
+    /// EmbeddingDP composition per row). `None` as for `rows_trained`; refused by
+    /// [`Host::resume`] with EmbeddingDP configured.
+    pub rows_sent: Option<RowLedger>,
 }
 
 impl core::fmt::Debug for HostSnapshot {
@@ -172,18 +181,6 @@ impl<S: HomomorphicScheme> Host<S> {
         rng: &mut R,
     ) -> Result<Self, Error> {
         config.validate()?;
-        let ek = S::encryption_key(&dk);
-        if S::key_bits(&ek) < config.min_key_bits {
-            return Err(ApiMisuse::InvalidConfig {
-                reason: format!(
-                    "own key has {} bits; the configuration requires ≥ {}",
-                    S::key_bits(&ek),
-                    config.min_key_bits
-                ),
-            }
-            .into());
-        }
-        let bounds = Bounds::new(&config);
         let (d_a, m) = (config.host_dim, config.out_dim);
         let acc = match (config.profile, initial_share) {
             (Profile::Hardened, Some(w)) => {
@@ -211,6 +208,96 @@ impl<S: HomomorphicScheme> Host<S> {
                 .into());
             }
         };
+        Self::start(
+            config,
+            dk,
+            acc,
+            (RowLedger::default(), RowLedger::default()),
+            (0, 0),
+            rng,
+        )
+    }
+
+    /// Continues a session from a [`HostSnapshot`] (of a host with the same `config`):
+    /// acc, the counters and the per-row ledgers are restored and a fresh
+    /// [`Message::Hello`] is queued, for a guest resumed from its snapshot of the same
+    /// moment ([`crate::Guest::resume`]).
+    ///
+    /// # Errors
+    /// Those of [`Self::new`] for the configuration and the key;
+    /// [`ApiMisuse::ShapeMismatch`] for an acc that is not d_A × m;
+    /// [`ApiMisuse::ResumeWithoutLedger`] when a ledger the host's report needs is absent
+    /// (`rows_sent` with EmbeddingDP; `rows_trained` with gradient perturbation or
+    /// DP-SGD).
+    pub fn resume<R: CryptoRng + ?Sized>(
+        config: ProtocolConfig,
+        dk: S::DecryptionKey,
+        snapshot: HostSnapshot,
+        rng: &mut R,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        snapshot.accumulated_noise.check_shape(
+            "snapshot accumulated_noise",
+            (config.host_dim, config.out_dim),
+        )?;
+        let counts_releases = matches!(
+            config.label_defence,
+            Some(crate::config::LabelDefence::GradientPerturbation(_))
+                | Some(crate::config::LabelDefence::DpSgd(_))
+        );
+        let rows_trained = match snapshot.rows_trained {
+            Some(l) => l,
+            None if counts_releases => {
+                return Err(ApiMisuse::ResumeWithoutLedger {
+                    defence: "the label defence (host's count of releases)",
+                }
+                .into());
+            }
+            None => RowLedger::default(),
+        };
+        let rows_sent = match snapshot.rows_sent {
+            Some(l) => l,
+            None if config.embedding_dp.is_some() => {
+                return Err(ApiMisuse::ResumeWithoutLedger {
+                    defence: "EmbeddingDP (host's count of rounds per row)",
+                }
+                .into());
+            }
+            None => RowLedger::default(),
+        };
+        Self::start(
+            config,
+            dk,
+            SecretMatrix::from_matrix(&snapshot.accumulated_noise),
+            (rows_trained, rows_sent),
+            (snapshot.training_steps, snapshot.round),
+            rng,
+        )
+    }
+
+    /// The key checks, the DJN base and the hello of [`Self::new`] and [`Self::resume`]:
+    /// a host with share `acc`, ledgers (trained, sent) and counters (training steps,
+    /// round).
+    fn start<R: CryptoRng + ?Sized>(
+        config: ProtocolConfig,
+        dk: S::DecryptionKey,
+        acc: SecretMatrix,
+        (rows_trained, rows_sent): (RowLedger, RowLedger),
+        (training_steps, round): (u64, u64),
+        rng: &mut R,
+    ) -> Result<Self, Error> {
+        let ek = S::encryption_key(&dk);
+        if S::key_bits(&ek) < config.min_key_bits {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!(
+                    "own key has {} bits; the configuration requires ≥ {}",
+                    S::key_bits(&ek),
+                    config.min_key_bits
+                ),
+            }
+            .into());
+        }
+        let bounds = Bounds::new(&config);
         // DJN: the host draws its base h_s itself, for its own encryptions only (it
         // protects the host's values, and the host is the party that chose the group).
         // The guest never needs it: it re-randomises with textbook sⁿ.
@@ -240,10 +327,10 @@ impl<S: HomomorphicScheme> Host<S> {
             ek,
             fixed_base,
             acc,
-            rows_trained: RowLedger::default(),
-            rows_sent: RowLedger::default(),
-            training_steps: 0,
-            round: 0,
+            rows_trained,
+            rows_sent,
+            training_steps,
+            round,
             state: State::Idle,
             outbox: VecDeque::from([hello]),
             events: VecDeque::new(),
@@ -297,12 +384,15 @@ impl<S: HomomorphicScheme> Host<S> {
         &self.ek
     }
 
-    /// Exports acc and the counters (**secret**; for saving the model and for tests).
+    /// Exports acc, the counters and the per-row ledgers (**secret**; for saving the
+    /// model, for [`Self::resume`] and for tests). Take it while the host is idle.
     pub fn snapshot(&self) -> HostSnapshot {
         HostSnapshot {
             accumulated_noise: self.acc.expose(),
             training_steps: self.training_steps,
             round: self.round,
+            rows_trained: Some(self.rows_trained.clone()),
+            rows_sent: Some(self.rows_sent.clone()),
         }
     }
 
