@@ -43,7 +43,8 @@ use crate::matrix::Matrix;
 
 /// One batch's per-example inputs to DP-SGD: everything but the labels must be the same
 /// whichever the labels are (computed from the features, the models and earlier releases).
-#[derive(Debug, Clone, PartialEq)]
+/// `Debug` prints the shapes only (the labels are secret).
+#[derive(Clone, PartialEq)]
 pub struct DpSgdBatch {
     /// pᵢ ∈ [0, 1]: the top model's output per example (n).
     pub predictions: Vec<f64>,
@@ -53,6 +54,18 @@ pub struct DpSgdBatch {
     pub guest_direction: Matrix<f64>,
     /// ∂logitᵢ/∂zᵢ per example (n × m), value units.
     pub error_direction: Matrix<f64>,
+}
+
+impl core::fmt::Debug for DpSgdBatch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "DpSgdBatch {{ rows: {}, guest_direction: {:?}, error_direction: {:?}, .. }}",
+            self.rows(),
+            self.guest_direction.shape(),
+            self.error_direction.shape()
+        )
+    }
 }
 
 impl DpSgdBatch {
@@ -457,6 +470,16 @@ mod tests {
             repeated.extend([x, x]);
         }
         assert!(lag_p(&repeated, 1) < 1e-3);
+    }
+
+    #[test]
+    fn debug_does_not_print_the_labels() {
+        let b = batch(vec![1.0, 0.0, 1.0]);
+        let text = format!("{b:?}");
+        assert!(
+            text.contains("rows: 3") && !text.contains("labels"),
+            "{text}"
+        );
     }
 
     #[test]
