@@ -378,6 +378,36 @@ pub enum FeatureGuarantee {
         /// m.
         out_dim: usize,
     },
+    /// Each row is ε-LDP (any two rows) for the **whole run**: the host's features were
+    /// randomised once before training
+    /// ([`crate::host_features::HostFeatureDefence::privatize_host_features`]) and
+    /// everything after is post-processing, so ε does not grow with the rounds
+    /// (docs/proofs/fl-hetero-nn/features-once.md). The host's report.
+    RandomizedOnce {
+        /// ε per row for the whole run (Σ over the features).
+        epsilon: f64,
+        /// Host feature columns randomised.
+        features: usize,
+    },
+}
+
+/// `report` with the host's features-randomised-once guarantee, where the host declared
+/// one: it replaces the per-round composition unless EmbeddingDP's composed ε is already
+/// smaller (both bound the same view).
+pub(crate) fn with_features_once(
+    mut report: PrivacyReport,
+    once: Option<crate::host_features::FeaturesRandomizedOnce>,
+) -> PrivacyReport {
+    if let Some(once) = once {
+        let keep = matches!(report.features, FeatureGuarantee::LocalDp { epsilon, .. } if epsilon <= once.epsilon_per_row());
+        if !keep {
+            report.features = FeatureGuarantee::RandomizedOnce {
+                epsilon: once.epsilon_per_row(),
+                features: once.features(),
+            };
+        }
+    }
+    report
 }
 
 /// The guarantee each party actually got from a session so far.
@@ -438,6 +468,10 @@ impl core::fmt::Display for PrivacyReport {
             FeatureGuarantee::LocalDpPerRound { per_round } => write!(
                 f,
                 "features: {per_round}-LDP per row per round (EmbeddingDP; the composition per row is in the host's report)"
+            ),
+            FeatureGuarantee::RandomizedOnce { epsilon, features } => write!(
+                f,
+                "features: {epsilon:.4}-LDP per row for the whole run (host features randomised once before training, {features} columns; independent of the rounds)"
             ),
             FeatureGuarantee::None { host_dim, out_dim } => write!(
                 f,
