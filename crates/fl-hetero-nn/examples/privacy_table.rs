@@ -76,6 +76,7 @@
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --embedding-sweep  # with and without canaries
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --dp-sgd-goals     # issue 29's DP-SGD goals
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --dp-sgd-sweep     # DP-SGD vs LabelDP, canaries or not
+//! cargo run --release -p fl-hetero-nn --example privacy_table -- --features-once    # host features randomised once
 //! ```
 //!
 //! Options: `--runs N` (runs per data set), `--threads N` (worker threads; default: the
@@ -103,6 +104,7 @@ use fl_hetero_nn::defences::clip_error_row;
 use fl_hetero_nn::defences::embedding_dp_rows;
 use fl_hetero_nn::dp_sgd::DpSgdBatch;
 use fl_hetero_nn::error::ApiMisuse;
+use fl_hetero_nn::host_features::{FeatureRandomizer, FeatureTreatment, HostFeatureDefence};
 use fl_hetero_nn::nn::Optimizer;
 use fl_hetero_nn::split::{
     DpSgdStep, GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, evaluate,
@@ -1185,6 +1187,9 @@ fn main() -> Result<(), Error> {
     if args.iter().any(|a| a == "--dp-sgd-goals") {
         return dp_sgd_goals(&opts);
     }
+    if args.iter().any(|a| a == "--features-once") {
+        return features_once(&opts);
+    }
     let epsilons: &[f64] = if opts.quick {
         &[1.0, 4.0]
     } else {
@@ -1624,6 +1629,159 @@ fn credit_auc(opts: &Options) -> Result<(), Error> {
             at(2).iter().filter(|&&a| a < 0.5).count(),
             at(2)
                 .iter()
+                .map(|a| format!("{a:.3}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+    }
+    Ok(())
+}
+
+/// `--features-once` (issue 29, part 2): the host's features randomised **once** before
+/// training ([`HostFeatureDefence::privatize_host_features`], public range [−2, 2] of the
+/// z-scored features, grid + k-ary randomized response per feature, ε per row = Σ ε_j for
+/// the whole run), on default-credit with the 150-full-batch-epoch schedule, paired with the
+/// undefended run and the guest-only baseline (host features replaced by zeros) on the same
+/// split and initialisation; test AUC mean ± sd over `--runs` runs (default 10; the
+/// table's runs 1–N). Train and test host rows are randomised once each (independent
+/// coins, stream 41 of the run); everything after is post-processing.
+fn features_once(opts: &Options) -> Result<(), Error> {
+    const STREAM_FEATURES_ONCE: u64 = 41;
+    let runs = opts.runs.unwrap_or(10);
+    let data = VerticalData::align(
+        parse_csv(CREDIT_GUEST, true)?,
+        parse_csv(CREDIT_HOST, false)?,
+    )?;
+    let d = data.host.cols();
+    let splits = (1..=runs as u64)
+        .map(|r| prepare(&data, 0, r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let eps = |v: f64| Epsilon::new(v).map_err(config_error);
+    let grid = |levels: usize, e: f64| -> Result<FeatureTreatment, Error> {
+        Ok(FeatureTreatment::Randomize(FeatureRandomizer::new(
+            -2.0,
+            2.0,
+            levels,
+            eps(e)?,
+        )?))
+    };
+    // Per-column (ε_j, levels); ε_j = 0 drops the column. Columns of the host file: x0
+    // LIMIT_BAL, x1 SEX, x2 EDUCATION, x3 MARRIAGE, x4 AGE, x5..x9 PAY_0, PAY_2..PAY_5
+    // (the UCI codebook's order).
+    let subset = |spec: &[(usize, f64)], levels: usize| -> Result<HostFeatureDefence, Error> {
+        HostFeatureDefence::new(
+            (0..d)
+                .map(|j| match spec.iter().find(|(c, _)| *c == j) {
+                    Some(&(_, e)) => grid(levels, e),
+                    None => Ok(FeatureTreatment::Drop),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        )
+    };
+    // (name, defence): None = the true host features; Some(None) = zeros (guest only).
+    let variants: Vec<(String, Option<Option<HostFeatureDefence>>)> = vec![
+        ("undefended".into(), None),
+        ("guest only (host features = 0)".into(), Some(None)),
+        (
+            "all 10 features, 5 levels, 0.8 each".into(),
+            Some(Some(HostFeatureDefence::uniform(
+                d,
+                -2.0,
+                2.0,
+                5,
+                eps(8.0)?,
+            )?)),
+        ),
+        (
+            "all 10 features, 3 levels, 0.8 each".into(),
+            Some(Some(HostFeatureDefence::uniform(
+                d,
+                -2.0,
+                2.0,
+                3,
+                eps(8.0)?,
+            )?)),
+        ),
+        (
+            "PAY_0 only, 5 levels, ε 8".into(),
+            Some(Some(subset(&[(5, 8.0)], 5)?)),
+        ),
+        (
+            "PAY_0 only, 5 levels, ε 4".into(),
+            Some(Some(subset(&[(5, 4.0)], 5)?)),
+        ),
+        (
+            "PAY_0 only, 5 levels, ε 2".into(),
+            Some(Some(subset(&[(5, 2.0)], 5)?)),
+        ),
+        (
+            "PAY_0 … PAY_5 (repayment status), 5 levels, 1.6 each".into(),
+            Some(Some(subset(
+                &[(5, 1.6), (6, 1.6), (7, 1.6), (8, 1.6), (9, 1.6)],
+                5,
+            )?)),
+        ),
+        (
+            "LIMIT_BAL 2 + PAY_0 4 + PAY_2 2, 5 levels".into(),
+            Some(Some(subset(&[(0, 2.0), (5, 4.0), (6, 2.0)], 5)?)),
+        ),
+    ];
+    let jobs: Vec<(usize, usize)> = (0..variants.len())
+        .flat_map(|v| (0..runs).map(move |r| (v, r)))
+        .collect();
+    let results = parallel(&jobs, opts.threads, |&(v, r)| {
+        let split = &splits[r];
+        let (mut train, mut test) = (split.train.clone(), split.test.clone());
+        match &variants[v].1 {
+            None => {}
+            Some(None) => {
+                train.host = Matrix::zeros(train.len(), d);
+                test.host = Matrix::zeros(test.len(), d);
+            }
+            Some(Some(defence)) => {
+                let mut rng =
+                    ChaCha20Rng::seed_from_u64(stream_seed(split.run, STREAM_FEATURES_ONCE));
+                train.host = defence
+                    .privatize_host_features(&train.host, &mut rng)?
+                    .into_features();
+                test.host = defence
+                    .privatize_host_features(&test.host, &mut rng)?
+                    .into_features();
+            }
+        }
+        let mut cfg = SplitConfig::hetero_nn_binary_1();
+        cfg.batch_size = train.len();
+        cfg.accepted_leaks = AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE;
+        let init = SplitInit::new(&cfg, stream_seed(split.run, STREAM_INIT))?;
+        let pc = cfg.protocol_config(Profile::Hardened);
+        let mut part =
+            PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)?;
+        let mut host = HostModel::new(&init);
+        let mut guest = GuestModel::new(&init, &cfg);
+        for _ in 0..150 {
+            train_epoch(&cfg, &train, &mut host, &mut guest, &mut part)?;
+        }
+        Ok(evaluate(&cfg, &test, &mut host, &mut guest, &mut part)?.0)
+    })?;
+    let base = &results[..runs];
+    println!(
+        "| host features | whole-run ε per row | test AUC at epoch 150 | paired difference from undefended | runs within 0.05 | runs |"
+    );
+    println!("|---|---:|---:|---:|---:|---|");
+    for (v, (name, defence)) in variants.iter().enumerate() {
+        let rs = &results[v * runs..(v + 1) * runs];
+        let diff: Vec<f64> = rs.iter().zip(base).map(|(a, b)| a - b).collect();
+        println!(
+            "| {name} | {} | {} | {} | {}/{runs} | {} |",
+            match defence {
+                None => "∞ (no defence)".to_string(),
+                Some(None) => "0 (nothing sent)".to_string(),
+                Some(Some(d)) => format!("{:.4}", d.epsilon_per_row()),
+            },
+            pm(rs, 3),
+            pm(&diff, 3),
+            diff.iter().filter(|&&x| x >= -0.05).count(),
+            rs.iter()
                 .map(|a| format!("{a:.3}"))
                 .collect::<Vec<_>>()
                 .join(" "),

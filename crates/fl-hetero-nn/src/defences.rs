@@ -409,6 +409,10 @@ pub enum Condition {
     /// released state only, and the coins stay with the guest
     /// (`docs/proofs/fl-hetero-nn/dp-sgd.md`).
     GuestStepsOnlyOnRelease,
+    /// The host's features were randomised once before training, from public ranges and
+    /// fresh coins, and never used otherwise (training and prediction read only the
+    /// randomised matrix; docs/proofs/fl-hetero-nn/features-once.md).
+    FeaturesRandomisedOnce,
     /// Stable row ids at the host: the rounds of each row of the bottom output are counted
     /// per id, within one host session or one resumed with its ledgers
     /// ([`crate::Host::resume`] from [`crate::protocol::HostSnapshot::rows_sent`]).
@@ -437,6 +441,9 @@ impl Condition {
             }
             Self::GuestStepsOnlyOnRelease => {
                 "the guest's layers step only on the released gradient; predictions and directions come from features and released state; the inclusion coins stay with the guest"
+            }
+            Self::FeaturesRandomisedOnce => {
+                "host features randomised once before training (public ranges, fresh coins) and only the randomised matrix used after that"
             }
             Self::HostCountsRoundsPerRowId => {
                 "rounds counted per row id (stable ids; one host session, or one resumed with its ledgers)"
@@ -468,6 +475,10 @@ const DP_SGD_CONDITIONS: &[Condition] = &[
     Condition::OneSessionOrLedgerResume,
     Condition::TimingExcluded,
 ];
+
+/// The conditions of host features randomised once.
+const FEATURES_ONCE_CONDITIONS: &[Condition] =
+    &[Condition::FeaturesRandomisedOnce, Condition::TimingExcluded];
 
 /// The conditions of labels randomised once.
 const RANDOMIZED_LABELS_CONDITIONS: &[Condition] = &[Condition::LabelsRandomisedOnce];
@@ -571,6 +582,36 @@ pub enum FeatureGuarantee {
         /// m.
         out_dim: usize,
     },
+    /// Each row is ε-LDP (any two rows) for the **whole run**: the host's features were
+    /// randomised once before training
+    /// ([`crate::host_features::HostFeatureDefence::privatize_host_features`]) and
+    /// everything after is post-processing, so ε does not grow with the rounds
+    /// (docs/proofs/fl-hetero-nn/features-once.md). The host's report.
+    RandomizedOnce {
+        /// ε per row for the whole run (Σ over the features).
+        epsilon: f64,
+        /// Host feature columns randomised.
+        features: usize,
+    },
+}
+
+/// `report` with the host's features-randomised-once guarantee, where the host declared
+/// one: it replaces the per-round composition unless EmbeddingDP's composed ε is already
+/// smaller (both bound the same view).
+pub(crate) fn with_features_once(
+    mut report: PrivacyReport,
+    once: Option<crate::host_features::FeaturesRandomizedOnce>,
+) -> PrivacyReport {
+    if let Some(once) = once {
+        let keep = matches!(report.features, FeatureGuarantee::LocalDp { epsilon, .. } if epsilon <= once.epsilon_per_row());
+        if !keep {
+            report.features = FeatureGuarantee::RandomizedOnce {
+                epsilon: once.epsilon_per_row(),
+                features: once.features(),
+            };
+        }
+    }
+    report
 }
 
 impl FeatureGuarantee {
@@ -580,6 +621,7 @@ impl FeatureGuarantee {
     pub fn conditions(&self) -> &'static [Condition] {
         match self {
             Self::LocalDp { .. } => LOCAL_DP_CONDITIONS,
+            Self::RandomizedOnce { .. } => FEATURES_ONCE_CONDITIONS,
             Self::LocalDpPerRound { .. } | Self::None { .. } => &[],
         }
     }
@@ -679,6 +721,10 @@ impl core::fmt::Display for PrivacyReport {
             FeatureGuarantee::LocalDpPerRound { per_round } => write!(
                 f,
                 "features: {per_round}-LDP per row per round (EmbeddingDP; the composition per row is in the host's report)"
+            )?,
+            FeatureGuarantee::RandomizedOnce { epsilon, features } => write!(
+                f,
+                "features: {epsilon:.4}-LDP per row for the whole run (host features randomised once before training, {features} columns; independent of the rounds)"
             )?,
             FeatureGuarantee::None { host_dim, out_dim } => write!(
                 f,

@@ -7,6 +7,7 @@ pub mod defences;
 pub mod dp_sgd;
 pub mod error;
 pub mod fixed;
+pub mod host_features;
 pub mod matrix;
 pub mod message;
 pub mod nn;

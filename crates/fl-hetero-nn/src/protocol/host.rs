@@ -121,6 +121,8 @@ pub struct Host<S: HomomorphicScheme = crate::Paillier> {
     rows_trained: RowLedger,
     /// Rounds per row id (training and prediction: each sends the row once).
     rows_sent: RowLedger,
+    /// The host's features randomised once before training (host-local evidence).
+    features_once: Option<crate::host_features::FeaturesRandomizedOnce>,
     training_steps: u64,
     round: u64,
     state: State,
@@ -329,6 +331,7 @@ impl<S: HomomorphicScheme> Host<S> {
             acc,
             rows_trained,
             rows_sent,
+            features_once: None,
             training_steps,
             round,
             state: State::Idle,
@@ -371,12 +374,40 @@ impl<S: HomomorphicScheme> Host<S> {
     /// # Errors
     /// An invalid δ.
     pub fn privacy_report(&self, delta: f64) -> Result<crate::defences::PrivacyReport, Error> {
-        crate::defences::privacy_report(
+        let report = crate::defences::privacy_report(
             &self.config,
             self.rows_trained.most(),
             Some(self.rows_sent.most()),
             delta,
-        )
+        )?;
+        Ok(crate::defences::with_features_once(
+            report,
+            self.features_once,
+        ))
+    }
+
+    /// Declares that the feature matrix this host trains and predicts on was randomised
+    /// once before training ([`crate::host_features::HostFeatureDefence::privatize_host_features`]
+    /// made `evidence`); [`Self::privacy_report`] then states its whole-run ε per row,
+    /// independent of the rounds. Host-local: nothing is sent to the guest. A later
+    /// declaration replaces an earlier one.
+    ///
+    /// # Errors
+    /// [`crate::error::ApiMisuse::InvalidConfig`] when the evidence's ε is not finite or
+    /// negative (it cannot be, when made by `privatize_host_features`).
+    pub fn declare_features_randomized_once(
+        &mut self,
+        evidence: crate::host_features::FeaturesRandomizedOnce,
+    ) -> Result<(), Error> {
+        let eps = evidence.epsilon_per_row();
+        if !(eps.is_finite() && eps >= 0.0) {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: format!("features randomised once: ε per row {eps} is not a valid ε"),
+            }
+            .into());
+        }
+        self.features_once = Some(evidence);
+        Ok(())
     }
 
     /// The public key.
