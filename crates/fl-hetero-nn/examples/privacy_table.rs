@@ -82,8 +82,10 @@ use fl_hetero_nn::config::{AcceptedLeaks, GradientPerturbation};
 use fl_hetero_nn::data::{VerticalData, parse_csv, roc_auc};
 use fl_hetero_nn::defences::embedding_dp_rows;
 use fl_hetero_nn::error::ApiMisuse;
+use fl_hetero_nn::lp2st::{StageOne, stage_one_priors};
 use fl_hetero_nn::split::{
-    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, evaluate, train_epoch,
+    GuestModel, HostModel, HostPart, LabelDefence, PlainTwin, SplitConfig, SplitInit,
+    TrainingLabels, evaluate, train_epoch,
 };
 use fl_hetero_nn::transport::memory::TrafficStats;
 use fl_hetero_nn::{Error, Matrix, PlainInteractiveLayer, Profile, Purpose};
@@ -106,7 +108,7 @@ const DELTA: f64 = 1e-5;
 /// the label-defended cells).
 const CHECK_ALPHA: f64 = 0.01;
 /// Family-wise error of the statements about the best label defence at one ε (two-sided,
-/// Bonferroni over the three pairs of label defences).
+/// Bonferroni over the pairs of label defences).
 const COMPARE_ALPHA: f64 = 0.05;
 
 // Streams of a run's seed: (run << 8) | stream.
@@ -134,10 +136,17 @@ enum Defence {
     RrWithPrior,
     GradientPerturbation,
     EmbeddingDp,
+    /// LP-2ST (issue 29 part 3): see `lp2st_labels` below.
+    Lp2st,
 }
 
 impl Defence {
-    const LABEL: [Self; 3] = [Self::LabelDp, Self::RrWithPrior, Self::GradientPerturbation];
+    const LABEL: [Self; 4] = [
+        Self::LabelDp,
+        Self::RrWithPrior,
+        Self::Lp2st,
+        Self::GradientPerturbation,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -146,6 +155,7 @@ impl Defence {
             Self::RrWithPrior => "RR-with-prior",
             Self::GradientPerturbation => "gradient perturbation",
             Self::EmbeddingDp => "EmbeddingDP",
+            Self::Lp2st => "LP-2ST",
         }
     }
     fn protects_labels(self) -> bool {
@@ -153,7 +163,7 @@ impl Defence {
     }
     /// Pure ε-DP (the one-run auditing theorem's binomial dominance applies).
     fn pure(self) -> bool {
-        matches!(self, Self::LabelDp | Self::RrWithPrior)
+        matches!(self, Self::LabelDp | Self::RrWithPrior | Self::Lp2st)
     }
 }
 
@@ -365,8 +375,11 @@ struct RunResult {
 /// The tight bound on the canary accuracy of a label defence at ε (None otherwise).
 fn tight_bound(defence: Defence, eps: f64, epochs: usize) -> Result<Option<f64>, Error> {
     Ok(match defence {
-        // Randomized response (and RR-with-prior, which is RR or constant): e^ε/(1 + e^ε).
-        Defence::LabelDp | Defence::RrWithPrior => Some(eps.exp() / (1.0 + eps.exp())),
+        // Randomized response (and RR-with-prior, which is RR or constant; LP-2ST, which is
+        // RR-with-prior once per label): e^ε/(1 + e^ε).
+        Defence::LabelDp | Defence::RrWithPrior | Defence::Lp2st => {
+            Some(eps.exp() / (1.0 + eps.exp()))
+        }
         Defence::GradientPerturbation => {
             let g = GradientPerturbation::for_target(1.0, eps, DELTA, epochs as u64)?;
             // The composed Gaussian over E releases: μ = √E·Δ/σ = √E/z; the best test's
@@ -406,15 +419,19 @@ fn run(
             )?);
         }
         Defence::EmbeddingDp => cfg.embedding_dp = Some(epsilon),
+        Defence::Lp2st => cfg.label_dp = Some(lp2st_defence(epsilon)?),
         Defence::None => {}
     }
     let mut noisy = train.clone();
-    noisy.labels = cfg
-        .privatize_labels(
+    noisy.labels = if defence == Defence::Lp2st {
+        lp2st_labels(&cfg, split)?
+    } else {
+        cfg.privatize_labels(
             &train.labels,
             &mut ChaCha20Rng::seed_from_u64(stream_seed(run, STREAM_LABELS)),
         )?
-        .into_labels();
+    }
+    .into_labels();
     let init = SplitInit::new(&cfg, stream_seed(run, STREAM_INIT))?;
     let mut pc = cfg.protocol_config(Profile::Hardened);
     // Noisy training (gradient perturbation) can drive activations and weights past the
@@ -797,6 +814,9 @@ fn main() -> Result<(), Error> {
     if args.iter().any(|a| a == "--embedding-sweep") {
         return embedding_sweep(&opts);
     }
+    if args.iter().any(|a| a == "--lp2st") {
+        return lp2st_compare(&opts);
+    }
     let epsilons: &[f64] = if opts.quick {
         &[1.0, 4.0]
     } else {
@@ -827,6 +847,7 @@ fn main() -> Result<(), Error> {
             for d in [
                 Defence::LabelDp,
                 Defence::RrWithPrior,
+                Defence::Lp2st,
                 Defence::GradientPerturbation,
                 Defence::EmbeddingDp,
             ] {
@@ -1125,6 +1146,182 @@ fn credit_auc(opts: &Options) -> Result<(), Error> {
                 .collect::<Vec<_>>()
                 .join(" "),
         );
+    }
+    Ok(())
+}
+
+// ---- LP-2ST (issue 29, part 3) ----
+
+/// LP-2ST's stage-1 prior: uniform, i.e. plain randomized response on part 1, as in the
+/// paper's first stage. (The data set's public class balance would make stage 1 constant
+/// wherever one-shot RR-with-prior is: breast at ε = 0.5, default-credit at ε ≤ 1.)
+const LP2ST_STAGE_ONE_PRIOR: [f64; 2] = [0.5, 0.5];
+/// LP-2ST's part-1 fraction, tuned on breast only (`--lp2st` with
+/// `PRIVACY_TABLE_LP2ST_FRACTION` ∈ {0.3, 0.4, 0.5, 0.6}); the variable overrides it.
+const LP2ST_FRACTION: f64 = 0.5;
+
+fn lp2st_defence(epsilon: Epsilon) -> Result<LabelDefence, Error> {
+    let first_stage_fraction = match std::env::var("PRIVACY_TABLE_LP2ST_FRACTION") {
+        Ok(v) => v
+            .parse()
+            .map_err(|e| config_error(format!("PRIVACY_TABLE_LP2ST_FRACTION = {v}: {e}")))?,
+        Err(_) => LP2ST_FRACTION,
+    };
+    Ok(LabelDefence::Lp2st {
+        epsilon,
+        prior: LP2ST_STAGE_ONE_PRIOR,
+        first_stage_fraction,
+    })
+}
+
+/// LP-2ST's training labels for `split`: the partition and both stages' coins from the
+/// run's label stream; stage 1's model is the whole split model (host and guest) on the
+/// plaintext twin, trained from the run's initialisation for the configuration's epochs
+/// on part 1's randomised labels only.
+fn lp2st_labels(cfg: &SplitConfig, split: &Split) -> Result<TrainingLabels, Error> {
+    let mut rng = ChaCha20Rng::seed_from_u64(stream_seed(split.run, STREAM_LABELS));
+    let stage = StageOne::new(cfg, &split.train.labels, &mut rng)?;
+    let init = SplitInit::new(cfg, stream_seed(split.run, STREAM_INIT))?;
+    let mut pc = cfg.protocol_config(Profile::Hardened);
+    pc.activation_bound_bits = 16;
+    pc.weight_bound_bits = 16;
+    pc.delta_bound_bits = 8;
+    let mut twin = PlainTwin {
+        layer: PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)?,
+        rng: ChaCha20Rng::seed_from_u64(stream_seed(split.run, STREAM_GUEST)),
+    };
+    // Stage 1 takes as many optimiser steps as the final training (part 1 has fewer
+    // batches per epoch): epochs × batches(all rows) / batches(part 1), rounded up.
+    let mut stage_cfg = *cfg;
+    stage_cfg.epochs = (cfg.epochs * cfg.batches(split.train.len()).len())
+        .div_ceil(cfg.batches(stage.first_part().len()).len().max(1));
+    let priors = stage_one_priors(&stage_cfg, &stage, &split.train, &init, &mut twin)?;
+    let second = stage.second_part().to_vec();
+    let first = stage.first_part().to_vec();
+    let out = stage.finish(&priors, &mut rng)?;
+    if std::env::var_os("PRIVACY_TABLE_DEBUG").is_some() {
+        // Diagnostics only (the true labels are read here, after the fact).
+        let truth = |rows: &[usize]| -> Vec<f64> {
+            rows.iter().map(|&i| split.train.labels[i]).collect()
+        };
+        let correct = |rows: &[usize]| {
+            rows.iter()
+                .filter(|&&i| out.labels()[i] == split.train.labels[i])
+                .count() as f64
+                / rows.len() as f64
+        };
+        let scores: Vec<f64> = priors.iter().map(|p| p[1]).collect();
+        let sure = priors
+            .iter()
+            .filter(|p| {
+                let e = out.randomization().map_or(0.0, |r| r.epsilon().value());
+                p[0].max(p[1]) / (p[0] + p[1]) > e.exp() / (1.0 + e.exp())
+            })
+            .count();
+        eprintln!(
+            "LP-2ST run {}: stage-1 AUC on part 2 {:.3}; labels correct: part 1 {:.3}, part 2 {:.3}; part-2 rows past the threshold {sure}/{}",
+            split.run,
+            roc_auc(&scores, &truth(&second)).unwrap_or(f64::NAN),
+            correct(&first),
+            correct(&second),
+            second.len()
+        );
+    }
+    Ok(out)
+}
+
+/// LP-2ST against one-shot RR-with-prior (and LabelDP, and no defence) at ε ∈ {0.5, 1}
+/// on both data sets: test AUC over the runs (the table's runs, canaries included) and
+/// the paired difference LP-2ST − RR-with-prior per ε (mean ± sd over runs, Student t 95 %
+/// interval, not corrected for the number of cells).
+fn lp2st_compare(opts: &Options) -> Result<(), Error> {
+    let sets = datasets(false);
+    let sets: Vec<Dataset> = if opts.quick {
+        sets.into_iter().take(1).collect()
+    } else {
+        sets
+    };
+    for (name, cfg, g, h, canaries, prior, runs) in sets {
+        let runs = opts.runs.unwrap_or(runs);
+        let data = VerticalData::align(parse_csv(g, true)?, parse_csv(h, false)?)?;
+        let splits = (1..=runs as u64)
+            .map(|r| prepare(&data, canaries, r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut cfg = cfg;
+        cfg.batch_size = cfg.batch_size.min(splits[0].train.len());
+        let mut cells = vec![(Defence::None, 1.0)];
+        for e in [0.5, 1.0] {
+            for d in [Defence::LabelDp, Defence::RrWithPrior, Defence::Lp2st] {
+                cells.push((d, e));
+            }
+        }
+        let jobs: Vec<(usize, usize)> = (0..cells.len())
+            .flat_map(|c| (0..runs).map(move |r| (c, r)))
+            .collect();
+        let results = parallel(&jobs, opts.threads, |&(c, r)| {
+            run(&cfg, &splits[r], cells[c].0, cells[c].1, prior)
+        })?;
+        let auc = |c: usize| -> Vec<f64> {
+            results[c * runs..(c + 1) * runs]
+                .iter()
+                .map(|r| r.test_auc)
+                .collect()
+        };
+        let fraction = match lp2st_defence(Epsilon::new(1.0).map_err(config_error)?)? {
+            LabelDefence::Lp2st {
+                first_stage_fraction,
+                ..
+            } => first_stage_fraction,
+            _ => f64::NAN,
+        };
+        println!(
+            "{name}, {runs} runs, {canaries} canaries, LP-2ST part-1 fraction {fraction}, stage-1 prior {LP2ST_STAGE_ONE_PRIOR:?}, RR-with-prior's public prior {prior:?}:"
+        );
+        println!();
+        println!("| defence | ε | test AUC | canaries correct (pooled) | tight bound |");
+        println!("|---|---:|---:|---:|---:|");
+        for (c, &(d, e)) in cells.iter().enumerate() {
+            let rs = &results[c * runs..(c + 1) * runs];
+            let correct: u64 = rs.iter().map(|r| r.canary_correct).sum();
+            let total: u64 = rs.iter().map(|r| r.canaries).sum();
+            println!(
+                "| {} | {} | {} | {correct}/{total} ({:.3}) | {} |",
+                d.name(),
+                if d == Defence::None {
+                    "—".to_string()
+                } else {
+                    e.to_string()
+                },
+                pm(&auc(c), 3),
+                correct as f64 / total.max(1) as f64,
+                tight_bound(d, e, cfg.epochs)?.map_or("—".into(), |b| format!("{b:.3}")),
+            );
+        }
+        println!();
+        let t = t_quantile(0.975, runs - 1)?;
+        for e in [0.5, 1.0] {
+            let at = |d: Defence| {
+                cells
+                    .iter()
+                    .position(|&x| x == (d, e))
+                    .map(auc)
+                    .unwrap_or_default()
+            };
+            let diff: Vec<f64> = at(Defence::Lp2st)
+                .iter()
+                .zip(at(Defence::RrWithPrior))
+                .map(|(a, b)| a - b)
+                .collect();
+            let (m, s) = mean_sd(&diff);
+            let half = t * s / (runs as f64).sqrt();
+            let wins = diff.iter().filter(|&&d| d > 0.0).count();
+            println!(
+                "- {name}, ε = {e}: LP-2ST − RR-with-prior = {m:+.3} ± {s:.3} (paired over {runs} runs; 95 % [{:+.3}, {:+.3}]; LP-2ST ahead in {wins}/{runs})",
+                m - half,
+                m + half
+            );
+        }
+        println!();
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ pub mod data;
 pub mod defences;
 pub mod error;
 pub mod fixed;
+pub mod lp2st;
 pub mod matrix;
 pub mod message;
 pub mod nn;

@@ -1,0 +1,387 @@
+//! LP-2ST: label differential privacy in two stages (Ghazi, Golowich, Kumar, Manurangsi
+//! and Zhang, *Deep Learning with Label Differential Privacy*, NeurIPS 2021, §3.2), for the
+//! guest's binary training labels ([`crate::split::LabelDefence::Lp2st`]).
+//!
+//! 1. [`StageOne::new`] splits the training rows into two disjoint parts by a uniformly
+//!    random permutation drawn from the caller's randomness — a function of the row count
+//!    and the coins only, never of the labels — and randomises **part 1's** labels with
+//!    RR-with-prior at ε under the configured public prior.
+//! 2. A model is trained on part 1's randomised labels ([`stage_one_priors`]: the whole
+//!    split model, host and guest, through any [`HostPart`]) and predicts part 2; each
+//!    prediction becomes that row's prior ([`StageOne::prior_from_prediction`] inverts the
+//!    stage-1 randomisation's known law).
+//! 3. [`StageOne::finish`] randomises each **part-2** label once with RR-with-prior at ε and
+//!    that row's prior, and returns every row's randomised label as
+//!    [`TrainingLabels`] with the evidence of an ε randomisation, which the guest's
+//!    configuration accepts ([`SplitConfig::guest_protocol_config`]). The final model
+//!    trains on all of them, as in the paper.
+//!
+//! **Privacy claim**: the returned label vector is ε-label-DP (neighbouring label vectors
+//! differ in one label), and so is everything computed from it and the features (both
+//! trainings and everything the host sees in them), provided the split is independent of
+//! the labels (it is: [`StageOne::new`] draws it), part 2's priors are a function of the
+//! features and part 1's randomised labels only (the caller's duty: [`stage_one_priors`]
+//! does exactly that), the coins are fresh, and the whole procedure runs once per data set.
+//! Proof: `docs/proofs/fl-hetero-nn/lp-2st.md`. [`StageOne::finish`] consumes the stage,
+//! so no label is randomised twice through this API.
+
+use rand::CryptoRng;
+use rand::seq::SliceRandom;
+
+use crate::data::VerticalData;
+use crate::error::{ApiMisuse, Error};
+use crate::message::Purpose;
+use crate::split::{
+    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, TrainingLabels,
+    train_epoch,
+};
+
+fn ldp_error(what: &str) -> impl Fn(fl_ldp::Error) -> Error + '_ {
+    move |e| {
+        ApiMisuse::InvalidData {
+            reason: format!("LP-2ST {what}: {e}"),
+        }
+        .into()
+    }
+}
+
+fn binary(y: f64) -> Result<u8, Error> {
+    match y {
+        0.0 => Ok(0),
+        1.0 => Ok(1),
+        _ => Err(ApiMisuse::InvalidData {
+            reason: format!("label {y}; LP-2ST needs binary labels (0 or 1)"),
+        }
+        .into()),
+    }
+}
+
+/// A checked prior [P(y = 0), P(y = 1)]: finite, non-negative, not both zero.
+fn check_prior(prior: [f64; 2], what: &str) -> Result<(), Error> {
+    if prior.iter().all(|p| p.is_finite() && *p >= 0.0) && prior[0] + prior[1] > 0.0 {
+        Ok(())
+    } else {
+        Err(ApiMisuse::InvalidData {
+            reason: format!(
+                "{what} {prior:?}: entries must be finite and ≥ 0, and not both zero"
+            ),
+        }
+        .into())
+    }
+}
+
+/// The first stage of LP-2ST: the partition of the training rows and part 1's randomised
+/// labels. Part 2's true labels stay inside until [`StageOne::finish`] randomises them
+/// (once: it consumes the stage).
+#[derive(Debug, Clone)]
+pub struct StageOne {
+    epsilon: fl_ldp::Epsilon,
+    prior: [f64; 2],
+    mechanism: fl_ldp::RrWithPrior,
+    first: Vec<usize>,
+    second: Vec<usize>,
+    first_labels: Vec<f64>,
+    second_true: Vec<u8>,
+}
+
+impl StageOne {
+    /// Stage 1 for `labels` (each 0.0 or 1.0) under `cfg.label_dp` =
+    /// [`LabelDefence::Lp2st`]: draws the partition (a uniform permutation of the row
+    /// indices from `rng`; part 1 is its first round(fraction·n) entries, both parts sorted
+    /// ascending) and then randomises part 1's labels with RR-with-prior at ε under the
+    /// public prior, with fresh coins from `rng`.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] unless `cfg.label_dp` is LP-2ST with a fraction strictly
+    /// between 0 and 1 that leaves both parts non-empty, and a valid prior;
+    /// [`ApiMisuse::InvalidData`] for a label other than 0 or 1.
+    pub fn new<R: CryptoRng + ?Sized>(
+        cfg: &SplitConfig,
+        labels: &[f64],
+        rng: &mut R,
+    ) -> Result<Self, Error> {
+        let Some(LabelDefence::Lp2st {
+            epsilon,
+            prior,
+            first_stage_fraction,
+        }) = cfg.label_dp
+        else {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: "StageOne needs SplitConfig::label_dp = LabelDefence::Lp2st".into(),
+            }
+            .into());
+        };
+        let invalid = |reason: String| -> Error { ApiMisuse::InvalidConfig { reason }.into() };
+        if !(first_stage_fraction.is_finite()
+            && first_stage_fraction > 0.0
+            && first_stage_fraction < 1.0)
+        {
+            return Err(invalid(format!(
+                "LP-2ST first_stage_fraction = {first_stage_fraction}; it must lie strictly between 0 and 1"
+            )));
+        }
+        check_prior(prior, "LP-2ST stage-1 prior").map_err(|e| invalid(e.to_string()))?;
+        let n = labels.len();
+        let cut = (first_stage_fraction * n as f64).round() as usize;
+        if cut == 0 || cut >= n {
+            return Err(invalid(format!(
+                "LP-2ST on {n} rows with first_stage_fraction = {first_stage_fraction}: part 1 would have {cut} rows; both parts need at least one"
+            )));
+        }
+        let truth: Vec<u8> = labels.iter().map(|&y| binary(y)).collect::<Result<_, _>>()?;
+        let mechanism = fl_ldp::RrWithPrior::new(epsilon, &prior)
+            .map_err(|e| invalid(format!("LP-2ST stage-1 RR-with-prior: {e}")))?;
+        // The partition: a function of n and the coins only.
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(rng);
+        let mut first = order[..cut].to_vec();
+        let mut second = order[cut..].to_vec();
+        first.sort_unstable();
+        second.sort_unstable();
+        let first_labels = first
+            .iter()
+            .map(|&i| {
+                mechanism
+                    .randomize(usize::from(truth[i]), rng)
+                    .map(|c| f64::from(u8::from(c == 1)))
+                    .map_err(ldp_error("stage 1"))
+            })
+            .collect::<Result<_, _>>()?;
+        let second_true = second.iter().map(|&i| truth[i]).collect();
+        Ok(Self {
+            epsilon,
+            prior,
+            mechanism,
+            first,
+            second,
+            first_labels,
+            second_true,
+        })
+    }
+
+    /// ε of every label's randomisation.
+    pub fn epsilon(&self) -> fl_ldp::Epsilon {
+        self.epsilon
+    }
+
+    /// Part 1's row indices (into the labels [`StageOne::new`] got), ascending.
+    pub fn first_part(&self) -> &[usize] {
+        &self.first
+    }
+
+    /// Part 2's row indices, ascending.
+    pub fn second_part(&self) -> &[usize] {
+        &self.second
+    }
+
+    /// Part 1's randomised labels, in the order of [`StageOne::first_part`].
+    pub fn first_part_labels(&self) -> &[f64] {
+        &self.first_labels
+    }
+
+    /// The stage-2 prior [P(y = 0), P(y = 1)] of a row from a stage-1 model's prediction
+    /// `q` of its **randomised** label (a model trained on part 1's randomised labels
+    /// estimates P(ỹ = 1 | x), not P(y = 1 | x)). Inverts the stage-1 law: when stage 1 is
+    /// randomized response with flip probability ρ < 1/2, P(ỹ = 1 | x) = ρ + (1 − 2ρ)·P(y = 1 | x),
+    /// so p = (q − ρ)/(1 − 2ρ), clamped to [0, 1]; when stage 1 reports a constant (the
+    /// public prior's mode at this ε), the prediction carries no label information and the
+    /// public prior is returned. A function of q and public constants only
+    /// (post-processing).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidData`] unless `q` is finite and in [0, 1].
+    pub fn prior_from_prediction(&self, q: f64) -> Result<[f64; 2], Error> {
+        if !(q.is_finite() && (0.0..=1.0).contains(&q)) {
+            return Err(ApiMisuse::InvalidData {
+                reason: format!("LP-2ST prediction {q}; it must be a probability in [0, 1]"),
+            }
+            .into());
+        }
+        if self.mechanism.top_labels().len() < 2 {
+            let total = self.prior[0] + self.prior[1];
+            return Ok([self.prior[0] / total, self.prior[1] / total]);
+        }
+        let rho = self
+            .mechanism
+            .probability(0, 1)
+            .map_err(ldp_error("stage-1 law"))?;
+        let p = ((q - rho) / (1.0 - 2.0 * rho)).clamp(0.0, 1.0);
+        Ok([1.0 - p, p])
+    }
+
+    /// Stage 2 and the result: randomises part 2's labels, each once, with RR-with-prior
+    /// at ε and its own prior `second_part_priors[j]` (row [`StageOne::second_part`]`[j]`),
+    /// with fresh coins from `rng`, and returns every row's randomised label (part 1's from
+    /// stage 1, unchanged) in the original row order, with the evidence of an ε
+    /// randomisation. The priors must be a function of the features and of
+    /// [`StageOne::first_part_labels`] only — never of part 2's labels — or the claim
+    /// fails (`tests/lp2st.rs` detects such a prior).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::ShapeMismatch`] unless there is one prior per part-2 row;
+    /// [`ApiMisuse::InvalidData`] for a prior with a negative or non-finite entry or
+    /// both entries zero.
+    pub fn finish<R: CryptoRng + ?Sized>(
+        self,
+        second_part_priors: &[[f64; 2]],
+        rng: &mut R,
+    ) -> Result<TrainingLabels, Error> {
+        if second_part_priors.len() != self.second.len() {
+            return Err(ApiMisuse::ShapeMismatch {
+                what: "LP-2ST stage-2 priors (one per part-2 row)",
+                expected: (self.second.len(), 2),
+                got: (second_part_priors.len(), 2),
+            }
+            .into());
+        }
+        for &prior in second_part_priors {
+            check_prior(prior, "LP-2ST stage-2 prior")?;
+        }
+        let mut labels = vec![0.0; self.first.len() + self.second.len()];
+        for (&i, &y) in self.first.iter().zip(&self.first_labels) {
+            labels[i] = y;
+        }
+        for ((&i, &y), prior) in self
+            .second
+            .iter()
+            .zip(&self.second_true)
+            .zip(second_part_priors)
+        {
+            let m = fl_ldp::RrWithPrior::new(self.epsilon, prior)
+                .map_err(ldp_error("stage-2 prior"))?;
+            let c = m
+                .randomize(usize::from(y), rng)
+                .map_err(ldp_error("stage 2"))?;
+            labels[i] = f64::from(u8::from(c == 1));
+        }
+        Ok(TrainingLabels::randomized(labels, self.epsilon))
+    }
+}
+
+/// The split model's predictions P(y = 1) for every row of `data` (prediction rounds, in
+/// batches of `cfg.batch_size`); `data`'s labels are not read.
+///
+/// # Errors
+/// Those of the models and of `part`.
+pub fn predict(
+    cfg: &SplitConfig,
+    data: &VerticalData,
+    host: &mut HostModel,
+    guest: &mut GuestModel,
+    part: &mut dyn HostPart,
+) -> Result<Vec<f64>, Error> {
+    let mut preds = Vec::with_capacity(data.len());
+    for (lo, hi) in cfg.batches(data.len()) {
+        let idx: Vec<usize> = (lo..hi).collect();
+        let ids = data.batch_ids(lo, hi)?;
+        let a = host.forward(&data.host.select_rows(&idx)?)?;
+        let gp = guest.start_forward(&data.guest.select_rows(&idx)?)?;
+        let z_a = part.forward(Purpose::Predict, &a, ids)?;
+        let p = guest.finish_forward(&gp, &z_a)?;
+        guest.discard_forward();
+        preds.extend_from_slice(p.as_slice());
+    }
+    Ok(preds)
+}
+
+/// Stage 1's model and part 2's priors: trains the whole split model (host and guest
+/// bottoms, interactive layer through `part`, top) from `init` for `cfg.epochs` epochs on
+/// part 1's rows of `data` with their **randomised** labels, predicts part 2's rows, and
+/// turns each prediction into a prior: first calibrated on part 1 (Platt scaling: the
+/// logistic fit σ(a·logit(q) + b) of part 1's randomised labels on the model's predictions
+/// for part 1, so that a weak model's scores shrink towards the base rate), then the
+/// stage-1 law inverted ([`StageOne::prior_from_prediction`]). Part 2's
+/// labels in `data` are never read (the function replaces them before the prediction), so
+/// the priors are a function of the features and part 1's randomised labels only.
+///
+/// `part` must be a fresh host part initialised from `init` (e.g. a
+/// [`crate::split::PlainTwin`]); its training is stage 1's and is separate from the final
+/// model's.
+///
+/// # Errors
+/// [`ApiMisuse::ShapeMismatch`] when `data` does not have the stage's row count; those of
+/// the models and of `part`.
+pub fn stage_one_priors(
+    cfg: &SplitConfig,
+    stage: &StageOne,
+    data: &VerticalData,
+    init: &SplitInit,
+    part: &mut dyn HostPart,
+) -> Result<Vec<[f64; 2]>, Error> {
+    let rows = stage.first.len() + stage.second.len();
+    if data.len() != rows {
+        return Err(ApiMisuse::ShapeMismatch {
+            what: "LP-2ST training data (rows of the stage)",
+            expected: (rows, 1),
+            got: (data.len(), 1),
+        }
+        .into());
+    }
+    let mut first = data.subset(&stage.first)?;
+    first.labels = stage.first_labels.clone();
+    let mut second = data.subset(&stage.second)?;
+    second.labels = vec![0.0; second.len()];
+    let mut host = HostModel::new(init);
+    let mut guest = GuestModel::new(init, cfg);
+    for _ in 0..cfg.epochs {
+        train_epoch(cfg, &first, &mut host, &mut guest, part)?;
+    }
+    // Calibration on part 1 (its randomised labels only): the model's in-sample
+    // predictions against the labels it was trained on.
+    let fitted = predict(cfg, &first, &mut host, &mut guest, part)?;
+    let (a, b) = platt(&fitted, &stage.first_labels);
+    let preds = predict(cfg, &second, &mut host, &mut guest, part)?;
+    preds
+        .into_iter()
+        .map(|q| stage.prior_from_prediction(calibrate(a, b, q)))
+        .collect()
+}
+
+/// logit(q), with q kept inside [10⁻⁶, 1 − 10⁻⁶].
+fn logit(q: f64) -> f64 {
+    let q = q.clamp(1e-6, 1.0 - 1e-6);
+    (q / (1.0 - q)).ln()
+}
+
+/// σ(a·logit(q) + b).
+fn calibrate(a: f64, b: f64, q: f64) -> f64 {
+    let z = a * logit(q) + b;
+    let p = 1.0 / (1.0 + (-z).exp());
+    if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.5 }
+}
+
+/// Platt scaling: (a, b) maximising the likelihood of `labels` (0/1) under
+/// σ(a·logit(score) + b), with a small ridge penalty (10⁻³·(a² + b²)) so that the fit
+/// exists when the labels are separable or constant; Newton's method, 50 steps.
+pub(crate) fn platt(scores: &[f64], labels: &[f64]) -> (f64, f64) {
+    let x: Vec<f64> = scores.iter().map(|&q| logit(q)).collect();
+    let (mut a, mut b) = (1.0, 0.0);
+    let ridge = 1e-3;
+    for _ in 0..50 {
+        let (mut ga, mut gb, mut haa, mut hab, mut hbb) =
+            (ridge * a, ridge * b, ridge, 0.0, ridge);
+        for (&xi, &yi) in x.iter().zip(labels) {
+            let p = 1.0 / (1.0 + (-(a * xi + b)).exp());
+            let w = p * (1.0 - p);
+            ga += (p - yi) * xi;
+            gb += p - yi;
+            haa += w * xi * xi;
+            hab += w * xi;
+            hbb += w;
+        }
+        let det = haa * hbb - hab * hab;
+        if !(det.is_finite() && det > 0.0) {
+            break;
+        }
+        let (da, db) = ((hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det);
+        a -= da;
+        b -= db;
+        if !(a.is_finite() && b.is_finite()) {
+            return (0.0, 0.0);
+        }
+        if da.abs() + db.abs() < 1e-10 {
+            break;
+        }
+    }
+    (a, b)
+}
