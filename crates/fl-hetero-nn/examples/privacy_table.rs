@@ -82,7 +82,7 @@ use fl_hetero_nn::config::{AcceptedLeaks, GradientPerturbation};
 use fl_hetero_nn::data::{VerticalData, parse_csv, roc_auc};
 use fl_hetero_nn::defences::embedding_dp_rows;
 use fl_hetero_nn::error::ApiMisuse;
-use fl_hetero_nn::lp2st::{StageOne, stage_one_priors};
+use fl_hetero_nn::lp2st::{StageOne, guest_logistic_priors, stage_one_priors};
 use fl_hetero_nn::split::{
     GuestModel, HostModel, HostPart, LabelDefence, PlainTwin, SplitConfig, SplitInit,
     TrainingLabels, evaluate, train_epoch,
@@ -1195,7 +1195,11 @@ fn lp2st_labels(cfg: &SplitConfig, split: &Split) -> Result<TrainingLabels, Erro
     let mut stage_cfg = *cfg;
     stage_cfg.epochs = (cfg.epochs * cfg.batches(split.train.len()).len())
         .div_ceil(cfg.batches(stage.first_part().len()).len().max(1));
-    let priors = stage_one_priors(&stage_cfg, &stage, &split.train, &init, &mut twin)?;
+    let priors = if std::env::var("PRIVACY_TABLE_LP2ST_MODEL").as_deref() == Ok("guest") {
+        guest_logistic_priors(&stage, &split.train.guest)?
+    } else {
+        stage_one_priors(&stage_cfg, &stage, &split.train, &init, &mut twin)?
+    };
     let second = stage.second_part().to_vec();
     let first = stage.first_part().to_vec();
     let out = stage.finish(&priors, &mut rng)?;

@@ -351,37 +351,140 @@ fn calibrate(a: f64, b: f64, q: f64) -> f64 {
 }
 
 /// Platt scaling: (a, b) maximising the likelihood of `labels` (0/1) under
-/// σ(a·logit(score) + b), with a small ridge penalty (10⁻³·(a² + b²)) so that the fit
-/// exists when the labels are separable or constant; Newton's method, 50 steps.
-pub(crate) fn platt(scores: &[f64], labels: &[f64]) -> (f64, f64) {
-    let x: Vec<f64> = scores.iter().map(|&q| logit(q)).collect();
-    let (mut a, mut b) = (1.0, 0.0);
-    let ridge = 1e-3;
+/// σ(a·logit(score) + b) ([`logistic_fit`] with a small ridge penalty, so that the fit
+/// exists when the labels are separable or constant).
+fn platt(scores: &[f64], labels: &[f64]) -> (f64, f64) {
+    let rows: Vec<Vec<f64>> = scores.iter().map(|&q| vec![logit(q), 1.0]).collect();
+    let w = logistic_fit(&rows, labels, 1e-3, &[1.0, 0.0]);
+    (w[0], w[1])
+}
+
+/// Ridge-penalised logistic regression by Newton's method (at most 50 steps, from
+/// `start`): w minimising Σᵢ BCE(σ(xᵢ·w), yᵢ) + (ridge/2)·‖w‖². Returns `start` if a step
+/// fails (a singular Hessian cannot occur with ridge > 0, but non-finite inputs can).
+fn logistic_fit(x: &[Vec<f64>], y: &[f64], ridge: f64, start: &[f64]) -> Vec<f64> {
+    let d = start.len();
+    let mut w = start.to_vec();
     for _ in 0..50 {
-        let (mut ga, mut gb, mut haa, mut hab, mut hbb) =
-            (ridge * a, ridge * b, ridge, 0.0, ridge);
-        for (&xi, &yi) in x.iter().zip(labels) {
-            let p = 1.0 / (1.0 + (-(a * xi + b)).exp());
-            let w = p * (1.0 - p);
-            ga += (p - yi) * xi;
-            gb += p - yi;
-            haa += w * xi * xi;
-            hab += w * xi;
-            hbb += w;
+        let mut grad: Vec<f64> = w.iter().map(|v| ridge * v).collect();
+        let mut hess = vec![vec![0.0; d]; d];
+        for (r, row) in hess.iter_mut().enumerate() {
+            row[r] = ridge;
         }
-        let det = haa * hbb - hab * hab;
-        if !(det.is_finite() && det > 0.0) {
-            break;
+        for (xi, &yi) in x.iter().zip(y) {
+            let z: f64 = xi.iter().zip(&w).map(|(a, b)| a * b).sum();
+            let p = 1.0 / (1.0 + (-z).exp());
+            let h = p * (1.0 - p);
+            for r in 0..d {
+                grad[r] += (p - yi) * xi[r];
+                for c in 0..d {
+                    hess[r][c] += h * xi[r] * xi[c];
+                }
+            }
         }
-        let (da, db) = ((hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det);
-        a -= da;
-        b -= db;
-        if !(a.is_finite() && b.is_finite()) {
-            return (0.0, 0.0);
+        let Some(step) = solve(hess, grad) else {
+            return start.to_vec();
+        };
+        let mut moved = 0.0;
+        for (v, s) in w.iter_mut().zip(&step) {
+            *v -= s;
+            moved += s.abs();
         }
-        if da.abs() + db.abs() < 1e-10 {
+        if !w.iter().all(|v| v.is_finite()) {
+            return start.to_vec();
+        }
+        if moved < 1e-10 {
             break;
         }
     }
-    (a, b)
+    w
+}
+
+/// Solves A·s = b (A symmetric positive definite here) by Gaussian elimination with
+/// partial pivoting; `None` when singular or not finite.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for c in 0..n {
+        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        a.swap(c, p);
+        b.swap(c, p);
+        let pivot = a[c][c];
+        if !(pivot.is_finite() && pivot.abs() > 1e-300) {
+            return None;
+        }
+        for r in c + 1..n {
+            let f = a[r][c] / pivot;
+            for k in c..n {
+                a[r][k] -= f * a[c][k];
+            }
+            b[r] -= f * b[c];
+        }
+    }
+    let mut s = vec![0.0; n];
+    for r in (0..n).rev() {
+        let tail: f64 = (r + 1..n).map(|k| a[r][k] * s[k]).sum();
+        s[r] = (b[r] - tail) / a[r][r];
+    }
+    s.iter().all(|v| v.is_finite()).then_some(s)
+}
+
+/// A guest-only stage-1 model, the simpler alternative to [`stage_one_priors`]: a
+/// ridge-penalised logistic regression (penalty 10⁻²·‖w‖²/2 on the standardised features)
+/// of part 1's **randomised** labels on the guest's features `guest_features` (one row per
+/// training row, the rows [`StageOne::new`] got), fitted by Newton's method; its
+/// predictions for part 2 become priors by [`StageOne::prior_from_prediction`]. The host
+/// takes no part (no host features, no messages). The features are standardised with the
+/// mean and standard deviation of all rows (features only: no label is read). Part 2's
+/// labels are never read.
+///
+/// # Errors
+/// [`ApiMisuse::ShapeMismatch`] when `guest_features` does not have the stage's row count;
+/// [`ApiMisuse::NonFinite`] for a NaN or infinite feature.
+pub fn guest_logistic_priors(
+    stage: &StageOne,
+    guest_features: &crate::matrix::Matrix<f64>,
+) -> Result<Vec<[f64; 2]>, Error> {
+    let rows = stage.first.len() + stage.second.len();
+    if guest_features.rows() != rows {
+        return Err(ApiMisuse::ShapeMismatch {
+            what: "LP-2ST guest features (rows of the stage)",
+            expected: (rows, guest_features.cols()),
+            got: guest_features.shape(),
+        }
+        .into());
+    }
+    guest_features.check_finite("LP-2ST guest features")?;
+    let d = guest_features.cols();
+    let n = rows as f64;
+    let mean: Vec<f64> = (0..d)
+        .map(|j| (0..rows).map(|i| guest_features.row(i)[j]).sum::<f64>() / n)
+        .collect();
+    let sd: Vec<f64> = (0..d)
+        .map(|j| {
+            let v = (0..rows)
+                .map(|i| (guest_features.row(i)[j] - mean[j]).powi(2))
+                .sum::<f64>()
+                / n;
+            if v > 0.0 { v.sqrt() } else { 1.0 }
+        })
+        .collect();
+    let standard = |i: usize| -> Vec<f64> {
+        guest_features
+            .row(i)
+            .iter()
+            .enumerate()
+            .map(|(j, v)| (v - mean[j]) / sd[j])
+            .chain([1.0])
+            .collect()
+    };
+    let x: Vec<Vec<f64>> = stage.first.iter().map(|&i| standard(i)).collect();
+    let w = logistic_fit(&x, &stage.first_labels, 1e-2, &vec![0.0; d + 1]);
+    stage
+        .second
+        .iter()
+        .map(|&i| {
+            let z: f64 = standard(i).iter().zip(&w).map(|(a, b)| a * b).sum();
+            stage.prior_from_prediction(calibrate(1.0, 0.0, 1.0 / (1.0 + (-z).exp())))
+        })
+        .collect()
 }
