@@ -62,9 +62,7 @@ fn check_prior(prior: [f64; 2], what: &str) -> Result<(), Error> {
         Ok(())
     } else {
         Err(ApiMisuse::InvalidData {
-            reason: format!(
-                "{what} {prior:?}: entries must be finite and ≥ 0, and not both zero"
-            ),
+            reason: format!("{what} {prior:?}: entries must be finite and ≥ 0, and not both zero"),
         }
         .into())
     }
@@ -128,7 +126,10 @@ impl StageOne {
                 "LP-2ST on {n} rows with first_stage_fraction = {first_stage_fraction}: part 1 would have {cut} rows; both parts need at least one"
             )));
         }
-        let truth: Vec<u8> = labels.iter().map(|&y| binary(y)).collect::<Result<_, _>>()?;
+        let truth: Vec<u8> = labels
+            .iter()
+            .map(|&y| binary(y))
+            .collect::<Result<_, _>>()?;
         let mechanism = fl_ldp::RrWithPrior::new(epsilon, &prior)
             .map_err(|e| invalid(format!("LP-2ST stage-1 RR-with-prior: {e}")))?;
         // The partition: a function of n and the coins only.
@@ -347,7 +348,11 @@ fn logit(q: f64) -> f64 {
 fn calibrate(a: f64, b: f64, q: f64) -> f64 {
     let z = a * logit(q) + b;
     let p = 1.0 / (1.0 + (-z).exp());
-    if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.5 }
+    if p.is_finite() {
+        p.clamp(0.0, 1.0)
+    } else {
+        0.5
+    }
 }
 
 /// Platt scaling: (a, b) maximising the likelihood of `labels` (0/1) under

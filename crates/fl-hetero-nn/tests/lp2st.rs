@@ -16,7 +16,7 @@ use fl_hetero_nn::Profile;
 use fl_hetero_nn::config::AcceptedLeaks;
 use fl_hetero_nn::data::{VerticalData, parse_csv, roc_auc};
 use fl_hetero_nn::error::{ApiMisuse, Error};
-use fl_hetero_nn::lp2st::{StageOne, predict, stage_one_priors};
+use fl_hetero_nn::lp2st::{StageOne, guest_logistic_priors, predict, stage_one_priors};
 use fl_hetero_nn::split::{
     GuestModel, HostModel, LabelDefence, PlainTwin, SplitConfig, SplitInit, train_epoch,
 };
@@ -51,10 +51,17 @@ fn counts(outputs: impl Iterator<Item = f64>) -> [u64; 2] {
 /// deterministic law: then `observed` must be all on the one output).
 fn law_p_value(observed: [u64; 2], eps: f64, prior: [f64; 2], label: usize) -> Option<f64> {
     let m = RrWithPrior::new(Epsilon::new(eps).unwrap(), &prior).unwrap();
-    let law = [m.probability(label, 0).unwrap(), m.probability(label, 1).unwrap()];
+    let law = [
+        m.probability(label, 0).unwrap(),
+        m.probability(label, 1).unwrap(),
+    ];
     if law.contains(&1.0) {
         let sure = usize::from(law[1] == 1.0);
-        assert_eq!(observed[1 - sure], 0, "a deterministic law: {observed:?} vs {law:?}");
+        assert_eq!(
+            observed[1 - sure],
+            0,
+            "a deterministic law: {observed:?} vs {law:?}"
+        );
         return None;
     }
     Some(chi_square_gof(&observed, &law).unwrap().p_value)
@@ -105,11 +112,16 @@ fn both_stages_follow_rr_with_prior_laws_and_randomise_each_label_once() {
         let wrong = law_p_value(observed, 1.3 * eps, public, label).unwrap();
         println!("stage 1, y = {label}: {observed:?}, p = {p:.3}, control p = {wrong:.2e}");
         assert!(p > ALPHA, "stage 1, y = {label}: p = {p}");
-        assert!(wrong < ALPHA, "stage 1, y = {label}: the control at 1.3ε is not rejected");
+        assert!(
+            wrong < ALPHA,
+            "stage 1, y = {label}: the control at 1.3ε is not rejected"
+        );
     }
     // Stage 2 with per-row priors (a function of the row index only).
     let priors: Vec<[f64; 2]> = second.iter().map(|&i| GROUPS[group(i)]).collect();
-    let out = stage.finish(&priors, &mut ChaCha20Rng::seed_from_u64(42)).unwrap();
+    let out = stage
+        .finish(&priors, &mut ChaCha20Rng::seed_from_u64(42))
+        .unwrap();
     assert_eq!(out.randomization().map(|r| r.epsilon().value()), Some(eps));
     let out = out.into_labels();
     // Part 1's labels are stage 1's, not randomised again.
@@ -132,14 +144,24 @@ fn both_stages_follow_rr_with_prior_laws_and_randomise_each_label_once() {
             };
             let wrong = law_p_value(observed, 1.3 * eps, prior, label).unwrap();
             // A label randomised twice by RR: flip probability 2ρ(1 − ρ).
-            let keep = if label == 1 { [twice, 1.0 - twice] } else { [1.0 - twice, twice] };
+            let keep = if label == 1 {
+                [twice, 1.0 - twice]
+            } else {
+                [1.0 - twice, twice]
+            };
             let double = chi_square_gof(&observed, &keep).unwrap().p_value;
             println!(
                 "stage 2, prior {prior:?}, y = {label}: {observed:?}, p = {p:.3}, controls p = {wrong:.2e} (1.3ε), {double:.2e} (twice)"
             );
             assert!(p > ALPHA, "stage 2, prior {prior:?}, y = {label}: p = {p}");
-            assert!(wrong < ALPHA, "stage 2: the control at 1.3ε is not rejected");
-            assert!(double < ALPHA, "stage 2: the twice-randomised control is not rejected");
+            assert!(
+                wrong < ALPHA,
+                "stage 2: the control at 1.3ε is not rejected"
+            );
+            assert!(
+                double < ALPHA,
+                "stage 2: the twice-randomised control is not rejected"
+            );
         }
     }
 }
@@ -173,8 +195,15 @@ fn a_part_two_prior_from_the_true_labels_is_caught_exceeding_epsilon() {
     for prior in [[0.5, 0.5], [0.35, 0.65], [0.2, 0.8]] {
         let (ones, zeros) = stage_two_outputs(eps, 50_000, |_, _| prior);
         let bound = epsilon_lower_bound(&ones, &zeros, confidence).unwrap();
-        println!("prior {prior:?}: y = 1 {ones:?}, y = 0 {zeros:?}, certified ε ≥ {:.3}", bound.epsilon);
-        assert!(bound.epsilon <= eps, "a correct prior certified above ε: {}", bound.epsilon);
+        println!(
+            "prior {prior:?}: y = 1 {ones:?}, y = 0 {zeros:?}, certified ε ≥ {:.3}",
+            bound.epsilon
+        );
+        assert!(
+            bound.epsilon <= eps,
+            "a correct prior certified above ε: {}",
+            bound.epsilon
+        );
     }
     // Negative control (a privacy bug): part 2's prior computed from part 2's true labels
     // (a "model" that saw them), leaning towards the true label — 80/20 at ε = 1 and 70/30
@@ -211,12 +240,25 @@ fn lp2st_inputs_are_validated_with_typed_errors() {
     };
     for fraction in [0.0, 1.0, -0.5, 1.5, f64::NAN, f64::INFINITY, 0.001, 0.999] {
         assert!(
-            config_error(StageOne::new(&lp2st(1.0, [0.5, 0.5], fraction), &y, &mut rng)),
+            config_error(StageOne::new(
+                &lp2st(1.0, [0.5, 0.5], fraction),
+                &y,
+                &mut rng
+            )),
             "fraction {fraction}"
         );
     }
-    for prior in [[0.0, 0.0], [-0.1, 1.0], [f64::NAN, 1.0], [1.0, f64::INFINITY]] {
-        assert!(config_error(StageOne::new(&lp2st(1.0, prior, 0.5), &y, &mut rng)));
+    for prior in [
+        [0.0, 0.0],
+        [-0.1, 1.0],
+        [f64::NAN, 1.0],
+        [1.0, f64::INFINITY],
+    ] {
+        assert!(config_error(StageOne::new(
+            &lp2st(1.0, prior, 0.5),
+            &y,
+            &mut rng
+        )));
     }
     // Another defence, or none.
     let mut other = lp2st(1.0, [0.5, 0.5], 0.5);
@@ -302,6 +344,19 @@ fn the_split_model_gives_part_two_its_priors_on_breast() {
     let auc = roc_auc(&scores, &truth).unwrap();
     println!("stage-1 model on part 2: AUC {auc:.3} against the true labels");
     assert!(auc > 0.8, "stage 1's prior is uninformative: AUC {auc}");
+    // The guest-only alternative: a logistic regression on the guest's features.
+    let guest_priors = guest_logistic_priors(&stage, &data.guest).unwrap();
+    let guest_scores: Vec<f64> = guest_priors.iter().map(|p| p[1]).collect();
+    let guest_auc = roc_auc(&guest_scores, &truth).unwrap();
+    println!("guest-only logistic stage 1 on part 2: AUC {guest_auc:.3}");
+    assert!(
+        guest_auc > 0.8,
+        "the guest-only prior is uninformative: AUC {guest_auc}"
+    );
+    assert!(matches!(
+        guest_logistic_priors(&stage, &data.guest.select_rows(&[0, 1]).unwrap()),
+        Err(Error::ApiMisuse(ApiMisuse::ShapeMismatch { .. }))
+    ));
     let labels = stage.finish(&priors, &mut rng).unwrap();
     let mut train = data.clone();
     train.labels = labels.into_labels();
@@ -313,5 +368,9 @@ fn the_split_model_gives_part_two_its_priors_on_breast() {
     }
     let preds = predict(&cfg, &data, &mut host, &mut guest, &mut part).unwrap();
     assert_eq!(preds.len(), data.len());
-    assert!(preds.iter().all(|p| p.is_finite() && (0.0..=1.0).contains(p)));
+    assert!(
+        preds
+            .iter()
+            .all(|p| p.is_finite() && (0.0..=1.0).contains(p))
+    );
 }
