@@ -49,7 +49,9 @@
 //! constant that does not change with any training label — [0.37, 0.63] for breast,
 //! [0.78, 0.22] for default-credit); gradient perturbation (per-example clip C = 1, exact
 //! discrete Gaussian, σ from (ε, δ = 10⁻⁵) over the run's epochs by the RDP accountant,
-//! top model frozen); EmbeddingDP (host, ε/2 per coordinate per round).
+//! top model frozen); EmbeddingDP (host, ε/2 per coordinate per round); LP-2ST (issue 29
+//! part 3: RR-with-prior in two stages, the prior of half the rows from a model trained on
+//! the other half's randomised labels; `fl_hetero_nn::lp2st`, see `lp2st_labels` below).
 //!
 //! ```text
 //! cargo run --release -p fl-hetero-nn --example privacy_table            # the full table
@@ -57,6 +59,7 @@
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --credit-auc  # item 4
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --gp-sweep    # gradient perturbation to ε = 10⁶
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --embedding-sweep  # with and without canaries
+//! cargo run --release -p fl-hetero-nn --example privacy_table -- --lp2st  # LP-2ST vs RR-with-prior, ε ∈ {0.5, 1}
 //! ```
 //!
 //! Options: `--runs N` (runs per data set), `--threads N` (worker threads; default: the

@@ -417,12 +417,14 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         if !(pivot.is_finite() && pivot.abs() > 1e-300) {
             return None;
         }
-        for r in c + 1..n {
-            let f = a[r][c] / pivot;
-            for k in c..n {
-                a[r][k] -= f * a[c][k];
+        let pivot_row = a[c].clone();
+        let pivot_b = b[c];
+        for (row, rhs) in a.iter_mut().zip(b.iter_mut()).skip(c + 1) {
+            let f = row[c] / pivot;
+            for (x, p) in row.iter_mut().zip(&pivot_row).skip(c) {
+                *x -= f * p;
             }
-            b[r] -= f * b[c];
+            *rhs -= f * pivot_b;
         }
     }
     let mut s = vec![0.0; n];
