@@ -495,3 +495,50 @@ pub fn guest_logistic_priors(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::ChaCha20Rng;
+    use rand::{RngExt, SeedableRng};
+
+    #[test]
+    fn logistic_fit_recovers_known_weights_and_platt_keeps_calibrated_scores() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let truth = [1.5, -2.0, 0.5];
+        let x: Vec<Vec<f64>> = (0..20_000)
+            .map(|_| {
+                vec![
+                    rng.random::<f64>() * 4.0 - 2.0,
+                    rng.random::<f64>() * 2.0 - 1.0,
+                    1.0,
+                ]
+            })
+            .collect();
+        let y: Vec<f64> = x
+            .iter()
+            .map(|r| {
+                let z: f64 = r.iter().zip(&truth).map(|(a, b)| a * b).sum();
+                f64::from(u8::from(rng.random::<f64>() < 1.0 / (1.0 + (-z).exp())))
+            })
+            .collect();
+        let w = logistic_fit(&x, &y, 1e-3, &[0.0; 3]);
+        for (got, want) in w.iter().zip(truth) {
+            assert!((got - want).abs() < 0.1, "{w:?} vs {truth:?}");
+        }
+        // Scores that are already calibrated: Platt keeps them (a ≈ 1, b ≈ 0).
+        let scores: Vec<f64> = x
+            .iter()
+            .map(|r| 1.0 / (1.0 + (-r.iter().zip(&truth).map(|(a, b)| a * b).sum::<f64>()).exp()))
+            .collect();
+        let (a, b) = platt(&scores, &y);
+        assert!((a - 1.0).abs() < 0.1 && b.abs() < 0.1, "a = {a}, b = {b}");
+        // Constant labels: the fit exists (ridge) and stays finite.
+        let (a, b) = platt(&scores, &vec![1.0; scores.len()]);
+        assert!(a.is_finite() && b.is_finite());
+        // The solver.
+        let s = solve(vec![vec![2.0, 1.0], vec![1.0, 3.0]], vec![3.0, 5.0]).unwrap();
+        assert!((s[0] - 0.8).abs() < 1e-12 && (s[1] - 1.4).abs() < 1e-12);
+        assert!(solve(vec![vec![0.0, 0.0], vec![0.0, 0.0]], vec![1.0, 1.0]).is_none());
+    }
+}
