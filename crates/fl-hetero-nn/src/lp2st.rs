@@ -180,6 +180,15 @@ impl StageOne {
         &self.first_labels
     }
 
+    /// Part 1's randomised labels as [`TrainingLabels`] with the evidence of an ε
+    /// randomisation, for training the stage-1 model through the two-party protocol (the
+    /// guest's configuration needs the evidence: [`SplitConfig::guest_protocol_config`]).
+    /// The stage-1 training sees only these labels (part 2's are not involved), so its
+    /// view is ε-label-DP by post-processing.
+    pub fn first_part_training_labels(&self) -> TrainingLabels {
+        TrainingLabels::randomized(self.first_labels.clone(), self.epsilon)
+    }
+
     /// The stage-2 prior [P(y = 0), P(y = 1)] of a row from a stage-1 model's prediction
     /// `q` of its **randomised** label (a model trained on part 1's randomised labels
     /// estimates P(ỹ = 1 | x), not P(y = 1 | x)). Inverts the stage-1 law: when stage 1 is

@@ -306,6 +306,11 @@ fn lp2st_inputs_are_validated_with_typed_errors() {
     let constant = StageOne::new(&lp2st(0.5, [0.2, 0.6], 0.5), &y, &mut rng).unwrap();
     let public = constant.prior_from_prediction(0.9).unwrap();
     assert!((public[0] - 0.25).abs() < 1e-12 && (public[1] - 0.75).abs() < 1e-12);
+    // Part 1's labels for a stage-1 training through the protocol carry the evidence too.
+    let part_one = stage.first_part_training_labels();
+    assert_eq!(part_one.labels(), stage.first_part_labels());
+    cfg.guest_protocol_config(Profile::Hardened, &part_one)
+        .unwrap();
     // The result carries the evidence the guest's configuration needs.
     let out = stage.finish(&vec![[0.5, 0.5]; m], &mut rng).unwrap();
     let pc: ProtocolConfig = cfg.guest_protocol_config(Profile::Hardened, &out).unwrap();
