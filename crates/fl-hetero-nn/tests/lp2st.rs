@@ -380,3 +380,34 @@ fn the_split_model_gives_part_two_its_priors_on_breast() {
             .all(|p| p.is_finite() && (0.0..=1.0).contains(p))
     );
 }
+
+/// The guest's protocol session accepts LP-2ST's labels (part 1's for a stage-1 training
+/// through the protocol, and the final ones) by their evidence, and refuses the bare
+/// declaration the host holds (negative control).
+#[test]
+fn the_guest_accepts_lp2st_labels_by_their_evidence() {
+    use fl_hetero_nn::Guest;
+    use fl_hetero_nn::scheme::InsecureIdentityScheme;
+    let mut cfg = lp2st(1.0, [0.5, 0.5], 0.5);
+    cfg.accepted_leaks = AcceptedLeaks::EXACT_ERROR_AND_ACTIVATIONS_RECOVERABLE;
+    let init = SplitInit::new(&cfg, 81).unwrap();
+    let y = labels(40);
+    let mut rng = ChaCha20Rng::seed_from_u64(82);
+    let stage = StageOne::new(&cfg, &y, &mut rng).unwrap();
+    let guest = |pc: ProtocolConfig| {
+        Guest::<InsecureIdentityScheme>::new(pc, &init.host_part_bias, &init.host_part_guest_share)
+    };
+    let part_one = cfg
+        .guest_protocol_config(Profile::Hardened, &stage.first_part_training_labels())
+        .unwrap();
+    assert!(guest(part_one).is_ok());
+    let m = stage.second_part().len();
+    let out = stage.finish(&vec![[0.5, 0.5]; m], &mut rng).unwrap();
+    let final_labels = cfg.guest_protocol_config(Profile::Hardened, &out).unwrap();
+    assert!(guest(final_labels).is_ok());
+    // Control: the host's configuration (the announcement, no evidence) is refused.
+    assert!(matches!(
+        guest(cfg.protocol_config(Profile::Hardened)),
+        Err(Error::ApiMisuse(ApiMisuse::UndefendedLeak { .. }))
+    ));
+}
