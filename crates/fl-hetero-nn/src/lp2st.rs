@@ -7,7 +7,8 @@
 //!    and the coins only, never of the labels — and randomises **part 1's** labels with
 //!    RR-with-prior at ε under the configured public prior.
 //! 2. A model is trained on part 1's randomised labels ([`stage_one_priors`]: the whole
-//!    split model, host and guest, through any [`HostPart`]) and predicts part 2; each
+//!    split model, host and guest, through any [`HostPart`]; or [`guest_logistic_priors`]:
+//!    a guest-only logistic regression) and predicts part 2; each
 //!    prediction becomes that row's prior ([`StageOne::prior_from_prediction`] inverts the
 //!    stage-1 randomisation's known law).
 //! 3. [`StageOne::finish`] randomises each **part-2** label once with RR-with-prior at ε and
@@ -70,8 +71,8 @@ fn check_prior(prior: [f64; 2], what: &str) -> Result<(), Error> {
 
 /// The first stage of LP-2ST: the partition of the training rows and part 1's randomised
 /// labels. Part 2's true labels stay inside until [`StageOne::finish`] randomises them
-/// (once: it consumes the stage).
-#[derive(Debug, Clone)]
+/// (once: it consumes the stage; the stage is not `Clone`, so it cannot be finished twice,
+/// and its `Debug` output omits the labels).
 pub struct StageOne {
     epsilon: fl_ldp::Epsilon,
     prior: [f64; 2],
@@ -80,6 +81,17 @@ pub struct StageOne {
     second: Vec<usize>,
     first_labels: Vec<f64>,
     second_true: Vec<u8>,
+}
+
+impl core::fmt::Debug for StageOne {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("StageOne")
+            .field("epsilon", &self.epsilon.value())
+            .field("prior", &self.prior)
+            .field("first_part_rows", &self.first.len())
+            .field("second_part_rows", &self.second.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl StageOne {

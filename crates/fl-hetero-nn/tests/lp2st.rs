@@ -278,18 +278,28 @@ fn lp2st_inputs_are_validated_with_typed_errors() {
         Err(Error::ApiMisuse(ApiMisuse::InvalidConfig { .. }))
     ));
     // Stage 2: one prior per part-2 row, each valid.
-    let stage = StageOne::new(&cfg, &y, &mut rng).unwrap();
-    let m = stage.second_part().len();
+    // (`finish` consumes the stage even when it fails: a fresh stage for each call.)
+    let m = StageOne::new(&cfg, &y, &mut rng)
+        .unwrap()
+        .second_part()
+        .len();
     assert!(matches!(
-        stage.clone().finish(&vec![[0.5, 0.5]; m + 1], &mut rng),
+        StageOne::new(&cfg, &y, &mut rng)
+            .unwrap()
+            .finish(&vec![[0.5, 0.5]; m + 1], &mut rng),
         Err(Error::ApiMisuse(ApiMisuse::ShapeMismatch { .. }))
     ));
     let mut bad = vec![[0.5, 0.5]; m];
     bad[m / 2] = [-1.0, 2.0];
     assert!(matches!(
-        stage.clone().finish(&bad, &mut rng),
+        StageOne::new(&cfg, &y, &mut rng)
+            .unwrap()
+            .finish(&bad, &mut rng),
         Err(Error::ApiMisuse(ApiMisuse::InvalidData { .. }))
     ));
+    let stage = StageOne::new(&cfg, &y, &mut rng).unwrap();
+    let debug = format!("{stage:?}");
+    assert!(!debug.contains("second_true") && debug.contains("second_part_rows"));
     for q in [-0.1, 1.1, f64::NAN] {
         assert!(matches!(
             stage.prior_from_prediction(q),
