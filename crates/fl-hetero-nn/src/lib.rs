@@ -8,6 +8,7 @@ pub mod dp_sgd;
 pub mod error;
 pub mod fixed;
 pub mod host_features;
+pub mod lp2st;
 pub mod matrix;
 pub mod message;
 pub mod nn;

@@ -80,6 +80,14 @@ pub struct TrainingLabels {
 }
 
 impl TrainingLabels {
+    /// Labels randomised at ε by a mechanism of this crate, with the evidence.
+    pub(crate) fn randomized(labels: Vec<f64>, epsilon: fl_ldp::Epsilon) -> Self {
+        Self {
+            labels,
+            randomization: Some(RandomizedLabels::applied(epsilon)),
+        }
+    }
+
     /// The labels to train on (0.0 or 1.0).
     pub fn labels(&self) -> &[f64] {
         &self.labels
@@ -119,6 +127,25 @@ pub enum LabelDefence {
         /// [P(y = 0), P(y = 1)], non-negative, not both zero.
         prior: [f64; 2],
     },
+    /// LP-2ST (Ghazi et al. 2021, label privacy in two stages; [`crate::lp2st`]): the
+    /// training rows are split at random (independently of the labels) into two parts;
+    /// part 1's labels go through RR-with-prior with the public `prior`, a model trained on
+    /// them predicts part 2, and each part-2 label goes through RR-with-prior with that
+    /// row's predicted class probabilities as its prior. Every label is randomised exactly
+    /// once at ε, so the label vector is ε-label-DP (proof:
+    /// `docs/proofs/fl-hetero-nn/lp-2st.md`). [`SplitConfig::privatize_labels`] refuses
+    /// it: the stages need a model in between ([`crate::lp2st::StageOne`]).
+    Lp2st {
+        /// ε of every label's randomisation.
+        epsilon: fl_ldp::Epsilon,
+        /// The public prior [P(y = 0), P(y = 1)] of stage 1 (non-negative, not both zero;
+        /// it must not depend on the labels). [0.5, 0.5] is plain randomized response, as
+        /// in the paper's first stage.
+        prior: [f64; 2],
+        /// The fraction of the training rows in part 1, strictly between 0 and 1 (the
+        /// paper uses 40–50 %).
+        first_stage_fraction: f64,
+    },
 }
 
 impl SplitConfig {
@@ -153,7 +180,8 @@ impl SplitConfig {
     ///
     /// # Errors
     /// [`ApiMisuse::InvalidData`] when a label is not 0 or 1, or the RR-with-prior prior is
-    /// invalid.
+    /// invalid; [`ApiMisuse::InvalidConfig`] for [`LabelDefence::Lp2st`] (two stages:
+    /// [`crate::lp2st::StageOne`]).
     pub fn privatize_labels<R: CryptoRng + ?Sized>(
         &self,
         labels: &[f64],
@@ -197,6 +225,12 @@ impl SplitConfig {
                     .collect::<Result<_, _>>()?;
                 (noisy, epsilon)
             }
+            LabelDefence::Lp2st { .. } => {
+                return Err(ApiMisuse::InvalidConfig {
+                    reason: "LP-2ST randomises in two stages with a model trained in between: use fl_hetero_nn::lp2st::StageOne, not privatize_labels".into(),
+                }
+                .into());
+            }
         };
         Ok(TrainingLabels {
             labels: noisy.into_iter().map(f64::from).collect(),
@@ -239,7 +273,8 @@ impl SplitConfig {
             _ if self.dp_sgd.is_some() => self.dp_sgd.map(crate::config::LabelDefence::DpSgd),
             (Some(g), _) => Some(crate::config::LabelDefence::GradientPerturbation(g)),
             (None, Some(LabelDefence::RandomizedResponse(epsilon)))
-            | (None, Some(LabelDefence::RrWithPrior { epsilon, .. })) => {
+            | (None, Some(LabelDefence::RrWithPrior { epsilon, .. }))
+            | (None, Some(LabelDefence::Lp2st { epsilon, .. })) => {
                 Some(crate::config::LabelDefence::RandomizedLabels(
                     RandomizedLabels::announced_by_guest(epsilon),
                 ))
@@ -445,6 +480,11 @@ impl GuestModel {
         let p = self.top.forward(&out)?;
         self.cache = Some((z, out));
         Ok(p)
+    }
+
+    /// Drops the cached forward pass (after a prediction round, which has no backward).
+    pub(crate) fn discard_forward(&mut self) {
+        self.cache = None;
     }
 
     /// BCE against `labels`, top-model step, guest-part SGD and guest-bottom step. Returns
