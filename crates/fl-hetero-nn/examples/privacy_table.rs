@@ -1398,18 +1398,8 @@ fn sweep(opts: &Options, canaries: usize, cells: &[(Defence, f64)]) -> Result<()
     let splits = (1..=runs as u64)
         .map(|r| prepare(&data, canaries, r))
         .collect::<Result<Vec<_>, _>>()?;
-    let jobs: Vec<(usize, usize)> = (0..cells.len())
-        .flat_map(|c| (0..runs).map(move |r| (c, r)))
-        .collect();
-    let results = parallel(&jobs, opts.threads, |&(c, r)| {
-        run(&cfg, &splits[r], cells[c].0, cells[c].1, prior)
-    })?;
-    let auc = |c: usize| -> Vec<f64> {
-        results[c * runs..(c + 1) * runs]
-            .iter()
-            .map(|r| r.test_auc)
-            .collect()
-    };
+    let aucs = cell_aucs(opts, &cfg, &splits, cells, prior)?;
+    let auc = |c: usize| aucs[c].clone();
     println!("breast, {canaries} canaries, {runs} runs:");
     println!();
     println!(
@@ -1467,6 +1457,31 @@ fn gp_sweep(opts: &Options) -> Result<(), Error> {
     sweep(opts, 64, &cells)
 }
 
+/// The test AUC of every cell over every split (cells × runs), run in parallel.
+fn cell_aucs(
+    opts: &Options,
+    cfg: &SplitConfig,
+    splits: &[Split],
+    cells: &[(Defence, f64)],
+    prior: [f64; 2],
+) -> Result<Vec<Vec<f64>>, Error> {
+    let runs = splits.len();
+    let jobs: Vec<(usize, usize)> = (0..cells.len())
+        .flat_map(|c| (0..runs).map(move |r| (c, r)))
+        .collect();
+    let results = parallel(&jobs, opts.threads, |&(c, r)| {
+        run(cfg, &splits[r], cells[c].0, cells[c].1, prior)
+    })?;
+    Ok((0..cells.len())
+        .map(|c| {
+            results[c * runs..(c + 1) * runs]
+                .iter()
+                .map(|r| r.test_auc)
+                .collect()
+        })
+        .collect())
+}
+
 /// Issue 29's DP-SGD goals, paired over runs without canaries: on each data set the
 /// undefended model, LabelDP and DP-SGD at ε ∈ {1, 4}, all on the same schedule (breast:
 /// FATE's 100 epochs; default-credit: full batch, 150 epochs, undefended ≈ 0.760; DP-SGD
@@ -1496,18 +1511,8 @@ fn dp_sgd_goals(opts: &Options) -> Result<(), Error> {
             (Defence::LabelDp, 4.0),
             (Defence::DpSgd, 4.0),
         ];
-        let jobs: Vec<(usize, usize)> = (0..cells.len())
-            .flat_map(|c| (0..runs).map(move |r| (c, r)))
-            .collect();
-        let results = parallel(&jobs, opts.threads, |&(c, r)| {
-            run(&cfg, &splits[r], cells[c].0, cells[c].1, prior)
-        })?;
-        let auc = |c: usize| -> Vec<f64> {
-            results[c * runs..(c + 1) * runs]
-                .iter()
-                .map(|r| r.test_auc)
-                .collect()
-        };
+        let aucs = cell_aucs(opts, &cfg, &splits, &cells, prior)?;
+        let auc = |c: usize| aucs[c].clone();
         println!("{name}, {runs} runs, test AUC:");
         println!();
         println!(

@@ -199,28 +199,14 @@ impl GradientPerturbation {
     /// σ = 2zK ≤ 2^62 (the largest discrete Gaussian fl-ldp samples).
     fn validate_on_lattice(&self, frac_bits: u32) -> Result<(), Error> {
         self.validate()?;
-        let k = crate::fixed::clip_bound_lattice(self.clip_norm, frac_bits);
-        if k > crate::fixed::MAX_CLIP_LATTICE {
-            return Err(ApiMisuse::InvalidConfig {
-                reason: format!(
-                    "gradient perturbation: clip_norm = {} gives ⌊C·2^{frac_bits}⌋ = {k:e} lattice steps; allowed ≤ 2^62 (C < {:e} at frac_bits = {frac_bits})",
-                    self.clip_norm,
-                    crate::fixed::MAX_CLIP_LATTICE / 2f64.powi(frac_bits as i32)
-                ),
-            }
-            .into());
-        }
-        let sigma = self.sigma_lattice(frac_bits);
-        if let Err(e) = fl_ldp::DiscreteGaussian::new(sigma) {
-            return Err(ApiMisuse::InvalidConfig {
-                reason: format!(
-                    "gradient perturbation: σ = 2·z·⌊C·2^{frac_bits}⌋ = {sigma:e} lattice steps (z = {}, C = {}): {e}; lower z or C",
-                    self.noise_multiplier, self.clip_norm
-                ),
-            }
-            .into());
-        }
-        Ok(())
+        check_noise_on_lattice(
+            "gradient perturbation",
+            "2·z",
+            self.clip_norm,
+            self.noise_multiplier,
+            self.sigma_lattice(frac_bits),
+            frac_bits,
+        )
     }
 
     fn validate(&self) -> Result<(), Error> {
@@ -236,6 +222,37 @@ impl GradientPerturbation {
         }
         Ok(())
     }
+}
+
+/// The lattice checks of a clipped, discrete-Gaussian defence (`what`): K = ⌊C·2^f⌋ ≤ 2^62
+/// and σ (= `sigma_formula`·K, `sigma` lattice steps) within what fl-ldp samples.
+fn check_noise_on_lattice(
+    what: &str,
+    sigma_formula: &str,
+    clip_norm: f64,
+    noise_multiplier: f64,
+    sigma: f64,
+    frac_bits: u32,
+) -> Result<(), Error> {
+    let k = crate::fixed::clip_bound_lattice(clip_norm, frac_bits);
+    if k > crate::fixed::MAX_CLIP_LATTICE {
+        return Err(ApiMisuse::InvalidConfig {
+            reason: format!(
+                "{what}: clip_norm = {clip_norm} gives ⌊C·2^{frac_bits}⌋ = {k:e} lattice steps; allowed ≤ 2^62 (C < {:e} at frac_bits = {frac_bits})",
+                crate::fixed::MAX_CLIP_LATTICE / 2f64.powi(frac_bits as i32)
+            ),
+        }
+        .into());
+    }
+    if let Err(e) = fl_ldp::DiscreteGaussian::new(sigma) {
+        return Err(ApiMisuse::InvalidConfig {
+            reason: format!(
+                "{what}: σ = {sigma_formula}·⌊C·2^{frac_bits}⌋ = {sigma:e} lattice steps (z = {noise_multiplier}, C = {clip_norm}): {e}; lower z or C"
+            ),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// DP-SGD on the guest's side (binary labels, BCE on a sigmoid top): per-example joint
@@ -361,29 +378,17 @@ impl DpSgd {
         self.noise_multiplier * crate::fixed::clip_bound_lattice(self.clip_norm, frac_bits)
     }
 
+    /// The checks that need the fixed-point format: K = ⌊C·2^f⌋ ≤ 2^62 and σ = zK ≤ 2^62.
     fn validate_on_lattice(&self, frac_bits: u32) -> Result<(), Error> {
         self.validate()?;
-        let k = crate::fixed::clip_bound_lattice(self.clip_norm, frac_bits);
-        if k > crate::fixed::MAX_CLIP_LATTICE {
-            return Err(ApiMisuse::InvalidConfig {
-                reason: format!(
-                    "DP-SGD: clip_norm = {} gives ⌊C·2^{frac_bits}⌋ = {k:e} lattice steps; allowed ≤ 2^62",
-                    self.clip_norm
-                ),
-            }
-            .into());
-        }
-        let sigma = self.sigma_lattice(frac_bits);
-        if let Err(e) = fl_ldp::DiscreteGaussian::new(sigma) {
-            return Err(ApiMisuse::InvalidConfig {
-                reason: format!(
-                    "DP-SGD: σ = z·⌊C·2^{frac_bits}⌋ = {sigma:e} lattice steps (z = {}, C = {}): {e}; lower z or C",
-                    self.noise_multiplier, self.clip_norm
-                ),
-            }
-            .into());
-        }
-        Ok(())
+        check_noise_on_lattice(
+            "DP-SGD",
+            "z",
+            self.clip_norm,
+            self.noise_multiplier,
+            self.sigma_lattice(frac_bits),
+            frac_bits,
+        )
     }
 
     fn validate(&self) -> Result<(), Error> {
