@@ -28,7 +28,12 @@ fn f64_at(data: &[u8], i: usize) -> f64 {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let (clip, z, q, lambda) = (f64_at(data, 0), f64_at(data, 1), f64_at(data, 2), f64_at(data, 3));
+    let (clip, z, q, lambda) = (
+        f64_at(data, 0),
+        f64_at(data, 1),
+        f64_at(data, 2),
+        f64_at(data, 3),
+    );
     let Ok(dp) = DpSgd::new(clip, z, q, 1_000).and_then(|d| d.with_error_weight(lambda)) else {
         return;
     };
