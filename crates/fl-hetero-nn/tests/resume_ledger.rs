@@ -194,6 +194,19 @@ fn a_snapshot_without_the_ledger_is_refused_under_a_label_defence() {
         matches!(e, Error::ApiMisuse(ApiMisuse::ResumeWithoutLedger { .. })),
         "{e}"
     );
+    // A snapshot resumed under another label defence (here: ten times less noise, a
+    // larger budget) is refused: its releases were made under the snapshot's noise.
+    let mut cheaper = config;
+    cheaper.label_defence = Some(LabelDefence::GradientPerturbation(
+        GradientPerturbation::new(1.0, 20.0, 10 * BUDGET).unwrap(),
+    ));
+    let e = Guest::<InsecureIdentityScheme>::resume(cheaper, guest_snap.clone()).unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidConfig { .. })),
+        "{e}"
+    );
+    // Control: the same configuration resumes.
+    assert!(Guest::<InsecureIdentityScheme>::resume(config, guest_snap.clone()).is_ok());
     // A snapshot of the wrong shape is a typed error too.
     let mut wrong = guest_snap;
     wrong.bias = Matrix::from_fn(1, M + 1, |_, _| num_bigint::BigInt::from(0));

@@ -77,7 +77,7 @@ impl BackwardInput<'_> {
 /// The guest's exportable state (FATE saves W̃ and b_A in the guest's model), from
 /// [`Guest::snapshot`]; [`Guest::resume`] continues a session from it. **Secret**
 /// (its `Debug` shows only the counters).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq)]
 pub struct GuestSnapshot {
     /// W̃ at scale S².
     pub noisy_weight: Matrix<BigInt>,
@@ -93,6 +93,10 @@ pub struct GuestSnapshot {
     /// built by hand), which [`Guest::resume`] refuses under a label defence that counts
     /// releases ([`ApiMisuse::ResumeWithoutLedger`]).
     pub release_ledger: Option<RowLedger>,
+    /// The label defence the ledger's releases were made under (their price: C, z, q,
+    /// budget). [`Guest::resume`] refuses a configuration with another one, so that the
+    /// report cannot price past releases at a different noise or budget.
+    pub label_defence: Option<crate::config::LabelDefence>,
 }
 
 impl core::fmt::Debug for GuestSnapshot {
@@ -307,6 +311,12 @@ impl<S: HomomorphicScheme> Guest<S> {
             Some(crate::config::LabelDefence::DpSgd(_)) => Some("DP-SGD"),
             _ => None,
         };
+        if defence.is_some() && snapshot.label_defence != config.label_defence {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: "resume with a label defence other than the snapshot's: its ledger's releases were made (and must be priced) under the snapshot's noise, sampling rate and budget".into(),
+            }
+            .into());
+        }
         let released = match (snapshot.release_ledger.clone(), defence) {
             (Some(ledger), _) => ledger,
             (None, Some(defence)) => {
@@ -433,6 +443,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             training_steps: self.training_steps,
             round: self.round,
             release_ledger: Some(self.released.clone()),
+            label_defence: self.config.label_defence,
         }
     }
 
