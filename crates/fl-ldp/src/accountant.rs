@@ -123,12 +123,12 @@ impl RdpAccountant {
     /// - remove, D_α((1−q)N(0, σ²) + qN(Δ, σ²) ‖ N(0, σ²)) =
     ///   1/(α−1)·ln Σₖ C(α, k)(1−q)^(α−k) q^k e^(k(k−1)/(2z²)) (Mironov, Talwar, Zhang
     ///   2019, the integer-order formula, exact for the continuous Gaussian; for the
-    ///   discrete Gaussian every moment E[(B/A)^k] equals the continuous one at integer
+    ///   discrete Gaussian every moment E((B/A)^k) equals the continuous one at integer
     ///   shifts, so the same value is exact there too);
     /// - add, D_α(N(0, σ²) ‖ (1−q)N(0, σ²) + qN(Δ, σ²)) ≤
     ///   1/(α−1)·ln(1 + (C(α, 2)·q² + R)·(e^(1/z²) − 1)), R = (1−q)^(−(α−1)) − 1 − (α−1)q −
     ///   C(α, 2)q² (a second-order bound of (1 − q + qL)^(1−α): Taylor over L ≥ 1, the
-    ///   binomial series over L < 1; E[L] = 1, E[L²] = e^(1/z²)). It is much looser than
+    ///   binomial series over L < 1; E(L) = 1, E(L²) = e^(1/z²)). It is much looser than
     ///   the remove direction unless q·α is small, so the amplification it proves is
     ///   modest.
     ///
