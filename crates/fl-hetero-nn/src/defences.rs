@@ -749,34 +749,28 @@ pub(crate) fn privacy_report(
     delta: f64,
 ) -> Result<PrivacyReport, Error> {
     let (host_dim, out_dim) = (config.host_dim, config.out_dim);
+    // ε of the most-released example; 0 before any release.
+    let released_epsilon = |loss: fl_ldp::PrivacyLoss| {
+        if label_releases == 0 {
+            0.0
+        } else {
+            loss.epsilon
+        }
+    };
     let labels = match config.label_defence {
-        Some(LabelDefence::GradientPerturbation(g)) => {
-            let loss = g.guarantee(label_releases.max(1), delta)?;
-            LabelGuarantee::LabelDp {
-                epsilon: if label_releases == 0 {
-                    0.0
-                } else {
-                    loss.epsilon
-                },
-                delta,
-                releases: label_releases,
-                budget: g.releases_per_row,
-            }
-        }
-        Some(LabelDefence::DpSgd(g)) => {
-            let loss = g.guarantee(label_releases.max(1), delta)?;
-            LabelGuarantee::DpSgd {
-                epsilon: if label_releases == 0 {
-                    0.0
-                } else {
-                    loss.epsilon
-                },
-                delta,
-                releases: label_releases,
-                budget: g.releases_per_row,
-                sampling_rate: g.sampling_rate,
-            }
-        }
+        Some(LabelDefence::GradientPerturbation(g)) => LabelGuarantee::LabelDp {
+            epsilon: released_epsilon(g.guarantee(label_releases.max(1), delta)?),
+            delta,
+            releases: label_releases,
+            budget: g.releases_per_row,
+        },
+        Some(LabelDefence::DpSgd(g)) => LabelGuarantee::DpSgd {
+            epsilon: released_epsilon(g.guarantee(label_releases.max(1), delta)?),
+            delta,
+            releases: label_releases,
+            budget: g.releases_per_row,
+            sampling_rate: g.sampling_rate,
+        },
         Some(LabelDefence::RandomizedLabels(r)) if r.is_evidence() => {
             LabelGuarantee::RandomizedLabels {
                 epsilon: r.epsilon().value(),

@@ -796,6 +796,29 @@ fn pair_err(e: crate::transport::memory::PairError) -> Error {
     e.error
 }
 
+/// The end of a backward step: the host's δ_A and the guest's released error, if seen.
+type BackwardEnd = (Option<Matrix<f64>>, Option<Matrix<f64>>);
+
+/// Drives a backward step to its end: the host's δ_A and the guest's released error.
+fn finish_backward<S: HomomorphicScheme, R: CryptoRng>(
+    pair: &mut Pair<S, R>,
+) -> Result<BackwardEnd, Error> {
+    pair.drive().map_err(pair_err)?;
+    let mut out = None;
+    while let Some(e) = pair.poll_host_event() {
+        if let HostEvent::InputGradient { gradient, .. } = e {
+            out = Some(gradient);
+        }
+    }
+    let mut released = None;
+    while let Some(e) = pair.poll_guest_event() {
+        if let GuestEvent::BackwardDone { released_error, .. } = e {
+            released = released_error;
+        }
+    }
+    Ok((out, released))
+}
+
 impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
     fn forward(
         &mut self,
@@ -824,19 +847,7 @@ impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
         row_ids: &[u64],
     ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
         self.guest.backward(delta, row_ids, &mut self.guest_rng)?;
-        self.drive().map_err(pair_err)?;
-        let mut out = None;
-        while let Some(e) = self.poll_host_event() {
-            if let HostEvent::InputGradient { gradient, .. } = e {
-                out = Some(gradient);
-            }
-        }
-        let mut released = None;
-        while let Some(e) = self.poll_guest_event() {
-            if let GuestEvent::BackwardDone { released_error, .. } = e {
-                released = released_error;
-            }
-        }
+        let (out, released) = finish_backward(self)?;
         let g = out.ok_or(Error::ApiMisuse(ApiMisuse::WrongState {
             operation: "backward",
             state: "no gradient produced",
@@ -851,19 +862,7 @@ impl<S: HomomorphicScheme, R: CryptoRng> HostPart for Pair<S, R> {
         let top = self
             .guest
             .backward_dp_sgd(batch, row_ids, &mut self.guest_rng)?;
-        self.drive().map_err(pair_err)?;
-        let mut out = None;
-        while let Some(e) = self.poll_host_event() {
-            if let HostEvent::InputGradient { gradient, .. } = e {
-                out = Some(gradient);
-            }
-        }
-        let mut released = None;
-        while let Some(e) = self.poll_guest_event() {
-            if let GuestEvent::BackwardDone { released_error, .. } = e {
-                released = released_error;
-            }
-        }
+        let (out, released) = finish_backward(self)?;
         let missing = |what: &'static str| {
             Error::ApiMisuse(ApiMisuse::WrongState {
                 operation: "backward_dp_sgd",
