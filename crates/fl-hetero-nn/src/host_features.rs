@@ -166,12 +166,23 @@ impl FeatureRandomizer {
     /// # Errors
     /// [`ApiMisuse::NonFinite`] for NaN or an infinity.
     pub fn randomize<R: CryptoRng + ?Sized>(&self, x: f64, rng: &mut R) -> Result<f64, Error> {
-        let input = self.level_of(x)?;
-        let out = self
-            .mechanism
-            .randomize(input, rng)
-            .map_err(|e| invalid(format!("k-ary randomized response: {e}")))?;
+        let out = self.randomize_level(x, rng)?;
         self.grid_value(out)
+    }
+
+    /// One randomised grid index for `x` (what [`Self::randomize`] maps to its grid value).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::NonFinite`] for NaN or an infinity.
+    pub fn randomize_level<R: CryptoRng + ?Sized>(
+        &self,
+        x: f64,
+        rng: &mut R,
+    ) -> Result<usize, Error> {
+        let input = self.level_of(x)?;
+        self.mechanism
+            .randomize(input, rng)
+            .map_err(|e| invalid(format!("k-ary randomized response: {e}")))
     }
 }
 
@@ -201,6 +212,9 @@ impl FeatureTreatment {
 #[derive(Debug, Clone)]
 pub struct HostFeatureDefence {
     features: Vec<FeatureTreatment>,
+    /// ε per row already spent on the same rows by a [`crate::feature_selection::FeatureProbe`]
+    /// whose release chose this defence (0 otherwise).
+    probe_epsilon: f64,
 }
 
 impl HostFeatureDefence {
@@ -212,7 +226,60 @@ impl HostFeatureDefence {
         if features.is_empty() {
             return Err(invalid("a host feature defence needs at least one feature"));
         }
-        Ok(Self { features })
+        Ok(Self {
+            features,
+            probe_epsilon: 0.0,
+        })
+    }
+
+    /// The defence a private feature choice ends with
+    /// ([`crate::feature_selection`]): the features in `selection` randomised over the
+    /// public range [`lo`, `hi`] with `levels` grid points at `budget` / (number selected)
+    /// each (rounded down), the others dropped; the probe's ε₁ is counted in
+    /// [`Self::epsilon_per_row`] (ε₁ + `budget` at most), because the probed rows are the
+    /// rows this defence randomises. The host's ε does not depend on which features the
+    /// guest selected.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] when the selection is over another number of features
+    /// than the probe, and those of [`FeatureRandomizer::new`].
+    pub fn from_selection(
+        probe: &crate::feature_selection::FeatureProbe,
+        selection: &crate::feature_selection::FeatureSelection,
+        lo: f64,
+        hi: f64,
+        levels: usize,
+        budget: fl_ldp::Epsilon,
+    ) -> Result<Self, Error> {
+        let d = selection.features();
+        let probed = probe.features();
+        if d != probed {
+            return Err(invalid(format!(
+                "the selection is over {d} features, the probe over {probed}"
+            )));
+        }
+        let m = selection.selected().len();
+        // Rounded down, so the shares never sum above the budget.
+        let share = (budget.value() / m as f64).next_down().max(0.0);
+        let r = FeatureRandomizer::new(
+            lo,
+            hi,
+            levels,
+            fl_ldp::Epsilon::new(share).map_err(|e| invalid(e.to_string()))?,
+        )?;
+        let features = (0..d)
+            .map(|j| {
+                if selection.selected().contains(&j) {
+                    FeatureTreatment::Randomize(r.clone())
+                } else {
+                    FeatureTreatment::Drop
+                }
+            })
+            .collect();
+        Ok(Self {
+            features,
+            probe_epsilon: probe.epsilon_per_row(),
+        })
     }
 
     /// `host_features` features, each randomised over the public range [`lo`, `hi`] with
@@ -244,9 +311,14 @@ impl HostFeatureDefence {
         &self.features
     }
 
-    /// ε per row for the whole run: Σ_j ε_j (basic composition over the features).
+    /// ε per row for the whole run: Σ_j ε_j (basic composition over the features), plus
+    /// the probe's ε₁ when the defence was chosen by [`Self::from_selection`].
     pub fn epsilon_per_row(&self) -> f64 {
-        self.features.iter().map(FeatureTreatment::epsilon).sum()
+        self.features
+            .iter()
+            .map(FeatureTreatment::epsilon)
+            .sum::<f64>()
+            + self.probe_epsilon
     }
 
     /// Randomises the host's raw feature matrix `x` (rows × features) once, with fresh coins

@@ -6,6 +6,7 @@ pub mod data;
 pub mod defences;
 pub mod dp_sgd;
 pub mod error;
+pub mod feature_selection;
 pub mod fixed;
 pub mod host_features;
 pub mod lp2st;

@@ -14,7 +14,7 @@ use fl_hetero_nn::defences::FeatureGuarantee;
 use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::host_features::{FeatureRandomizer, FeatureTreatment, HostFeatureDefence};
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
-use fl_hetero_nn::{Error, Matrix, Profile, ProtocolConfig, Purpose};
+use fl_hetero_nn::{Matrix, Profile, ProtocolConfig, Purpose};
 use fl_ldp::Epsilon;
 use fl_stats::chi_square_gof;
 use rand::SeedableRng;
@@ -214,13 +214,6 @@ fn report_states_whole_run_epsilon_independent_of_rounds() {
         report_after(4, false, Some(0.5)),
         FeatureGuarantee::LocalDp { rounds: 4, epsilon, .. } if epsilon == 3.0
     ));
-}
-
-fn is_misuse(r: Result<impl std::fmt::Debug, Error>, pred: impl Fn(&ApiMisuse) -> bool) {
-    match r {
-        Err(Error::ApiMisuse(m)) if pred(&m) => {}
-        other => panic!("unexpected: {other:?}"),
-    }
 }
 
 /// Invalid configuration and input give typed errors, before any coin is drawn.

@@ -285,3 +285,15 @@ pub(crate) fn host_hello_and_predict_activations(
     let activations = host.poll_message().unwrap();
     (hello, activations, rng)
 }
+
+/// Asserts that `r` is an [`fl_hetero_nn::error::ApiMisuse`] error matching `pred`.
+#[allow(clippy::panic)]
+pub(crate) fn is_misuse(
+    r: Result<impl std::fmt::Debug, fl_hetero_nn::Error>,
+    pred: impl Fn(&fl_hetero_nn::error::ApiMisuse) -> bool,
+) {
+    match r {
+        Err(fl_hetero_nn::Error::ApiMisuse(m)) if pred(&m) => {}
+        other => panic!("unexpected: {other:?}"),
+    }
+}
