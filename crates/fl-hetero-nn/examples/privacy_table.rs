@@ -82,7 +82,7 @@
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --embedding-sweep  # with and without canaries
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --dp-sgd-goals     # issue 29's DP-SGD goals
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --dp-sgd-sweep     # DP-SGD vs LabelDP, canaries or not
-//! cargo run --release -p fl-hetero-nn --example privacy_table -- --features-once    # host features randomised once
+//! cargo run --release -p fl-hetero-nn --example privacy_table -- --features-once    # host features randomised once (fixed subsets; chosen privately)
 //! cargo run --release -p fl-hetero-nn --example privacy_table -- --lp2st  # LP-2ST vs RR-with-prior, ε ∈ {0.5, 1} (--quick: breast only)
 //! ```
 //!
@@ -114,6 +114,7 @@ use fl_hetero_nn::defences::clip_error_row;
 use fl_hetero_nn::defences::embedding_dp_rows;
 use fl_hetero_nn::dp_sgd::DpSgdBatch;
 use fl_hetero_nn::error::ApiMisuse;
+use fl_hetero_nn::feature_selection::{FeatureProbe, FeatureSelector};
 use fl_hetero_nn::host_features::{FeatureRandomizer, FeatureTreatment, HostFeatureDefence};
 use fl_hetero_nn::lp2st::{StageOne, guest_logistic_priors, stage_one_priors};
 use fl_hetero_nn::nn::Optimizer;
@@ -728,6 +729,28 @@ fn dp_sgd_schedule(dataset: &str, eps: f64) -> Result<(DpSgd, usize), Error> {
         DpSgd::for_target(0.5, eps, DELTA, 1.0, epochs as u64)?.with_error_weight(lambda)?,
         epochs,
     ))
+}
+
+/// ε′ such that randomized response on one label is as informative, in total variation,
+/// as everything DP-SGD releases about that label to the host over the run: with q = 1 the
+/// host's view of row i over T releases is at most a Gaussian shift experiment of mean
+/// μ = √T/z (each release adds ±h̄ᵢ,err, norm ≤ K, under N(0, (zK)²) per coordinate), whose
+/// total variation is 2Φ(μ/2) − 1; RR at ε′ has tanh(ε′/2). The bound covers the whole
+/// release (parameters and error row are clipped jointly, so the label's shift of the
+/// joint vector has norm ≤ K), hence everything the host sees. A comparison of the two
+/// channels' distinguishing power, not a bound on what a learner extracts. NaN for q < 1
+/// (not derived).
+fn tv_matched_rr_epsilon(sched: &DpSgd, epochs: usize) -> f64 {
+    use statrs::distribution::Normal;
+    if sched.sampling_rate != 1.0 {
+        return f64::NAN;
+    }
+    let mu = (epochs as f64).sqrt() / sched.noise_multiplier;
+    let Ok(normal) = Normal::new(0.0, 1.0) else {
+        return f64::NAN;
+    };
+    let tv = 2.0 * normal.cdf(mu / 2.0) - 1.0;
+    2.0 * tv.atanh()
 }
 
 /// DP-SGD's optimizers (guest, host): plain SGD on breast (Adam's normalised steps turn
@@ -1519,21 +1542,27 @@ fn dp_sgd_goals(opts: &Options) -> Result<(), Error> {
             .map(|r| prepare(&data, 0, r))
             .collect::<Result<Vec<_>, _>>()?;
         cfg.batch_size = cfg.batch_size.min(splits[0].train.len());
+        let matched = |eps: f64| -> Result<f64, Error> {
+            let (sched, epochs) = dp_sgd_schedule(name, eps)?;
+            Ok(tv_matched_rr_epsilon(&sched, epochs))
+        };
         let cells = [
             (Defence::None, 1.0),
             (Defence::LabelDp, 1.0),
             (Defence::DpSgd, 1.0),
             (Defence::LabelDp, 4.0),
             (Defence::DpSgd, 4.0),
+            (Defence::LabelDp, matched(1.0)?),
+            (Defence::LabelDp, matched(4.0)?),
         ];
         let aucs = cell_aucs(opts, &cfg, &splits, &cells, prior)?;
         let auc = |c: usize| aucs[c].clone();
         println!("{name}, {runs} runs, test AUC:");
         println!();
         println!(
-            "| ε | undefended | LabelDP | DP-SGD | DP-SGD − LabelDP (paired) | undefended − DP-SGD (paired) | DP-SGD's z, epochs |"
+            "| ε | undefended | LabelDP | DP-SGD | DP-SGD − LabelDP (paired) | undefended − DP-SGD (paired) | DP-SGD's z, epochs | ε′: RR as informative per row as DP-SGD's releases | LabelDP at ε′ |"
         );
-        println!("|---:|---:|---:|---:|---:|---:|---:|");
+        println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for (k, eps) in [1.0, 4.0].into_iter().enumerate() {
             let (label, dp) = (auc(1 + 2 * k), auc(2 + 2 * k));
             let none = auc(0);
@@ -1541,13 +1570,15 @@ fn dp_sgd_goals(opts: &Options) -> Result<(), Error> {
             let d2: Vec<f64> = none.iter().zip(&dp).map(|(a, b)| a - b).collect();
             let (sched, epochs) = dp_sgd_schedule(name, eps)?;
             println!(
-                "| {eps} | {} | {} | {} | {} | {} | {:.2}, {epochs} |",
+                "| {eps} | {} | {} | {} | {} | {} | {:.2}, {epochs} | {:.3} | {} |",
                 pm(&none, 3),
                 pm(&label, 3),
                 pm(&dp, 3),
                 pm(&d1, 3),
                 pm(&d2, 3),
-                sched.noise_multiplier
+                sched.noise_multiplier,
+                cells[5 + k].1,
+                pm(&auc(5 + k), 3),
             );
         }
         println!();
@@ -1679,6 +1710,25 @@ fn credit_auc(opts: &Options) -> Result<(), Error> {
     Ok(())
 }
 
+/// The label ε the guest spends choosing the host's features (`feature_selection`), fixed
+/// before any run from the expected utility gap (probe ε₁ = 2: PAY_0's utility a few
+/// hundred grid steps above the weakest features', sensitivity 8).
+const FEATURE_SELECTION_LABEL_EPSILON: f64 = 0.5;
+
+/// default-credit's host columns, in file order (the UCI codebook's names).
+const CREDIT_HOST_NAMES: [&str; 10] = [
+    "LIMIT_BAL",
+    "SEX",
+    "EDUCATION",
+    "MARRIAGE",
+    "AGE",
+    "PAY_0",
+    "PAY_2",
+    "PAY_3",
+    "PAY_4",
+    "PAY_5",
+];
+
 /// `--features-once` (issue 29, part 2): the host's features randomised **once** before
 /// training ([`HostFeatureDefence::privatize_host_features`], public range [−2, 2] of the
 /// z-scored features, grid + k-ary randomized response per feature, ε per row = Σ ε_j for
@@ -1686,9 +1736,13 @@ fn credit_auc(opts: &Options) -> Result<(), Error> {
 /// undefended run and the guest-only baseline (host features replaced by zeros) on the same
 /// split and initialisation; test AUC mean ± sd over `--runs` runs (default 10; the
 /// table's runs 1–N). Train and test host rows are randomised once each (independent
-/// coins, stream 41 of the run); everything after is post-processing.
+/// coins, stream 41 of the run); everything after is post-processing. The "chosen
+/// privately" rows probe the training rows (stream 41), let the guest select (its own
+/// stream 43) and print the features drawn per run; the other subsets were picked by
+/// looking at the data (outside the claim, for comparison).
 fn features_once(opts: &Options) -> Result<(), Error> {
     const STREAM_FEATURES_ONCE: u64 = 41;
+    const STREAM_FEATURE_CHOICE: u64 = 43;
     let runs = opts.runs.unwrap_or(10);
     let data = VerticalData::align(
         parse_csv(CREDIT_GUEST, true)?,
@@ -1720,75 +1774,145 @@ fn features_once(opts: &Options) -> Result<(), Error> {
                 .collect::<Result<Vec<_>, _>>()?,
         )
     };
-    // (name, defence): None = the true host features; Some(None) = zeros (guest only).
-    let variants: Vec<(String, Option<Option<HostFeatureDefence>>)> = vec![
-        ("undefended".into(), None),
-        ("guest only (host features = 0)".into(), Some(None)),
+    // How each variant treats the host's features.
+    enum Host {
+        /// The true features.
+        Undefended,
+        /// Zeros (guest only).
+        Zeros,
+        /// A fixed defence.
+        Fixed(HostFeatureDefence),
+        /// Chosen privately per run (`feature_selection`): probe at ε₁ (one random
+        /// feature per training row), the guest draws `count` features by the exponential
+        /// mechanism at label ε_sel, the host spends ε₂ on them (and, with `spread`, feeds
+        /// them to every input column: `FeatureSelection::spread_over_columns`).
+        Chosen {
+            probe: f64,
+            count: usize,
+            label_epsilon: f64,
+            budget: f64,
+            spread: bool,
+        },
+    }
+    let chosen = |probe: f64, count: usize, budget: f64, spread: bool| Host::Chosen {
+        probe,
+        count,
+        label_epsilon: FEATURE_SELECTION_LABEL_EPSILON,
+        budget,
+        spread,
+    };
+    let variants: Vec<(String, Host)> = vec![
+        ("undefended".into(), Host::Undefended),
+        ("guest only (host features = 0)".into(), Host::Zeros),
         (
             "all 10 features, 5 levels, 0.8 each".into(),
-            Some(Some(HostFeatureDefence::uniform(
-                d,
-                -2.0,
-                2.0,
-                5,
-                eps(8.0)?,
-            )?)),
+            Host::Fixed(HostFeatureDefence::uniform(d, -2.0, 2.0, 5, eps(8.0)?)?),
         ),
         (
             "all 10 features, 3 levels, 0.8 each".into(),
-            Some(Some(HostFeatureDefence::uniform(
-                d,
-                -2.0,
-                2.0,
-                3,
-                eps(8.0)?,
-            )?)),
+            Host::Fixed(HostFeatureDefence::uniform(d, -2.0, 2.0, 3, eps(8.0)?)?),
         ),
         (
-            "PAY_0 only, 5 levels, ε 8".into(),
-            Some(Some(subset(&[(5, 8.0)], 5)?)),
+            "**chosen privately**: probe ε₁ 2, the guest's best 1 (label ε 0.5), ε₂ 6 on it, spread over the 10 columns".into(),
+            chosen(2.0, 1, 6.0, true),
         ),
         (
-            "PAY_0 only, 5 levels, ε 4".into(),
-            Some(Some(subset(&[(5, 4.0)], 5)?)),
+            "chosen privately: as above, not spread (the other columns 0)".into(),
+            chosen(2.0, 1, 6.0, false),
         ),
         (
-            "PAY_0 only, 5 levels, ε 2".into(),
-            Some(Some(subset(&[(5, 2.0)], 5)?)),
+            "chosen privately: probe ε₁ 2, best 2, ε₂ 3 each, spread".into(),
+            chosen(2.0, 2, 6.0, true),
         ),
         (
-            "PAY_0 … PAY_5 (repayment status), 5 levels, 1.6 each".into(),
-            Some(Some(subset(
+            "PAY_0 only, 5 levels, ε 8 (chosen by looking at the data)".into(),
+            Host::Fixed(subset(&[(5, 8.0)], 5)?),
+        ),
+        (
+            "PAY_0 only, 5 levels, ε 4 (chosen by looking)".into(),
+            Host::Fixed(subset(&[(5, 4.0)], 5)?),
+        ),
+        (
+            "PAY_0 only, 5 levels, ε 2 (chosen by looking)".into(),
+            Host::Fixed(subset(&[(5, 2.0)], 5)?),
+        ),
+        (
+            "PAY_0 … PAY_5 (repayment status), 5 levels, 1.6 each (chosen from the codebook)".into(),
+            Host::Fixed(subset(
                 &[(5, 1.6), (6, 1.6), (7, 1.6), (8, 1.6), (9, 1.6)],
                 5,
-            )?)),
+            )?),
         ),
         (
-            "LIMIT_BAL 2 + PAY_0 4 + PAY_2 2, 5 levels".into(),
-            Some(Some(subset(&[(0, 2.0), (5, 4.0), (6, 2.0)], 5)?)),
+            "LIMIT_BAL 2 + PAY_0 4 + PAY_2 2, 5 levels (chosen by looking)".into(),
+            Host::Fixed(subset(&[(0, 2.0), (5, 4.0), (6, 2.0)], 5)?),
         ),
     ];
     let jobs: Vec<(usize, usize)> = (0..variants.len())
         .flat_map(|v| (0..runs).map(move |r| (v, r)))
         .collect();
+    // Per job: the test AUC, the whole-run ε per row, the features the guest selected.
     let results = parallel(&jobs, opts.threads, |&(v, r)| {
         let split = &splits[r];
         let (mut train, mut test) = (split.train.clone(), split.test.clone());
+        let mut rng = ChaCha20Rng::seed_from_u64(stream_seed(split.run, STREAM_FEATURES_ONCE));
+        let mut epsilon = f64::INFINITY;
+        let mut selected = Vec::new();
+        let apply = |defence: &HostFeatureDefence,
+                     train: &mut VerticalData,
+                     test: &mut VerticalData,
+                     rng: &mut ChaCha20Rng|
+         -> Result<f64, Error> {
+            train.host = defence
+                .privatize_host_features(&train.host, rng)?
+                .into_features();
+            test.host = defence
+                .privatize_host_features(&test.host, rng)?
+                .into_features();
+            Ok(defence.epsilon_per_row())
+        };
         match &variants[v].1 {
-            None => {}
-            Some(None) => {
+            Host::Undefended => {}
+            Host::Zeros => {
                 train.host = Matrix::zeros(train.len(), d);
                 test.host = Matrix::zeros(test.len(), d);
+                epsilon = 0.0;
             }
-            Some(Some(defence)) => {
-                let mut rng =
-                    ChaCha20Rng::seed_from_u64(stream_seed(split.run, STREAM_FEATURES_ONCE));
-                train.host = defence
-                    .privatize_host_features(&train.host, &mut rng)?
-                    .into_features();
-                test.host = defence
-                    .privatize_host_features(&test.host, &mut rng)?
-                    .into_features();
+            Host::Fixed(defence) => epsilon = apply(defence, &mut train, &mut test, &mut rng)?,
+            &Host::Chosen {
+                probe,
+                count,
+                label_epsilon,
+                budget,
+                spread,
+            } => {
+                // Host: the probe of its training rows, sent to the guest.
+                let probe =
+                    FeatureProbe::new(d, FeatureRandomizer::new(-2.0, 2.0, 5, eps(probe)?)?)?;
+                let (release, receipt) = probe.probe(&train.host, &mut rng)?;
+                // Guest: the selection from the probe and its labels (its own coins).
+                let mut guest_rng =
+                    ChaCha20Rng::seed_from_u64(stream_seed(split.run, STREAM_FEATURE_CHOICE));
+                let selection = FeatureSelector::new(count, eps(label_epsilon)?)?.select(
+                    &release,
+                    &train.labels,
+                    &mut guest_rng,
+                )?;
+                selected = selection.selected().to_vec();
+                // Host: ε₂ on the selected features, the rows randomised once.
+                let defence = HostFeatureDefence::from_selection(
+                    receipt,
+                    &selection,
+                    -2.0,
+                    2.0,
+                    5,
+                    eps(budget)?,
+                )?;
+                epsilon = apply(&defence, &mut train, &mut test, &mut rng)?;
+                if spread {
+                    train.host = selection.spread_over_columns(&train.host)?;
+                    test.host = selection.spread_over_columns(&test.host)?;
+                }
             }
         }
         let mut cfg = SplitConfig::hetero_nn_binary_1();
@@ -1803,22 +1927,28 @@ fn features_once(opts: &Options) -> Result<(), Error> {
         for _ in 0..150 {
             train_epoch(&cfg, &train, &mut host, &mut guest, &mut part)?;
         }
-        Ok(evaluate(&cfg, &test, &mut host, &mut guest, &mut part)?.0)
+        let auc = evaluate(&cfg, &test, &mut host, &mut guest, &mut part)?.0;
+        Ok((auc, epsilon, selected))
     })?;
-    let base = &results[..runs];
+    let aucs: Vec<f64> = results.iter().map(|r| r.0).collect();
+    let base = &aucs[..runs];
     println!(
-        "| host features | whole-run ε per row | test AUC at epoch 150 | paired difference from undefended | runs within 0.05 | runs |"
+        "| host features | whole-run ε per row (host) | test AUC at epoch 150 | paired difference from undefended | runs within 0.05 | runs | features the guest chose |"
     );
-    println!("|---|---:|---:|---:|---:|---|");
-    for (v, (name, defence)) in variants.iter().enumerate() {
-        let rs = &results[v * runs..(v + 1) * runs];
+    println!("|---|---:|---:|---:|---:|---|---|");
+    for (v, (name, _)) in variants.iter().enumerate() {
+        let rs = &aucs[v * runs..(v + 1) * runs];
+        let cell = &results[v * runs..(v + 1) * runs];
         let diff: Vec<f64> = rs.iter().zip(base).map(|(a, b)| a - b).collect();
+        let eps_max = cell.iter().map(|c| c.1).fold(0.0, f64::max);
         println!(
-            "| {name} | {} | {} | {} | {}/{runs} | {} |",
-            match defence {
-                None => "∞ (no defence)".to_string(),
-                Some(None) => "0 (nothing sent)".to_string(),
-                Some(Some(d)) => format!("{:.4}", d.epsilon_per_row()),
+            "| {name} | {} | {} | {} | {}/{runs} | {} | {} |",
+            if eps_max.is_infinite() {
+                "∞ (no defence)".to_string()
+            } else if eps_max == 0.0 {
+                "0 (nothing sent)".to_string()
+            } else {
+                format!("{eps_max:.4}")
             },
             pm(rs, 3),
             pm(&diff, 3),
@@ -1827,6 +1957,19 @@ fn features_once(opts: &Options) -> Result<(), Error> {
                 .map(|a| format!("{a:.3}"))
                 .collect::<Vec<_>>()
                 .join(" "),
+            if cell.iter().all(|c| c.2.is_empty()) {
+                "–".to_string()
+            } else {
+                cell.iter()
+                    .map(|c| {
+                        c.2.iter()
+                            .map(|&j| CREDIT_HOST_NAMES[j])
+                            .collect::<Vec<_>>()
+                            .join("+")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
         );
     }
     Ok(())

@@ -597,13 +597,16 @@ pub enum FeatureGuarantee {
 
 /// `report` with the host's features-randomised-once guarantee, where the host declared
 /// one: it replaces the per-round composition unless EmbeddingDP's composed ε is already
-/// smaller (both bound the same view).
+/// smaller (both bound the same view). When a feature probe chose the defence
+/// ([`crate::feature_selection`]), the probe's release is a view EmbeddingDP does not
+/// cover, so the once-randomised bound (which includes the probe's ε₁) is always stated.
 pub(crate) fn with_features_once(
     mut report: PrivacyReport,
     once: Option<crate::host_features::FeaturesRandomizedOnce>,
 ) -> PrivacyReport {
     if let Some(once) = once {
-        let keep = matches!(report.features, FeatureGuarantee::LocalDp { epsilon, .. } if epsilon <= once.epsilon_per_row());
+        let keep = once.probe_epsilon() == 0.0
+            && matches!(report.features, FeatureGuarantee::LocalDp { epsilon, .. } if epsilon <= once.epsilon_per_row());
         if !keep {
             report.features = FeatureGuarantee::RandomizedOnce {
                 epsilon: once.epsilon_per_row(),

@@ -21,10 +21,12 @@
 //!    exponential mechanism (fl-ldp's [`fl_ldp::ExponentialMechanism`], standard form) at
 //!    ε_sel/`count` each: ε_sel-DP for the labels (sequential composition). The
 //!    [`FeatureSelection`] (indices only) goes to the host.
-//! 3. **Randomise once** (host, [`crate::host_features::HostFeatureDefence::from_selection`]):
-//!    the remaining budget ε₂ is split evenly over the selected features, the others are
-//!    dropped, and the host's rows are randomised once as in
-//!    [`crate::host_features`].
+//! 3. **Randomise once** (host, [`crate::host_features::HostFeatureDefence::from_selection`],
+//!    which consumes the probe's host-local [`ProbeReceipt`]): the remaining budget ε₂ is
+//!    split evenly over the selected features, the others are dropped, and the host's rows
+//!    are randomised once as in [`crate::host_features`]. The evidence carries ε₁ + ε₂ and
+//!    the host's report states it even where EmbeddingDP's per-round bound is smaller (the
+//!    probe's release is a view EmbeddingDP does not cover).
 //!
 //! **Claims.** For the host's features (a row's features changed arbitrarily): the
 //! guest's whole view — the probe release, then everything of the run, which is computed
@@ -44,7 +46,7 @@
 use rand::CryptoRng;
 
 use crate::error::{ApiMisuse, Error};
-use crate::host_features::FeatureRandomizer;
+use crate::host_features::{FeatureRandomizer, MAX_LEVELS};
 use crate::matrix::Matrix;
 
 fn invalid(reason: impl Into<String>) -> Error {
@@ -104,7 +106,7 @@ impl FeatureProbe {
         &self,
         x: &Matrix<f64>,
         rng: &mut R,
-    ) -> Result<ProbeRelease, Error> {
+    ) -> Result<(ProbeRelease, ProbeReceipt), Error> {
         if x.cols() != self.features || x.rows() == 0 {
             return Err(ApiMisuse::ShapeMismatch {
                 what: "host features",
@@ -122,7 +124,41 @@ impl FeatureProbe {
             feature.push(j);
             level.push(self.randomizer.randomize_level(x.row(i)[j], rng)?);
         }
-        ProbeRelease::new(self.features, self.randomizer.levels(), feature, level)
+        let release = ProbeRelease::new(self.features, self.randomizer.levels(), feature, level)?;
+        let receipt = ProbeReceipt {
+            features: self.features,
+            rows: x.rows(),
+            epsilon: self.epsilon_per_row(),
+        };
+        Ok((release, receipt))
+    }
+}
+
+/// The host's record of a probe (host-local, never sent): what it cost each probed row.
+/// [`FeatureProbe::probe`] is its only maker and
+/// [`crate::host_features::HostFeatureDefence::from_selection`] consumes it, so the
+/// defence a probe chose reports the ε₁ that probe actually spent. Not `Clone`.
+#[derive(Debug, PartialEq)]
+pub struct ProbeReceipt {
+    features: usize,
+    rows: usize,
+    epsilon: f64,
+}
+
+impl ProbeReceipt {
+    /// ε₁ spent on each probed row.
+    pub fn epsilon_per_row(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// The number of host features the probe was over.
+    pub fn features(&self) -> usize {
+        self.features
+    }
+
+    /// The number of rows probed.
+    pub fn rows(&self) -> usize {
+        self.rows
     }
 }
 
@@ -150,9 +186,9 @@ impl ProbeRelease {
         feature: Vec<usize>,
         level: Vec<usize>,
     ) -> Result<Self, Error> {
-        if features == 0 || levels < 2 || feature.is_empty() {
+        if features == 0 || !(2..=MAX_LEVELS).contains(&levels) || feature.is_empty() {
             return Err(invalid(format!(
-                "a probe release needs ≥ 1 feature, ≥ 2 levels and ≥ 1 row (got {features}, {levels}, {})",
+                "a probe release needs ≥ 1 feature, 2..={MAX_LEVELS} levels and ≥ 1 row (got {features}, {levels}, {})",
                 feature.len()
             )));
         }
@@ -372,13 +408,8 @@ impl FeatureSelector {
             count[j] += 1;
             sum[j] += k as i128;
         }
-        // A_j = Σ_{i∈S_j} (|S_j|·k_i − Σk)(2y_i − 1): the label enters by sign only.
-        let mut a = vec![0i128; d];
-        for ((&j, &k), &y) in probe.feature().iter().zip(probe.level()).zip(labels) {
-            let centred = count[j] * k as i128 - sum[j];
-            a[j] += if y == 1.0 { centred } else { -centred };
-        }
-        // The bound is label-free: |A_j| ≤ |S_j|²·(k − 1).
+        // Checked before any label is read, from the counts alone: |A_j| ≤ |S_j|²·(k − 1)
+        // keeps every partial sum below 2^53 (no overflow, exact conversion).
         if (0..d).any(|j| {
             (count[j] as u128)
                 .saturating_mul(count[j] as u128)
@@ -388,6 +419,12 @@ impl FeatureSelector {
             return Err(invalid(
                 "too many rows × levels for the exact utilities (|S_j|²·(k − 1) must stay below 2^53)",
             ));
+        }
+        // A_j = Σ_{i∈S_j} (|S_j|·k_i − Σk)(2y_i − 1): the label enters by sign only.
+        let mut a = vec![0i128; d];
+        for ((&j, &k), &y) in probe.feature().iter().zip(probe.level()).zip(labels) {
+            let centred = count[j] * k as i128 - sum[j];
+            a[j] += if y == 1.0 { centred } else { -centred };
         }
         Ok((0..d)
             .map(|j| {

@@ -235,16 +235,16 @@ impl HostFeatureDefence {
     /// The defence a private feature choice ends with
     /// ([`crate::feature_selection`]): the features in `selection` randomised over the
     /// public range [`lo`, `hi`] with `levels` grid points at `budget` / (number selected)
-    /// each (rounded down), the others dropped; the probe's ε₁ is counted in
-    /// [`Self::epsilon_per_row`] (ε₁ + `budget` at most), because the probed rows are the
-    /// rows this defence randomises. The host's ε does not depend on which features the
-    /// guest selected.
+    /// each (rounded down), the others dropped. It consumes the probe's `receipt` (one
+    /// defence per probe) and counts the probe's ε₁ in [`Self::epsilon_per_row`] (ε₁ +
+    /// `budget` at most), because the probed rows are the rows this defence randomises. The
+    /// host's ε does not depend on which features the guest selected.
     ///
     /// # Errors
     /// [`ApiMisuse::InvalidConfig`] when the selection is over another number of features
     /// than the probe, and those of [`FeatureRandomizer::new`].
     pub fn from_selection(
-        probe: &crate::feature_selection::FeatureProbe,
+        receipt: crate::feature_selection::ProbeReceipt,
         selection: &crate::feature_selection::FeatureSelection,
         lo: f64,
         hi: f64,
@@ -252,7 +252,7 @@ impl HostFeatureDefence {
         budget: fl_ldp::Epsilon,
     ) -> Result<Self, Error> {
         let d = selection.features();
-        let probed = probe.features();
+        let probed = receipt.features();
         if d != probed {
             return Err(invalid(format!(
                 "the selection is over {d} features, the probe over {probed}"
@@ -278,7 +278,7 @@ impl HostFeatureDefence {
             .collect();
         Ok(Self {
             features,
-            probe_epsilon: probe.epsilon_per_row(),
+            probe_epsilon: receipt.epsilon_per_row(),
         })
     }
 
@@ -359,6 +359,7 @@ impl HostFeatureDefence {
             features: Matrix::from_vec(x.rows(), d, out)?,
             randomization: FeaturesRandomizedOnce {
                 epsilon_per_row: self.epsilon_per_row(),
+                probe_epsilon: self.probe_epsilon,
                 features: d,
                 rows: x.rows(),
             },
@@ -400,14 +401,23 @@ impl RandomizedFeatures {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FeaturesRandomizedOnce {
     epsilon_per_row: f64,
+    probe_epsilon: f64,
     features: usize,
     rows: usize,
 }
 
 impl FeaturesRandomizedOnce {
-    /// The whole-run ε per row (Σ_j ε_j).
+    /// The whole-run ε per row (Σ_j ε_j, plus a feature probe's ε₁ when one chose the
+    /// defence).
     pub fn epsilon_per_row(&self) -> f64 {
         self.epsilon_per_row
+    }
+
+    /// The part of [`Self::epsilon_per_row`] a feature probe spent
+    /// ([`crate::feature_selection`]; 0 without one). The probe's release is a view of its
+    /// own, which EmbeddingDP's per-round bound does not cover.
+    pub fn probe_epsilon(&self) -> f64 {
+        self.probe_epsilon
     }
 
     /// The number of host features randomised (columns).

@@ -64,9 +64,17 @@ fn probe_follows_the_exact_joint_law() {
     let probe = FeatureProbe::new(3, r.clone()).unwrap();
     let x = Matrix::from_fn(n, 3, |_, j| row[j]);
     let mut rng = ChaCha20Rng::seed_from_u64(29_021);
-    let release = probe.probe(&x, &mut rng).unwrap();
+    let (release, receipt) = probe.probe(&x, &mut rng).unwrap();
     assert_eq!(release.rows(), n);
     assert_eq!(probe.epsilon_per_row(), 2.0);
+    assert_eq!(
+        (
+            receipt.epsilon_per_row(),
+            receipt.features(),
+            receipt.rows()
+        ),
+        (2.0, 3, n)
+    );
     let mut counts = vec![0u64; 15];
     for c in cells(&release) {
         counts[c] += 1;
@@ -101,7 +109,7 @@ fn probe_outputs_are_independent_across_rows() {
     let probe = FeatureProbe::new(2, randomizer(1.0)).unwrap();
     let x = Matrix::from_fn(n, 2, |_, j| row[j]);
     let mut rng = ChaCha20Rng::seed_from_u64(29_022);
-    let out = cells(&probe.probe(&x, &mut rng).unwrap());
+    let out = cells(&probe.probe(&x, &mut rng).unwrap().0);
     let table = |seq: &[usize], lag: usize| {
         let mut t = vec![0u64; 100];
         for i in 0..seq.len() - lag {
@@ -315,7 +323,8 @@ fn host_epsilon_is_probe_plus_budget_whatever_the_selection() {
     let mut rng = ChaCha20Rng::seed_from_u64(29_026);
     for sel in selections {
         let s = FeatureSelection::new(4, sel.clone()).unwrap();
-        let d = HostFeatureDefence::from_selection(&probe, &s, -2.0, 2.0, 5, eps(6.5)).unwrap();
+        let (_, receipt) = probe.probe(&x, &mut rng).unwrap();
+        let d = HostFeatureDefence::from_selection(receipt, &s, -2.0, 2.0, 5, eps(6.5)).unwrap();
         let e = d.epsilon_per_row();
         assert!(e <= 8.0 && e > 8.0 - 1e-9, "{sel:?}: {e}");
         for (j, t) in d.features().iter().enumerate() {
@@ -352,7 +361,9 @@ fn guest_view_of_a_row_is_within_the_stated_epsilon_and_no_less() {
     let (e1, e2) = (1.0, 3.0);
     let probe = FeatureProbe::new(3, randomizer(e1)).unwrap();
     let sel = FeatureSelection::new(3, vec![2, 0]).unwrap();
-    let stage2 = HostFeatureDefence::from_selection(&probe, &sel, -2.0, 2.0, 5, eps(e2)).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(29_027);
+    let (_, receipt) = probe.probe(&Matrix::zeros(2, 3), &mut rng).unwrap();
+    let stage2 = HostFeatureDefence::from_selection(receipt, &sel, -2.0, 2.0, 5, eps(e2)).unwrap();
     let r2 = |j: usize| match &stage2.features()[j] {
         FeatureTreatment::Randomize(r) => r.clone(),
         FeatureTreatment::Drop => panic!("feature {j} dropped"),
@@ -441,15 +452,106 @@ fn invalid_input_is_refused_with_typed_errors() {
             .select(&p, &[1.0, 0.0, 1.0], &mut rng),
         cfg,
     );
-    let s4 = FeatureSelection::new(4, vec![0]).unwrap();
     is_misuse(
-        HostFeatureDefence::from_selection(&probe, &s4, -2.0, 2.0, 5, eps(1.0)),
+        ProbeRelease::new(
+            2,
+            fl_hetero_nn::host_features::MAX_LEVELS + 1,
+            vec![0],
+            vec![0],
+        ),
+        cfg,
+    );
+    let s4 = FeatureSelection::new(4, vec![0]).unwrap();
+    let receipt = || {
+        probe
+            .probe(&Matrix::zeros(2, 3), &mut ChaCha20Rng::seed_from_u64(3))
+            .unwrap()
+            .1
+    };
+    is_misuse(
+        HostFeatureDefence::from_selection(receipt(), &s4, -2.0, 2.0, 5, eps(1.0)),
         cfg,
     );
     let s3 = FeatureSelection::new(3, vec![0]).unwrap();
     is_misuse(
-        HostFeatureDefence::from_selection(&probe, &s3, 2.0, -2.0, 5, eps(1.0)),
+        HostFeatureDefence::from_selection(receipt(), &s3, 2.0, -2.0, 5, eps(1.0)),
         cfg,
     );
     is_misuse(s3.spread_over_columns(&Matrix::zeros(2, 4)), shape);
+}
+
+/// The whole pipeline on one row repeated: the probe's (feature, level) and stage 2's level
+/// of the selected feature are independent draws with the exact product law (stage 2 uses
+/// fresh coins, not the probe's). Negative control: the same samples with stage 2's level
+/// replaced by the probe's wherever the probe released the selected feature (a
+/// coin-reusing implementation) are rejected.
+#[test]
+fn probe_and_stage_two_draw_independent_coins() {
+    let n = 40_000;
+    let row = [0.4, -1.1];
+    let r = randomizer(1.0);
+    let probe = FeatureProbe::new(2, r.clone()).unwrap();
+    let x = Matrix::from_fn(n, 2, |_, j| row[j]);
+    let mut rng = ChaCha20Rng::seed_from_u64(29_028);
+    let (release, receipt) = probe.probe(&x, &mut rng).unwrap();
+    let sel = FeatureSelection::new(2, vec![1]).unwrap();
+    let d = HostFeatureDefence::from_selection(receipt, &sel, -2.0, 2.0, 5, eps(1.5)).unwrap();
+    let stage2 = match &d.features()[1] {
+        FeatureTreatment::Randomize(r) => r.clone(),
+        _ => panic!("feature 1 not randomised"),
+    };
+    let y = d.privatize_host_features(&x, &mut rng).unwrap();
+    let probe_cells = cells(&release);
+    let levels: Vec<usize> = (0..n)
+        .map(|i| stage2.level_of(y.features().row(i)[1]).unwrap())
+        .collect();
+    let product: Vec<f64> = probe_law(&r, &row)
+        .iter()
+        .flat_map(|p| stage2.law(row[1]).unwrap().into_iter().map(move |q| p * q))
+        .collect();
+    let joint = |second: &[usize]| {
+        let mut c = vec![0u64; 10 * 5];
+        for i in 0..n {
+            c[probe_cells[i] * 5 + second[i]] += 1;
+        }
+        chi_square_gof(&c, &product).unwrap().p_value
+    };
+    let p = joint(&levels);
+    println!("joint law of probe and stage 2: p = {p}");
+    assert!(p > ALPHA, "p = {p}");
+    let reused: Vec<usize> = (0..n)
+        .map(|i| {
+            if release.feature()[i] == 1 {
+                release.level()[i]
+            } else {
+                levels[i]
+            }
+        })
+        .collect();
+    let p = joint(&reused);
+    assert!(p < ALPHA, "control not rejected: p = {p}");
+}
+
+/// The utilities' size limit (|S_j|²·(k − 1) < 2^53) is checked from the counts before
+/// any label is read: a release past it fails the same way whatever the labels.
+#[test]
+fn the_size_limit_does_not_depend_on_the_labels() {
+    let n = 400_000;
+    let levels = fl_hetero_nn::host_features::MAX_LEVELS;
+    let p = ProbeRelease::new(2, levels, vec![0; n], (0..n).map(|i| i % levels).collect()).unwrap();
+    let mut seen = Vec::new();
+    for labels in [
+        vec![0.0; n],
+        vec![1.0; n],
+        (0..n).map(|i| (i % 2) as f64).collect::<Vec<_>>(),
+    ] {
+        match FeatureSelector::utilities(&p, &labels) {
+            Err(e) => seen.push(e.to_string()),
+            Ok(u) => panic!("no error: {u:?}"),
+        }
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+    // Below the limit the same shape succeeds.
+    let small = ProbeRelease::new(2, 5, vec![0; n], (0..n).map(|i| i % 5).collect()).unwrap();
+    assert!(FeatureSelector::utilities(&small, &vec![1.0; n]).is_ok());
 }

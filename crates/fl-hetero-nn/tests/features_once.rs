@@ -146,8 +146,17 @@ fn per_feature_likelihood_ratio_is_at_most_e_to_the_epsilon() {
 /// Runs `rounds` training rounds of an identity-scheme session whose host fed the
 /// randomised features as its bottom output, and returns the host's report.
 fn report_after(rounds: usize, declare: bool, embedding: Option<f64>) -> FeatureGuarantee {
+    report_after_with(&defence(), rounds, declare, embedding)
+}
+
+/// [`report_after`] for the defence `d` (three host features).
+fn report_after_with(
+    d: &HostFeatureDefence,
+    rounds: usize,
+    declare: bool,
+    embedding: Option<f64>,
+) -> FeatureGuarantee {
     const N: usize = 8;
-    let d = defence();
     let mut config = ProtocolConfig::new(Profile::Hardened, 3, 2);
     config.accepted_leaks.guest_recovers_exact_activations = true;
     config.accepted_leaks.host_recovers_exact_error_and_labels = true;
@@ -213,6 +222,36 @@ fn report_states_whole_run_epsilon_independent_of_rounds() {
     assert!(matches!(
         report_after(4, false, Some(0.5)),
         FeatureGuarantee::LocalDp { rounds: 4, epsilon, .. } if epsilon == 3.0
+    ));
+}
+
+/// A defence a feature probe chose (`HostFeatureDefence::from_selection`): the probe's
+/// release is a view EmbeddingDP does not cover, so the report states ε₁ + ε₂ even after
+/// one EmbeddingDP round whose composed ε (0.75) is smaller. Control: the same round with
+/// the probe-free defence keeps EmbeddingDP's 0.75 (above).
+#[test]
+fn report_counts_the_probe_even_under_embedding_dp() {
+    use fl_hetero_nn::feature_selection::{FeatureProbe, FeatureSelection};
+    let probe =
+        FeatureProbe::new(3, FeatureRandomizer::new(-2.0, 2.0, 5, eps(2.0)).unwrap()).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(29_04);
+    let (_, receipt) = probe.probe(&Matrix::zeros(8, 3), &mut rng).unwrap();
+    let selection = FeatureSelection::new(3, vec![0]).unwrap();
+    let chosen =
+        HostFeatureDefence::from_selection(receipt, &selection, -2.0, 2.0, 5, eps(1.0)).unwrap();
+    let r = report_after_with(&chosen, 1, true, Some(0.5));
+    match r {
+        FeatureGuarantee::RandomizedOnce {
+            epsilon,
+            features: 3,
+        } => {
+            assert!(epsilon <= 3.0 && epsilon > 3.0 - 1e-9, "{epsilon}");
+        }
+        other => panic!("the probe was forgotten: {other:?}"),
+    }
+    assert!(matches!(
+        report_after(1, true, Some(0.5)),
+        FeatureGuarantee::LocalDp { rounds: 1, .. }
     ));
 }
 
