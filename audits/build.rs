@@ -121,16 +121,29 @@ fn git_build_id(manifest: &Path) -> Option<String> {
     git_text(manifest, &["ls-files", "--", "build.rs"])?;
     let root = PathBuf::from(git_text(manifest, &["rev-parse", "--show-toplevel"])?);
     let commit = git_text(manifest, &["rev-parse", "HEAD"])?;
-    // Rebuild when HEAD moves or a source changes.
+    // Rebuild when HEAD moves or a source changes. Cargo reruns a build script on every
+    // build while a watched path is missing, so only existing git files are watched:
+    // `packed-refs` when the repository has one (when refs get packed later, the loose
+    // ref watched below disappears, which reruns); the branch's loose ref, or — when the
+    // ref is only packed — its directory under `refs/heads`, which sees a commit write it.
+    let git_path =
+        |what: &str| git_text(&root, &["rev-parse", "--git-path", what]).map(|p| root.join(p));
     for what in ["HEAD", "packed-refs"] {
-        if let Some(p) = git_text(&root, &["rev-parse", "--git-path", what]) {
-            println!("cargo:rerun-if-changed={}", root.join(p).display());
+        if let Some(p) = git_path(what).filter(|p| p.exists()) {
+            println!("cargo:rerun-if-changed={}", p.display());
         }
     }
     if let Some(head) = git_text(&root, &["symbolic-ref", "-q", "HEAD"])
-        && let Some(p) = git_text(&root, &["rev-parse", "--git-path", &head])
+        && let Some(p) = git_path(&head)
     {
-        println!("cargo:rerun-if-changed={}", root.join(p).display());
+        let watched = if p.exists() {
+            Some(p)
+        } else {
+            p.parent().filter(|d| d.exists()).map(Path::to_path_buf)
+        };
+        if let Some(w) = watched {
+            println!("cargo:rerun-if-changed={}", w.display());
+        }
     }
     // A crate's manifest, build script, sources, embedded suites and README (the crate
     // docs include it); not its tests, `target/` or caches. The same paths are watched
