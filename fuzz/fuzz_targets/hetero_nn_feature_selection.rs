@@ -1,5 +1,5 @@
 //! fl-hetero-nn: the host's features chosen privately (`feature_selection`: the probe, the
-//! guest's selection, `HostFeatureDefence::from_selection`, the stage-2 randomisation and
+//! guest's selection, `FeatureSelection::host_defence`, the stage-2 randomisation and
 //! `spread_over_columns`) on arbitrary configurations, matrices, labels and received
 //! messages.
 //!
@@ -16,7 +16,7 @@ use fl_hetero_nn::Matrix;
 use fl_hetero_nn::feature_selection::{
     FeatureProbe, FeatureSelection, FeatureSelector, ProbeRelease,
 };
-use fl_hetero_nn::host_features::{FeatureRandomizer, HostFeatureDefence};
+use fl_hetero_nn::host_features::FeatureRandomizer;
 use fl_ldp::Epsilon;
 use libfuzzer_sys::fuzz_target;
 use rand::{SeedableRng, rngs::ChaCha8Rng};
@@ -76,8 +76,7 @@ fuzz_target!(|data: &[u8]| {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let (release, receipt) = probe.probe(&x, &mut rng)?;
         let selection = FeatureSelector::new(count, epsel)?.select(&release, &labels, &mut rng)?;
-        let defence =
-            HostFeatureDefence::from_selection(receipt, &selection, -2.0, 2.0, levels, eps2)?;
+        let defence = selection.host_defence(receipt, -2.0, 2.0, levels, eps2)?;
         let out = defence.privatize_host_features(&x, &mut rng)?;
         let _ = selection.spread_over_columns(out.features())?;
         Ok(out.randomization().epsilon_per_row())

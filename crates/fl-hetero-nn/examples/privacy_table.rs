@@ -1900,14 +1900,7 @@ fn features_once(opts: &Options) -> Result<(), Error> {
                 )?;
                 selected = selection.selected().to_vec();
                 // Host: ε₂ on the selected features, the rows randomised once.
-                let defence = HostFeatureDefence::from_selection(
-                    receipt,
-                    &selection,
-                    -2.0,
-                    2.0,
-                    5,
-                    eps(budget)?,
-                )?;
+                let defence = selection.host_defence(receipt, -2.0, 2.0, 5, eps(budget)?)?;
                 epsilon = apply(&defence, &mut train, &mut test, &mut rng)?;
                 if spread {
                     train.host = selection.spread_over_columns(&train.host)?;

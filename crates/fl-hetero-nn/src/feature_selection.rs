@@ -21,7 +21,7 @@
 //!    exponential mechanism (fl-ldp's [`fl_ldp::ExponentialMechanism`], standard form) at
 //!    ε_sel/`count` each: ε_sel-DP for the labels (sequential composition). The
 //!    [`FeatureSelection`] (indices only) goes to the host.
-//! 3. **Randomise once** (host, [`crate::host_features::HostFeatureDefence::from_selection`],
+//! 3. **Randomise once** (host, [`FeatureSelection::host_defence`],
 //!    which consumes the probe's host-local [`ProbeReceipt`]): the remaining budget ε₂ is
 //!    split evenly over the selected features, the others are dropped, and the host's rows
 //!    are randomised once as in [`crate::host_features`]. The evidence carries ε₁ + ε₂ and
@@ -46,7 +46,7 @@
 use rand::CryptoRng;
 
 use crate::error::{ApiMisuse, Error};
-use crate::host_features::{FeatureRandomizer, MAX_LEVELS};
+use crate::host_features::{FeatureRandomizer, FeatureTreatment, HostFeatureDefence, MAX_LEVELS};
 use crate::matrix::Matrix;
 
 fn invalid(reason: impl Into<String>) -> Error {
@@ -136,7 +136,7 @@ impl FeatureProbe {
 
 /// The host's record of a probe (host-local, never sent): what it cost each probed row.
 /// [`FeatureProbe::probe`] is its only maker and
-/// [`crate::host_features::HostFeatureDefence::from_selection`] consumes it, so the
+/// [`FeatureSelection::host_defence`] consumes it, so the
 /// defence a probe chose reports the ε₁ that probe actually spent. Not `Clone`.
 #[derive(Debug, PartialEq)]
 pub struct ProbeReceipt {
@@ -290,6 +290,53 @@ impl FeatureSelection {
     /// The selected feature indices, in the order drawn.
     pub fn selected(&self) -> &[usize] {
         &self.selected
+    }
+
+    /// The defence the choice ends with (stage 2, host side): the selected features
+    /// randomised over the public range [`lo`, `hi`] with `levels` grid points at `budget` /
+    /// (number selected) each (rounded down), the others dropped. It consumes the probe's
+    /// `receipt` (one defence per probe) and counts the probe's ε₁ in
+    /// [`HostFeatureDefence::epsilon_per_row`] (ε₁ + `budget` at most), because the probed
+    /// rows are the rows this defence randomises. The host's ε does not depend on which
+    /// features the guest selected.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] when the selection is over another number of features
+    /// than the probe, and those of [`FeatureRandomizer::new`].
+    pub fn host_defence(
+        &self,
+        receipt: ProbeReceipt,
+        lo: f64,
+        hi: f64,
+        levels: usize,
+        budget: fl_ldp::Epsilon,
+    ) -> Result<HostFeatureDefence, Error> {
+        let d = self.features;
+        let probed = receipt.features();
+        if d != probed {
+            return Err(invalid(format!(
+                "the selection is over {d} features, the probe over {probed}"
+            )));
+        }
+        let m = self.selected.len();
+        // Rounded down, so the shares never sum above the budget.
+        let share = (budget.value() / m as f64).next_down().max(0.0);
+        let r = FeatureRandomizer::new(
+            lo,
+            hi,
+            levels,
+            fl_ldp::Epsilon::new(share).map_err(|e| invalid(e.to_string()))?,
+        )?;
+        let features = (0..d)
+            .map(|j| {
+                if self.selected.contains(&j) {
+                    FeatureTreatment::Randomize(r.clone())
+                } else {
+                    FeatureTreatment::Drop
+                }
+            })
+            .collect();
+        HostFeatureDefence::after_probe(features, receipt.epsilon_per_row())
     }
 
     /// A fixed map of the once-randomised matrix `x` (rows × features) the host may feed

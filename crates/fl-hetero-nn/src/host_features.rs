@@ -212,8 +212,8 @@ impl FeatureTreatment {
 #[derive(Debug, Clone)]
 pub struct HostFeatureDefence {
     features: Vec<FeatureTreatment>,
-    /// ε per row already spent on the same rows by a [`crate::feature_selection::FeatureProbe`]
-    /// whose release chose this defence (0 otherwise).
+    /// ε per row already spent on the same rows by a feature probe whose release chose
+    /// this defence (0 otherwise).
     probe_epsilon: f64,
 }
 
@@ -232,54 +232,15 @@ impl HostFeatureDefence {
         })
     }
 
-    /// The defence a private feature choice ends with
-    /// ([`crate::feature_selection`]): the features in `selection` randomised over the
-    /// public range [`lo`, `hi`] with `levels` grid points at `budget` / (number selected)
-    /// each (rounded down), the others dropped. It consumes the probe's `receipt` (one
-    /// defence per probe) and counts the probe's ε₁ in [`Self::epsilon_per_row`] (ε₁ +
-    /// `budget` at most), because the probed rows are the rows this defence randomises. The
-    /// host's ε does not depend on which features the guest selected.
-    ///
-    /// # Errors
-    /// [`ApiMisuse::InvalidConfig`] when the selection is over another number of features
-    /// than the probe, and those of [`FeatureRandomizer::new`].
-    pub fn from_selection(
-        receipt: crate::feature_selection::ProbeReceipt,
-        selection: &crate::feature_selection::FeatureSelection,
-        lo: f64,
-        hi: f64,
-        levels: usize,
-        budget: fl_ldp::Epsilon,
+    /// A defence whose rows were already probed at `probe_epsilon` per row (counted in
+    /// [`Self::epsilon_per_row`]); the feature-selection module's only way in.
+    pub(crate) fn after_probe(
+        features: Vec<FeatureTreatment>,
+        probe_epsilon: f64,
     ) -> Result<Self, Error> {
-        let d = selection.features();
-        let probed = receipt.features();
-        if d != probed {
-            return Err(invalid(format!(
-                "the selection is over {d} features, the probe over {probed}"
-            )));
-        }
-        let m = selection.selected().len();
-        // Rounded down, so the shares never sum above the budget.
-        let share = (budget.value() / m as f64).next_down().max(0.0);
-        let r = FeatureRandomizer::new(
-            lo,
-            hi,
-            levels,
-            fl_ldp::Epsilon::new(share).map_err(|e| invalid(e.to_string()))?,
-        )?;
-        let features = (0..d)
-            .map(|j| {
-                if selection.selected().contains(&j) {
-                    FeatureTreatment::Randomize(r.clone())
-                } else {
-                    FeatureTreatment::Drop
-                }
-            })
-            .collect();
-        Ok(Self {
-            features,
-            probe_epsilon: receipt.epsilon_per_row(),
-        })
+        let mut d = Self::new(features)?;
+        d.probe_epsilon = probe_epsilon;
+        Ok(d)
     }
 
     /// `host_features` features, each randomised over the public range [`lo`, `hi`] with
@@ -312,7 +273,7 @@ impl HostFeatureDefence {
     }
 
     /// ε per row for the whole run: Σ_j ε_j (basic composition over the features), plus
-    /// the probe's ε₁ when the defence was chosen by [`Self::from_selection`].
+    /// the probe's ε₁ when a feature probe chose the defence (`FeatureSelection::host_defence`).
     pub fn epsilon_per_row(&self) -> f64 {
         self.features
             .iter()
@@ -414,7 +375,7 @@ impl FeaturesRandomizedOnce {
     }
 
     /// The part of [`Self::epsilon_per_row`] a feature probe spent
-    /// ([`crate::feature_selection`]; 0 without one). The probe's release is a view of its
+    /// (`feature_selection`; 0 without one). The probe's release is a view of its
     /// own, which EmbeddingDP's per-round bound does not cover.
     pub fn probe_epsilon(&self) -> f64 {
         self.probe_epsilon

@@ -17,7 +17,7 @@ use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::feature_selection::{
     FeatureProbe, FeatureSelection, FeatureSelector, ProbeRelease,
 };
-use fl_hetero_nn::host_features::{FeatureRandomizer, FeatureTreatment, HostFeatureDefence};
+use fl_hetero_nn::host_features::{FeatureRandomizer, FeatureTreatment};
 use fl_ldp::{Epsilon, ExponentialForm, ExponentialMechanism};
 use fl_stats::{chi_square_gof, chi_square_independence};
 use rand::rngs::ChaCha20Rng;
@@ -324,7 +324,7 @@ fn host_epsilon_is_probe_plus_budget_whatever_the_selection() {
     for sel in selections {
         let s = FeatureSelection::new(4, sel.clone()).unwrap();
         let (_, receipt) = probe.probe(&x, &mut rng).unwrap();
-        let d = HostFeatureDefence::from_selection(receipt, &s, -2.0, 2.0, 5, eps(6.5)).unwrap();
+        let d = s.host_defence(receipt, -2.0, 2.0, 5, eps(6.5)).unwrap();
         let e = d.epsilon_per_row();
         assert!(e <= 8.0 && e > 8.0 - 1e-9, "{sel:?}: {e}");
         for (j, t) in d.features().iter().enumerate() {
@@ -363,7 +363,7 @@ fn guest_view_of_a_row_is_within_the_stated_epsilon_and_no_less() {
     let sel = FeatureSelection::new(3, vec![2, 0]).unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(29_027);
     let (_, receipt) = probe.probe(&Matrix::zeros(2, 3), &mut rng).unwrap();
-    let stage2 = HostFeatureDefence::from_selection(receipt, &sel, -2.0, 2.0, 5, eps(e2)).unwrap();
+    let stage2 = sel.host_defence(receipt, -2.0, 2.0, 5, eps(e2)).unwrap();
     let r2 = |j: usize| match &stage2.features()[j] {
         FeatureTreatment::Randomize(r) => r.clone(),
         FeatureTreatment::Drop => panic!("feature {j} dropped"),
@@ -468,15 +468,9 @@ fn invalid_input_is_refused_with_typed_errors() {
             .unwrap()
             .1
     };
-    is_misuse(
-        HostFeatureDefence::from_selection(receipt(), &s4, -2.0, 2.0, 5, eps(1.0)),
-        cfg,
-    );
+    is_misuse(s4.host_defence(receipt(), -2.0, 2.0, 5, eps(1.0)), cfg);
     let s3 = FeatureSelection::new(3, vec![0]).unwrap();
-    is_misuse(
-        HostFeatureDefence::from_selection(receipt(), &s3, 2.0, -2.0, 5, eps(1.0)),
-        cfg,
-    );
+    is_misuse(s3.host_defence(receipt(), 2.0, -2.0, 5, eps(1.0)), cfg);
     is_misuse(s3.spread_over_columns(&Matrix::zeros(2, 4)), shape);
 }
 
@@ -495,7 +489,7 @@ fn probe_and_stage_two_draw_independent_coins() {
     let mut rng = ChaCha20Rng::seed_from_u64(29_028);
     let (release, receipt) = probe.probe(&x, &mut rng).unwrap();
     let sel = FeatureSelection::new(2, vec![1]).unwrap();
-    let d = HostFeatureDefence::from_selection(receipt, &sel, -2.0, 2.0, 5, eps(1.5)).unwrap();
+    let d = sel.host_defence(receipt, -2.0, 2.0, 5, eps(1.5)).unwrap();
     let stage2 = match &d.features()[1] {
         FeatureTreatment::Randomize(r) => r.clone(),
         _ => panic!("feature 1 not randomised"),

@@ -225,7 +225,7 @@ fn report_states_whole_run_epsilon_independent_of_rounds() {
     ));
 }
 
-/// A defence a feature probe chose (`HostFeatureDefence::from_selection`): the probe's
+/// A defence a feature probe chose (`FeatureSelection::host_defence`): the probe's
 /// release is a view EmbeddingDP does not cover, so the report states ε₁ + ε₂ even after
 /// one EmbeddingDP round whose composed ε (0.75) is smaller. Control: the same round with
 /// the probe-free defence keeps EmbeddingDP's 0.75 (above).
@@ -237,8 +237,9 @@ fn report_counts_the_probe_even_under_embedding_dp() {
     let mut rng = ChaCha20Rng::seed_from_u64(29_04);
     let (_, receipt) = probe.probe(&Matrix::zeros(8, 3), &mut rng).unwrap();
     let selection = FeatureSelection::new(3, vec![0]).unwrap();
-    let chosen =
-        HostFeatureDefence::from_selection(receipt, &selection, -2.0, 2.0, 5, eps(1.0)).unwrap();
+    let chosen = selection
+        .host_defence(receipt, -2.0, 2.0, 5, eps(1.0))
+        .unwrap();
     let r = report_after_with(&chosen, 1, true, Some(0.5));
     match r {
         FeatureGuarantee::RandomizedOnce {
