@@ -24,6 +24,9 @@ INTERRUPTED = """
 import os, signal, sys, threading, time
 import numpy as np
 from fl_privacy import paillier
+# Python raises KeyboardInterrupt only where SIGINT is not ignored: a CI started as a
+# background job of a non-interactive shell passes SIG_IGN down to this child.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 n, p, q, who = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 public_key = paillier.PaillierPublicKey(n)
 private_key = paillier.PaillierPrivateKey(public_key, p, q)
