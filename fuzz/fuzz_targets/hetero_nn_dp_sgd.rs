@@ -2,14 +2,15 @@
 //! `Guest::backward_dp_sgd` applies) on arbitrary configurations and batches.
 //!
 //! Bytes 0..32 give C, z, q and the error weight λ as f64 (any bits: NaN, ∞, negative,
-//! subnormal); the rest fills the batch's predictions, labels and directions. Whatever
+//! subnormal); the rest fills the batch's predictions, labels and directions, and (when
+//! its byte 204 is odd) randomised error labels with their ε and Gaussian share. Whatever
 //! the input, the call returns or fails with a typed error, never a panic; and when the
 //! configuration is valid and the batch is well formed (finite directions, predictions in
 //! [0, 1], binary labels) it **succeeds**, so no error can depend on a label's value or
 //! on how large a direction is.
 #![no_main]
 
-use fl_hetero_nn::config::{DpSgd, LabelDefence};
+use fl_hetero_nn::config::{DpSgd, LabelDefence, RandomizedLabels};
 use fl_hetero_nn::dp_sgd::DpSgdBatch;
 use fl_hetero_nn::{Matrix, PlainInteractiveLayer, Profile, ProtocolConfig};
 use libfuzzer_sys::fuzz_target;
@@ -37,6 +38,22 @@ fuzz_target!(|data: &[u8]| {
     let Ok(dp) = DpSgd::new(clip, z, q, 1_000).and_then(|d| d.with_error_weight(lambda)) else {
         return;
     };
+    let rest = data.get(32..).unwrap_or(&[]);
+    let x = |i: usize| f64_at(rest, i);
+    let with_error_labels = rest.get(204).is_some_and(|b| b & 1 == 1);
+    let dp = if with_error_labels {
+        let Ok(eps) = fl_ldp::Epsilon::new(x(30)) else {
+            return;
+        };
+        let Ok(d) =
+            dp.with_randomized_error_labels(RandomizedLabels::announced_by_guest(eps), x(31))
+        else {
+            return;
+        };
+        d
+    } else {
+        dp
+    };
     let mut c = ProtocolConfig::new(Profile::Hardened, 2, M);
     c.delta_bound_bits = 8;
     c.label_defence = Some(LabelDefence::DpSgd(dp));
@@ -48,8 +65,6 @@ fuzz_target!(|data: &[u8]| {
     if layer.forward(&Matrix::filled(N, 2, 0.5)).is_err() {
         return;
     }
-    let rest = data.get(32..).unwrap_or(&[]);
-    let x = |i: usize| f64_at(rest, i);
     let predictions: Vec<f64> = (0..N).map(|i| x(i)).collect();
     let labels: Vec<f64> = (0..N)
         .map(|i| f64::from(rest.get(200 + i).copied().unwrap_or(0) & 1))
@@ -64,6 +79,11 @@ fuzz_target!(|data: &[u8]| {
         labels,
         guest_direction,
         error_direction,
+        error_labels: with_error_labels.then(|| {
+            (0..N)
+                .map(|i| f64::from(rest.get(205 + i).copied().unwrap_or(0) & 1))
+                .collect()
+        }),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(u64::from(data.first().copied().unwrap_or(0)));
     let r = layer.backward_dp_sgd(&batch, &mut rng);

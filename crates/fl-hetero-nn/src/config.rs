@@ -294,6 +294,20 @@ pub struct DpSgd {
     /// guest's parameters (noise added once to a sum) and the error rows (noise per row,
     /// which the host's side averages only over √n); 1 by default.
     pub error_weight: f64,
+    /// `None`: the error rows are part of the Gaussian release (clipped jointly with the
+    /// guest's parameters). `Some`: **randomised error labels** — the error rows are
+    /// computed from the training labels randomised **once** before training by binary
+    /// randomized response at this ε (evidence as for
+    /// [`LabelDefence::RandomizedLabels`]), de-biased (ỹ − ρ)/(1 − 2ρ), ρ = 1/(1 + e^ε);
+    /// the Gaussian release covers the guest's parameters only. The whole run is then
+    /// (ε_RR + ε_DP-SGD, δ)-label-DP (basic composition; proof:
+    /// `docs/proofs/fl-hetero-nn/dp-sgd.md`).
+    pub error_labels: Option<RandomizedLabels>,
+    /// w ∈ [0, 1], used with [`Self::error_labels`] only: the guest's parameters step on
+    /// w·(the Gaussian release) + (1 − w)·(the same clipped mean gradient estimated from
+    /// the de-biased randomised labels), two estimates of one quantity with independent
+    /// noise (post-processing: the guarantee does not change); 1 otherwise.
+    pub gaussian_share: f64,
 }
 
 impl DpSgd {
@@ -315,6 +329,8 @@ impl DpSgd {
             sampling_rate,
             releases_per_row,
             error_weight: 1.0,
+            error_labels: None,
+            gaussian_share: 1.0,
         };
         d.validate()?;
         Ok(d)
@@ -327,6 +343,25 @@ impl DpSgd {
     /// [`ApiMisuse::InvalidConfig`] unless λ is finite, > 0 and λ·2^64 ≥ 1.
     pub fn with_error_weight(mut self, error_weight: f64) -> Result<Self, Error> {
         self.error_weight = error_weight;
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// The same DP-SGD with the error rows computed from randomised labels
+    /// ([`Self::error_labels`]) and the parameters stepping on the share
+    /// `gaussian_share` of the Gaussian release ([`Self::gaussian_share`]): the guest
+    /// passes the evidence from [`crate::split::SplitConfig::privatize_labels`], the host
+    /// [`RandomizedLabels::announced_by_guest`].
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] unless 0 ≤ `gaussian_share` ≤ 1.
+    pub fn with_randomized_error_labels(
+        mut self,
+        labels: RandomizedLabels,
+        gaussian_share: f64,
+    ) -> Result<Self, Error> {
+        self.error_labels = Some(labels);
+        self.gaussian_share = gaussian_share;
         self.validate()?;
         Ok(self)
     }
@@ -358,7 +393,11 @@ impl DpSgd {
         Self::new(clip_norm, z, sampling_rate, releases_per_row)
     }
 
-    /// The (ε, δ)-label-DP of an example that took part in `releases` steps.
+    /// The (ε, δ)-label-DP of an example that took part in `releases` steps. With
+    /// [`Self::error_labels`] the labels' randomisation (pure ε_RR-DP, once) is composed
+    /// with the Gaussian releases two ways, both valid: basic composition (ε_RR plus the
+    /// Gaussian releases' ε) and the same Rényi accountant
+    /// ([`fl_ldp::RdpAccountant::compose_pure`]); the smaller is returned.
     ///
     /// # Errors
     /// An invalid δ.
@@ -369,7 +408,19 @@ impl DpSgd {
         };
         acc.compose_subsampled_gaussian(self.noise_multiplier, self.sampling_rate, releases)
             .map_err(bad)?;
-        Ok(acc.epsilon(delta).map_err(bad)?)
+        let Some(labels) = self.error_labels else {
+            return Ok(acc.epsilon(delta).map_err(bad)?);
+        };
+        // Both bounds hold; the smaller is reported.
+        let mut basic = acc.epsilon(delta).map_err(bad)?;
+        basic.epsilon += labels.epsilon().value();
+        acc.compose_pure(labels.epsilon().value(), 1).map_err(bad)?;
+        let renyi = acc.epsilon(delta).map_err(bad)?;
+        Ok(if renyi.epsilon < basic.epsilon {
+            renyi
+        } else {
+            basic
+        })
     }
 
     /// σ of the noise in lattice steps at scale 2^`frac_bits`: z·K with
@@ -400,12 +451,18 @@ impl DpSgd {
             && self.releases_per_row >= 1
             && ok(self.error_weight)
             && self.error_weight >= 2f64.powi(-64)
-            && self.error_weight <= 2f64.powi(64))
+            && self.error_weight <= 2f64.powi(64)
+            && (0.0..=1.0).contains(&self.gaussian_share)
+            && (self.error_labels.is_some() || self.gaussian_share == 1.0)
+            // De-biasing divides by 1 − 2ρ = tanh(ε_RR/2).
+            && self
+                .error_labels
+                .is_none_or(|r| (r.epsilon().value() / 2.0).tanh() >= 2f64.powi(-30)))
         {
             return Err(ApiMisuse::InvalidConfig {
                 reason: format!(
-                    "DP-SGD: clip_norm = {}, noise_multiplier = {}, sampling_rate = {}, releases_per_row = {}, error_weight = {}; C and z must be finite and > 0, 0 < q ≤ 1, at least one step, 2^-64 ≤ λ ≤ 2^64",
-                    self.clip_norm, self.noise_multiplier, self.sampling_rate, self.releases_per_row, self.error_weight
+                    "DP-SGD: clip_norm = {}, noise_multiplier = {}, sampling_rate = {}, releases_per_row = {}, error_weight = {}, gaussian_share = {}; C and z must be finite and > 0, 0 < q ≤ 1, at least one step, 2^-64 ≤ λ ≤ 2^64, 0 ≤ w ≤ 1 (1 without randomised error labels), error labels' ε ≥ 2^-29",
+                    self.clip_norm, self.noise_multiplier, self.sampling_rate, self.releases_per_row, self.error_weight, self.gaussian_share
                 ),
             }
             .into());

@@ -516,6 +516,10 @@ pub enum LabelGuarantee {
         budget: u64,
         /// q: the hidden inclusion probability per step.
         sampling_rate: f64,
+        /// ε of the randomised error labels ([`crate::config::DpSgd::error_labels`]),
+        /// composed into `epsilon` ([`crate::config::DpSgd::guarantee`]); `None` when the
+        /// error rows are part of the Gaussian release.
+        error_labels_epsilon: Option<f64>,
     },
     /// ε-label-DP from labels randomised once before training, with the evidence
     /// (the guest's report: `SplitConfig::privatize_labels` made its declaration).
@@ -693,10 +697,20 @@ impl core::fmt::Display for PrivacyReport {
                 releases,
                 budget,
                 sampling_rate,
-            } => write!(
-                f,
-                "labels: ({epsilon:.4}, {delta:e})-label-DP per example (DP-SGD, hidden inclusion q = {sampling_rate}; the most-used example: {releases} of at most {budget} steps)"
-            )?,
+                error_labels_epsilon,
+            } => {
+                write!(
+                    f,
+                    "labels: ({epsilon:.4}, {delta:e})-label-DP per example (DP-SGD, hidden inclusion q = {sampling_rate}; the most-used example: {releases} of at most {budget} steps"
+                )?;
+                if let Some(e) = error_labels_epsilon {
+                    write!(
+                        f,
+                        "; error rows from labels randomised once at ε = {e}, included"
+                    )?;
+                }
+                f.write_str(")")?;
+            }
             LabelGuarantee::RandomizedLabels { epsilon } => write!(
                 f,
                 "labels: {epsilon}-label-DP (labels randomised once before training by SplitConfig::privatize_labels)"
@@ -768,11 +782,13 @@ pub(crate) fn privacy_report(
             budget: g.releases_per_row,
         },
         Some(LabelDefence::DpSgd(g)) => LabelGuarantee::DpSgd {
+            // With randomised error labels: composed with the labels' ε (DpSgd::guarantee).
             epsilon: released_epsilon(g.guarantee(label_releases.max(1), delta)?),
             delta,
             releases: label_releases,
             budget: g.releases_per_row,
             sampling_rate: g.sampling_rate,
+            error_labels_epsilon: g.error_labels.map(|r| r.epsilon().value()),
         },
         Some(LabelDefence::RandomizedLabels(r)) if r.is_evidence() => {
             LabelGuarantee::RandomizedLabels {

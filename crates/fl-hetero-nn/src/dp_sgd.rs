@@ -54,6 +54,10 @@ pub struct DpSgdBatch {
     pub guest_direction: Matrix<f64>,
     /// ∂logitᵢ/∂zᵢ per example (n × m), value units.
     pub error_direction: Matrix<f64>,
+    /// The labels the error rows are computed from when they are not part of the Gaussian
+    /// release ([`DpSgd::error_labels`]): the training labels randomised **once** before
+    /// training (n, each 0 or 1); `None` otherwise.
+    pub error_labels: Option<Vec<f64>>,
 }
 
 impl core::fmt::Debug for DpSgdBatch {
@@ -135,6 +139,22 @@ impl DpSgdBatch {
             }
             .into());
         }
+        if let Some(released) = &self.error_labels {
+            if released.len() != n {
+                return Err(ApiMisuse::ShapeMismatch {
+                    what: "DP-SGD error labels",
+                    expected: (n, 1),
+                    got: (released.len(), 1),
+                }
+                .into());
+            }
+            if released.iter().any(|&y| y != 0.0 && y != 1.0) {
+                return Err(ApiMisuse::InvalidData {
+                    reason: "DP-SGD error labels must be binary (0.0 or 1.0)".into(),
+                }
+                .into());
+            }
+        }
         // The relation's domain: binary labels. Valid labels never fail here.
         if self.labels.iter().any(|&y| y != 0.0 && y != 1.0) {
             return Err(ApiMisuse::InvalidData {
@@ -200,16 +220,37 @@ pub(crate) fn dp_sgd_release<R: CryptoRng + ?Sized>(
     let eta_num = BigInt::from(eta_num);
     // |value| ≤ 2^63 and n < 2^32: the sums stay below 2^95.
     let mut top_sum = vec![0i128; t];
+    let mut rr_sum = vec![0f64; t];
     let mut d = Vec::with_capacity(n * m);
     let mut d_eta = Vec::with_capacity(n * m);
     let mut joint = vec![0.0; t + m];
+    // With randomised error labels: the batch's ỹ and the RR ε of the configuration.
+    let error_labels = match (batch.error_labels.as_deref(), dp.error_labels) {
+        (Some(l), Some(rr)) => {
+            let eps = rr.epsilon().value();
+            // ρ = 1/(1 + e^ε), 1 − 2ρ = tanh(ε/2) ≥ 2^-30 (`DpSgd` validation).
+            Some((l, 1.0 / (1.0 + eps.exp()), (eps / 2.0).tanh()))
+        }
+        (None, None) => None,
+        _ => {
+            return Err(ApiMisuse::InvalidData {
+                reason: "DP-SGD: the batch's error labels and the configuration's randomised error labels must be given together".into(),
+            }
+            .into());
+        }
+    };
+    let scale = 2f64.powi(f as i32);
+    let n_f = n.max(1) as f64;
     for i in 0..n {
         joint[..t].copy_from_slice(batch.guest_direction.row(i));
         joint[t..].copy_from_slice(batch.error_direction.row(i));
         for x in &mut joint[t..] {
             *x *= lambda;
         }
-        let h = clip_error_row(&joint, dp.clip_norm, f)?;
+        // With randomised error labels the error rows are not in the Gaussian release:
+        // only the parameters' direction is clipped.
+        let width = if error_labels.is_some() { t } else { t + m };
+        let h = clip_error_row(&joint[..width], dp.clip_norm, f)?;
         // Drawn for every row, whatever its label.
         let included = i128::from(coin.sample(rng));
         // The reference label ŷᵢ = round(pᵢ) is label-independent; the label enters as
@@ -235,14 +276,40 @@ pub(crate) fn dp_sgd_release<R: CryptoRng + ?Sized>(
                 );
             }
         }
+        if let Some((released, rho, gap)) = error_labels {
+            // δᵢ = (pᵢ − ŷᵢ)·eᵢ/n with the de-biased randomised label
+            // ŷᵢ = (ỹᵢ − ρ)/(1 − 2ρ) (E[ŷᵢ] = yᵢ): a function of released values (ỹ, and
+            // p and e from the guest's DP-trained layers), rounded to the lattice and
+            // clamped (never checked).
+            let r = p - (released[i] - rho) / gap;
+            for (acc, &hj) in rr_sum.iter_mut().zip(&h) {
+                *acc += r * hj as f64;
+            }
+            for &e in batch.error_direction.row(i) {
+                let v = r * e / n_f * scale;
+                let v = BigInt::from(v.round_ties_even() as i128);
+                let v_eta = BigInt::from(
+                    (config.learning_rate * r * e / n_f * scale).round_ties_even() as i128,
+                );
+                d.push(v.clamp(neg_limit.clone(), limit.clone()));
+                d_eta.push(v_eta.clamp(neg_limit.clone(), limit.clone()));
+            }
+        }
     }
-    let scale = 2f64.powi(f as i32);
     let qn = q * n.max(1) as f64;
+    // With randomised error labels, w·(the Gaussian release) + (1 − w)·(the same clipped
+    // mean estimated from the de-biased labels): post-processing of both releases.
+    let w = if error_labels.is_some() {
+        dp.gaussian_share
+    } else {
+        1.0
+    };
     let guest_gradient = top_sum
         .into_iter()
-        .map(|s| {
+        .zip(&rr_sum)
+        .map(|(s, rr)| {
             let r = s + noise.sample(rng);
-            r as f64 / (qn * scale)
+            w * (r as f64 / (qn * scale)) + (1.0 - w) * (rr / (n_f * scale))
         })
         .collect();
     let d = Matrix::from_vec(n, m, d)?;
@@ -277,6 +344,7 @@ mod tests {
             labels,
             guest_direction: Matrix::from_fn(n, 3, |i, j| 0.1 * (i + j) as f64),
             error_direction: Matrix::from_fn(n, 2, |i, j| 0.05 * (i as f64 - j as f64)),
+            error_labels: None,
         }
     }
 
@@ -359,6 +427,7 @@ mod tests {
             labels: vec![label],
             guest_direction: Matrix::from_vec(1, 1, vec![0.6 * c]).unwrap(),
             error_direction: Matrix::from_vec(1, 1, vec![0.8 * c]).unwrap(),
+            error_labels: None,
         };
         let r = dp_sgd_release(&cfg, &dp, &b, rng).unwrap();
         let s = 2f64.powi(cfg.fixed_point.frac_bits() as i32);
@@ -503,5 +572,267 @@ mod tests {
             b.guest_direction = Matrix::from_fn(2, 3, |_, _| -1e300);
             assert!(dp_sgd_release(&c, &dp, &b, &mut rng).is_ok());
         }
+    }
+
+    /// DP-SGD with randomised error labels at ε_RR = 1 and share w.
+    fn with_error_labels(dp: DpSgd, w: f64) -> DpSgd {
+        dp.with_randomized_error_labels(
+            crate::config::RandomizedLabels::applied(fl_ldp::Epsilon::new(1.0).unwrap()),
+            w,
+        )
+        .unwrap()
+    }
+
+    /// With randomised error labels the error rows are a function of the released labels
+    /// ỹ (and label-independent inputs) only: the same ỹ, coins and noise give the same
+    /// D and Dη whatever the true labels. Negative control: the Gaussian mode's error
+    /// rows change with the true labels (q = 1: the label term is always present).
+    #[test]
+    fn error_rows_depend_on_the_randomised_labels_only() {
+        let plain = DpSgd::new(0.5, 1.0, 1.0, 10).unwrap();
+        let dp = with_error_labels(plain, 0.25);
+        let c = config(dp);
+        let mut b = batch(vec![1.0, 0.0, 1.0, 0.0]);
+        b.predictions = vec![0.2, 0.7, 0.9, 0.1];
+        b.error_labels = Some(vec![1.0, 1.0, 0.0, 0.0]);
+        let mut flipped = b.clone();
+        flipped.labels = vec![0.0, 1.0, 0.0, 1.0];
+        let r0 = dp_sgd_release(&c, &dp, &b, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
+        let r1 = dp_sgd_release(&c, &dp, &flipped, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
+        assert_eq!((&r0.d, &r0.d_eta), (&r1.d, &r1.d_eta));
+        // The parameters' release does see the true labels (through the Gaussian).
+        assert_ne!(r0.guest_gradient, r1.guest_gradient);
+        // Control: the Gaussian mode.
+        let c = config(plain);
+        let (mut g0, mut g1) = (b, flipped);
+        g0.error_labels = None;
+        g1.error_labels = None;
+        let r0 = dp_sgd_release(&c, &plain, &g0, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
+        let r1 = dp_sgd_release(&c, &plain, &g1, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
+        assert_ne!(r0.d, r1.d);
+    }
+
+    /// The error rows are (pᵢ − ŷᵢ)·eᵢ/n with the de-biased ŷ = (ỹ − ρ)/(1 − 2ρ), and
+    /// ŷ is unbiased for y under binary randomized response at ε (exact expectation over
+    /// RR's two outcomes; the RR sampler's law is fl-ldp's, tested there).
+    #[test]
+    fn error_rows_are_the_de_biased_gradient() {
+        let dp = with_error_labels(DpSgd::new(0.5, 1.0, 1.0, 10).unwrap(), 1.0);
+        let c = config(dp);
+        let mut b = batch(vec![1.0, 0.0, 1.0]);
+        b.predictions = vec![0.2, 0.7, 0.9];
+        b.error_labels = Some(vec![1.0, 1.0, 0.0]);
+        let r = dp_sgd_release(&c, &dp, &b, &mut ChaCha20Rng::seed_from_u64(7)).unwrap();
+        let rho = 1.0 / (1.0 + 1f64.exp());
+        let de_bias = |l: f64| (l - rho) / (1.0 - 2.0 * rho);
+        for i in 0..3 {
+            for j in 0..2 {
+                let expected = (b.predictions[i] - de_bias(b.error_labels.as_ref().unwrap()[i]))
+                    * b.error_direction.get(i, j).unwrap()
+                    / 3.0;
+                let got = r.error.get(i, j).unwrap();
+                assert!(
+                    (got - expected).abs() < 1e-6,
+                    "({i}, {j}): {got} vs {expected}"
+                );
+            }
+        }
+        for y in [0.0, 1.0] {
+            // P(ỹ = y) = 1 − ρ.
+            let mean = (1.0 - rho) * de_bias(y) + rho * de_bias(1.0 - y);
+            assert!((mean - y).abs() < 1e-12, "E[ŷ | y = {y}] = {mean}");
+        }
+    }
+
+    /// With randomised error labels the clip covers the parameters only: a huge error
+    /// direction leaves the parameters' release unchanged (same coins and noise).
+    /// Negative control: in the Gaussian mode the joint clip shrinks it.
+    #[test]
+    fn the_clip_covers_the_parameters_only() {
+        let plain = DpSgd::new(10.0, 1e-9, 1.0, 10).unwrap();
+        let dp = with_error_labels(plain, 1.0);
+        let mut small = batch(vec![1.0, 0.0]);
+        small.error_labels = Some(vec![0.0, 1.0]);
+        let mut huge = small.clone();
+        huge.error_direction = Matrix::from_fn(2, 2, |_, _| 1e6);
+        let release = |dp: &DpSgd, b: &DpSgdBatch| {
+            dp_sgd_release(&config(*dp), dp, b, &mut ChaCha20Rng::seed_from_u64(8))
+                .unwrap()
+                .guest_gradient
+        };
+        assert_eq!(release(&dp, &small), release(&dp, &huge));
+        let (mut s, mut h) = (small, huge);
+        s.error_labels = None;
+        h.error_labels = None;
+        let (a, b) = (release(&plain, &s), release(&plain, &h));
+        assert!(
+            a.iter().zip(&b).any(|(x, y)| (x - y).abs() > 1e-3),
+            "{a:?} {b:?}"
+        );
+    }
+
+    /// The guest's parameters step on w·(Gaussian release) + (1 − w)·(the de-biased
+    /// labels' estimate of the same clipped mean): w = 0 gives that estimate exactly, and
+    /// the mix is linear in w for the same coins and noise.
+    #[test]
+    fn the_parameters_mix_the_two_estimates() {
+        let plain = DpSgd::new(10.0, 1.0, 1.0, 10).unwrap();
+        let mut b = batch(vec![1.0, 0.0, 1.0]);
+        b.predictions = vec![0.2, 0.7, 0.9];
+        b.error_labels = Some(vec![1.0, 0.0, 0.0]);
+        let release = |w: f64| {
+            let dp = with_error_labels(plain, w);
+            dp_sgd_release(&config(dp), &dp, &b, &mut ChaCha20Rng::seed_from_u64(9))
+                .unwrap()
+                .guest_gradient
+        };
+        let rho = 1.0 / (1.0 + 1f64.exp());
+        let de_bias = |l: f64| (l - rho) / (1.0 - 2.0 * rho);
+        let labels = b.error_labels.clone().unwrap();
+        // Inside the clip ball (C = 10): the estimate is Σ(p − ŷ)·h/n.
+        let expected: Vec<f64> = (0..3)
+            .map(|j| {
+                (0..3)
+                    .map(|i| {
+                        (b.predictions[i] - de_bias(labels[i]))
+                            * b.guest_direction.get(i, j).unwrap()
+                    })
+                    .sum::<f64>()
+                    / 3.0
+            })
+            .collect();
+        let (r0, r1, rh) = (release(0.0), release(1.0), release(0.5));
+        for j in 0..3 {
+            assert!(
+                (r0[j] - expected[j]).abs() < 1e-6,
+                "{} vs {}",
+                r0[j],
+                expected[j]
+            );
+            assert!((rh[j] - (r0[j] + r1[j]) / 2.0).abs() < 1e-9);
+        }
+        assert!(r0.iter().zip(&r1).any(|(x, y)| (x - y).abs() > 1e-9));
+    }
+
+    /// The parameters' release under randomised error labels has its exact law for both
+    /// labels: one example, one parameter coordinate (K = 8, σ = 4, q = ½), chi-square at
+    /// 10⁻³ against the mixture (1 − q)·N_ℤ(base, σ²) + q·N_ℤ(base + (ŷ − y)·h̄, σ²);
+    /// negative control: the law with the label term always present (q taken as 1) is
+    /// rejected on the same samples.
+    #[test]
+    fn the_parameters_release_has_its_exact_law() {
+        let (c, q, f) = (2f64.powi(-20), 0.5, 23);
+        let dp = DpSgd::new(c, 0.5, q, 1)
+            .unwrap()
+            .with_randomized_error_labels(
+                crate::config::RandomizedLabels::applied(fl_ldp::Epsilon::new(1.0).unwrap()),
+                1.0,
+            )
+            .unwrap();
+        let mut cfg = ProtocolConfig::new(Profile::Hardened, 2, 1);
+        cfg.label_defence = Some(crate::config::LabelDefence::DpSgd(dp));
+        let s = 2f64.powi(cfg.fixed_point.frac_bits() as i32);
+        assert_eq!(cfg.fixed_point.frac_bits(), f);
+        // The parameter direction alone is clipped: 0.6c → h̄ = ⌊0.6·8⌋-ish on the lattice.
+        let h = clip_error_row(&[0.6 * c], c, f).unwrap()[0];
+        let base = (q * (0.7 - 1.0) * h as f64).round_ties_even() as i128;
+        let g = fl_ldp::DiscreteGaussian::new(4.0).unwrap();
+        let opts = fl_stats::ChiSquareOptions {
+            sparse_cells: fl_stats::SparseCells::Pool,
+            ..Default::default()
+        };
+        let law = |y: f64, coin: f64| -> (Vec<i128>, Vec<f64>) {
+            let shift = if y == 1.0 { 0 } else { h };
+            let cells: Vec<i128> = (-25..=25).collect();
+            let mut probs: Vec<f64> = cells
+                .iter()
+                .map(|&k| (1.0 - coin) * g.pmf(k - base) + coin * g.pmf(k - base - shift))
+                .collect();
+            probs.push((1.0 - probs.iter().sum::<f64>()).max(0.0));
+            (cells, probs)
+        };
+        for y in [0.0, 1.0] {
+            let mut rng = ChaCha20Rng::seed_from_u64(11 + y as u64);
+            let b = DpSgdBatch {
+                predictions: vec![0.7],
+                labels: vec![y],
+                guest_direction: Matrix::from_vec(1, 1, vec![0.6 * c]).unwrap(),
+                // A huge error direction: outside the clip in this mode.
+                error_direction: Matrix::from_vec(1, 1, vec![1e3]).unwrap(),
+                error_labels: Some(vec![1.0 - y]),
+            };
+            let samples: Vec<i128> = (0..20_000)
+                .map(|_| {
+                    let r = dp_sgd_release(&cfg, &dp, &b, &mut rng).unwrap();
+                    (r.guest_gradient[0] * q * s).round() as i128
+                })
+                .collect();
+            let count = |cells: &[i128]| {
+                let mut k = vec![0u64; cells.len() + 1];
+                for x in &samples {
+                    match cells.iter().position(|c| c == x) {
+                        Some(i) => k[i] += 1,
+                        None => k[cells.len()] += 1,
+                    }
+                }
+                k
+            };
+            let (cells, probs) = law(y, q);
+            let t = fl_stats::chi_square_gof_with(&count(&cells), &probs, &opts).unwrap();
+            assert!(t.p_value > 1e-3, "y = {y}: {t:?}");
+            if y == 0.0 {
+                let (cells, wrong) = law(y, 1.0);
+                let t = fl_stats::chi_square_gof_with(&count(&cells), &wrong, &opts).unwrap();
+                assert!(t.p_value < 1e-3, "control not rejected: {t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn error_labels_are_typed_errors() {
+        let plain = DpSgd::new(1.0, 1.0, 0.5, 10).unwrap();
+        let dp = with_error_labels(plain, 0.5);
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        // Labels in the batch without the configuration, and the other way round.
+        let mut b = batch(vec![1.0, 0.0]);
+        b.error_labels = Some(vec![1.0, 0.0]);
+        assert!(dp_sgd_release(&config(plain), &plain, &b, &mut rng).is_err());
+        let b = batch(vec![1.0, 0.0]);
+        assert!(dp_sgd_release(&config(dp), &dp, &b, &mut rng).is_err());
+        // Wrong length, non-binary.
+        let mut b = batch(vec![1.0, 0.0]);
+        b.error_labels = Some(vec![1.0]);
+        assert!(dp_sgd_release(&config(dp), &dp, &b, &mut rng).is_err());
+        b.error_labels = Some(vec![1.0, 0.5]);
+        assert!(dp_sgd_release(&config(dp), &dp, &b, &mut rng).is_err());
+        // The share must be in [0, 1].
+        let announced =
+            crate::config::RandomizedLabels::announced_by_guest(fl_ldp::Epsilon::new(1.0).unwrap());
+        for w in [-0.1, 1.5, f64::NAN] {
+            assert!(plain.with_randomized_error_labels(announced, w).is_err());
+        }
+        // Huge directions, either label: never an error.
+        for y in [0.0, 1.0] {
+            let mut b = batch(vec![y, y]);
+            b.error_labels = Some(vec![y, 1.0 - y]);
+            b.error_direction = Matrix::from_fn(2, 2, |_, _| 1e300);
+            b.guest_direction = Matrix::from_fn(2, 3, |_, _| -1e300);
+            assert!(dp_sgd_release(&config(dp), &dp, &b, &mut rng).is_ok());
+        }
+    }
+
+    /// The composed guarantee lies between the larger of the two parts and their sum
+    /// (basic composition), and is larger than the Gaussian part alone.
+    #[test]
+    fn the_guarantee_composes_both_releases() {
+        let plain = DpSgd::for_target(0.1, 0.5, 1e-5, 1.0, 150).unwrap();
+        let dp = with_error_labels(plain, 0.25);
+        let g = plain.guarantee(150, 1e-5).unwrap().epsilon;
+        let both = dp.guarantee(150, 1e-5).unwrap().epsilon;
+        assert!((g - 0.5).abs() < 0.01, "{g}");
+        assert!(
+            both > g.max(1.0) - 1e-9 && both <= g + 1.0 + 1e-9,
+            "{g} {both}"
+        );
     }
 }

@@ -513,12 +513,18 @@ fn put_config(w: &mut Vec<u8>, c: &ProtocolConfig) {
             w.extend_from_slice(&r.epsilon().value().to_bits().to_be_bytes());
         }
         Some(LabelDefence::DpSgd(d)) => {
-            w.push(3);
+            // 3: error rows in the Gaussian release; 4: randomised error labels (their ε
+            // follows).
+            w.push(if d.error_labels.is_some() { 4 } else { 3 });
             w.extend_from_slice(&d.clip_norm.to_bits().to_be_bytes());
             w.extend_from_slice(&d.noise_multiplier.to_bits().to_be_bytes());
             w.extend_from_slice(&d.sampling_rate.to_bits().to_be_bytes());
             w.extend_from_slice(&d.releases_per_row.to_be_bytes());
             w.extend_from_slice(&d.error_weight.to_bits().to_be_bytes());
+            if let Some(r) = d.error_labels {
+                w.extend_from_slice(&r.epsilon().value().to_bits().to_be_bytes());
+                w.extend_from_slice(&d.gaussian_share.to_bits().to_be_bytes());
+            }
         }
     }
     w.push(
@@ -572,17 +578,25 @@ fn get_config(r: &mut Reader<'_>) -> Result<ProtocolConfig, DecodeError> {
                     .map_err(|_| DecodeError::InvalidField("label_defence"))?,
             ),
         )),
-        3 => {
+        tag @ (3 | 4) => {
             let clip = f64::from_bits(r.u64()?);
             let z = f64::from_bits(r.u64()?);
             let q = f64::from_bits(r.u64()?);
             let releases = r.u64()?;
             let weight = f64::from_bits(r.u64()?);
-            Some(LabelDefence::DpSgd(
-                DpSgd::new(clip, z, q, releases)
-                    .and_then(|d| d.with_error_weight(weight))
-                    .map_err(|_| DecodeError::InvalidField("label_defence"))?,
-            ))
+            let d = DpSgd::new(clip, z, q, releases)
+                .and_then(|d| d.with_error_weight(weight))
+                .map_err(|_| DecodeError::InvalidField("label_defence"))?;
+            Some(LabelDefence::DpSgd(if tag == 4 {
+                let epsilon = fl_ldp::Epsilon::new(f64::from_bits(r.u64()?))
+                    .map_err(|_| DecodeError::InvalidField("label_defence"))?;
+                let share = f64::from_bits(r.u64()?);
+                // The peer's statement, never evidence (`RandomizedLabels`).
+                d.with_randomized_error_labels(RandomizedLabels::announced_by_guest(epsilon), share)
+                    .map_err(|_| DecodeError::InvalidField("label_defence"))?
+            } else {
+                d
+            }))
         }
         _ => return Err(DecodeError::InvalidField("label_defence")),
     };
@@ -730,6 +744,40 @@ mod tests {
                     let mut c = ProtocolConfig::new(Profile::Hardened, 2, 3);
                     c.encryption = Encryption::Djn;
                     c.embedding_dp = Some(fl_ldp::Epsilon::new(0.75).unwrap());
+                    c
+                },
+                public_key: vec![1, 2, 3],
+                key_proof: vec![4, 5],
+            }),
+            // DP-SGD, and DP-SGD with randomised error labels (tag 4: their ε and share).
+            Message::Hello(Hello {
+                config: {
+                    let mut c = ProtocolConfig::new(Profile::Hardened, 2, 3);
+                    c.label_defence = Some(LabelDefence::DpSgd(
+                        DpSgd::new(0.5, 3.0, 1.0, 150)
+                            .unwrap()
+                            .with_error_weight(4.0)
+                            .unwrap(),
+                    ));
+                    c
+                },
+                public_key: vec![1, 2, 3],
+                key_proof: vec![4, 5],
+            }),
+            Message::Hello(Hello {
+                config: {
+                    let mut c = ProtocolConfig::new(Profile::Hardened, 2, 3);
+                    c.label_defence = Some(LabelDefence::DpSgd(
+                        DpSgd::new(0.1, 30.0, 1.0, 150)
+                            .unwrap()
+                            .with_randomized_error_labels(
+                                crate::config::RandomizedLabels::announced_by_guest(
+                                    fl_ldp::Epsilon::new(3.5).unwrap(),
+                                ),
+                                0.25,
+                            )
+                            .unwrap(),
+                    ));
                     c
                 },
                 public_key: vec![1, 2, 3],

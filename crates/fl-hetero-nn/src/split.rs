@@ -54,9 +54,14 @@ pub struct SplitConfig {
     /// sees is a function of the releases (docs/proofs/fl-hetero-nn/gradient-perturbation.md).
     pub gradient_perturbation: Option<crate::config::GradientPerturbation>,
     /// DP-SGD on the guest's side ([`crate::config::DpSgd`], enforced by the guest in the
-    /// protocol): the top model trains on the released gradient and the guest's other
-    /// layers on the released error; `None` by default. Takes precedence over
-    /// `gradient_perturbation` and `label_dp` in [`SplitConfig::protocol_config`].
+    /// protocol): the guest's layers train on the released gradient; `None` by default.
+    /// Takes precedence over `gradient_perturbation` and `label_dp` in
+    /// [`SplitConfig::protocol_config`]. With randomised error labels
+    /// ([`crate::config::DpSgd::with_randomized_error_labels`], announced at ε_RR),
+    /// `label_dp` must be [`LabelDefence::RandomizedResponse`] at ε_RR: the error rows the
+    /// host's side trains on come from the labels it randomised once (train with
+    /// [`train_epoch_with_error_labels`]), the Gaussian release covers the guest's
+    /// parameters only, and the run is label-DP at both composed.
     pub dp_sgd: Option<crate::config::DpSgd>,
     /// The guest's optimizer for its bottom and top models and, when set, its part of the
     /// interactive layer; `None`: Adam at `learning_rate` (bottom, top) and SGD at η (the
@@ -299,6 +304,34 @@ impl SplitConfig {
         labels: &TrainingLabels,
     ) -> Result<ProtocolConfig, Error> {
         let mut c = self.protocol_config(profile);
+        if let Some(d) = self.dp_sgd
+            && let Some(declared) = d.error_labels
+        {
+            // DP-SGD with randomised error labels: label_dp must be the same RR, and the
+            // labels its evidence.
+            let same_rr = matches!(self.label_dp,
+                Some(LabelDefence::RandomizedResponse(e)) if e == declared.epsilon());
+            return match labels.randomization {
+                Some(evidence) if same_rr && evidence == declared => {
+                    c.label_defence = Some(crate::config::LabelDefence::DpSgd(
+                        d.with_randomized_error_labels(evidence, d.gaussian_share)?,
+                    ));
+                    Ok(c)
+                }
+                other => Err(ApiMisuse::InvalidConfig {
+                    reason: format!(
+                        "dp_sgd declares error labels randomised by binary randomized response at ε = {}; label_dp must be RandomizedResponse at that ε (it is {:?}) and the training labels randomised by it (they were {})",
+                        declared.epsilon().value(),
+                        self.label_dp,
+                        other.map_or("not randomised".to_string(), |r| format!(
+                            "randomised at ε = {}",
+                            r.epsilon().value()
+                        ))
+                    ),
+                }
+                .into()),
+            };
+        }
         if let Some(crate::config::LabelDefence::RandomizedLabels(declared)) = c.label_defence {
             match labels.randomization {
                 Some(evidence) if evidence == declared => {
@@ -613,6 +646,7 @@ impl GuestModel {
             labels: labels.to_vec(),
             guest_direction: Matrix::from_vec(n, t, guest)?,
             error_direction: Matrix::from_vec(n, m, error)?,
+            error_labels: None,
         })
     }
 
@@ -888,6 +922,21 @@ pub fn train_epoch(
     guest: &mut GuestModel,
     part: &mut dyn HostPart,
 ) -> Result<f64, Error> {
+    train_epoch_with_error_labels(cfg, data, None, host, guest, part)
+}
+
+/// [`train_epoch`] for DP-SGD with randomised error labels: `error_labels` (the training
+/// labels randomised once, what [`SplitConfig::privatize_labels`] returned; one per row of
+/// `data`) give the error rows, `data.labels` (the true labels) the guest's parameters'
+/// Gaussian release.
+pub fn train_epoch_with_error_labels(
+    cfg: &SplitConfig,
+    data: &VerticalData,
+    error_labels: Option<&TrainingLabels>,
+    host: &mut HostModel,
+    guest: &mut GuestModel,
+    part: &mut dyn HostPart,
+) -> Result<f64, Error> {
     let batches = cfg.batches(data.len());
     let mut total = 0.0;
     for &(lo, hi) in &batches {
@@ -901,7 +950,16 @@ pub fn train_epoch(
         if cfg.dp_sgd.is_some() {
             // The loss is the guest's own figure; it never leaves the guest.
             let (loss, _) = bce_loss(&p, labels)?;
-            let batch = guest.dp_sgd_batch(&p, labels)?;
+            let mut batch = guest.dp_sgd_batch(&p, labels)?;
+            if let Some(l) = error_labels {
+                batch.error_labels = Some(l.labels().get(lo..hi).map(<[f64]>::to_vec).ok_or(
+                    ApiMisuse::ShapeMismatch {
+                        what: "error labels",
+                        expected: (data.len(), 1),
+                        got: (l.labels().len(), 1),
+                    },
+                )?);
+            }
             let (da, _released, gradient) = part.backward_dp_sgd(&batch, ids)?;
             guest.apply_dp_sgd(&gradient)?;
             host.backward(&da)?;

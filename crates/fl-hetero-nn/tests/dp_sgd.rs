@@ -6,12 +6,15 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use fl_hetero_nn::config::{DpSgd, LabelDefence};
+use fl_hetero_nn::config::{DpSgd, LabelDefence, ProtocolConfig, RandomizedLabels};
 use fl_hetero_nn::data::{VerticalData, parse_csv};
 use fl_hetero_nn::defences::LabelGuarantee;
 use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
-use fl_hetero_nn::split::{GuestModel, HostModel, SplitConfig, SplitInit, evaluate, train_epoch};
+use fl_hetero_nn::split::{
+    GuestModel, HostModel, SplitConfig, SplitInit, evaluate, train_epoch,
+    train_epoch_with_error_labels,
+};
 use fl_hetero_nn::transport::memory::Pair;
 use fl_hetero_nn::{Error, Guest, GuestEvent, Host, Matrix, Profile, Purpose};
 use rand::SeedableRng;
@@ -21,13 +24,27 @@ const GUEST: &str = include_str!("../data/breast_hetero_guest.csv");
 const HOST: &str = include_str!("../data/breast_hetero_host.csv");
 
 fn pair(cfg: &SplitConfig, init: &SplitInit) -> Pair<InsecureIdentityScheme, ChaCha20Rng> {
-    let mut pc = cfg.protocol_config(Profile::Hardened);
+    let pc = cfg.protocol_config(Profile::Hardened);
+    pair_with(pc, pc, init)
+}
+
+/// The test's public settings on a party's configuration.
+fn tweak(mut pc: ProtocolConfig) -> ProtocolConfig {
     // This test is about the labels; the host's features are not defended here.
     pc.accepted_leaks.guest_recovers_exact_activations = true;
     pc.min_key_bits = 64;
     pc.activation_bound_bits = 16;
     pc.weight_bound_bits = 16;
     pc.delta_bound_bits = 8;
+    pc
+}
+
+fn pair_with(
+    host_pc: ProtocolConfig,
+    guest_pc: ProtocolConfig,
+    init: &SplitInit,
+) -> Pair<InsecureIdentityScheme, ChaCha20Rng> {
+    let (pc, guest_pc) = (tweak(host_pc), tweak(guest_pc));
     let mut host_rng = ChaCha20Rng::seed_from_u64(11);
     let dk = IdentityDecryptionKey::generate(2048, &mut host_rng).unwrap();
     let host = Host::<InsecureIdentityScheme>::new(
@@ -37,22 +54,29 @@ fn pair(cfg: &SplitConfig, init: &SplitInit) -> Pair<InsecureIdentityScheme, Cha
         &mut host_rng,
     )
     .unwrap();
-    let guest =
-        Guest::<InsecureIdentityScheme>::new(pc, &init.host_part_bias, &init.host_part_guest_share)
-            .unwrap();
+    let guest = Guest::<InsecureIdentityScheme>::new(
+        guest_pc,
+        &init.host_part_bias,
+        &init.host_part_guest_share,
+    )
+    .unwrap();
     let mut p = Pair::new(host, guest, host_rng, ChaCha20Rng::seed_from_u64(12));
     p.drive().unwrap();
     assert_eq!(p.poll_guest_event(), Some(GuestEvent::SessionEstablished));
     p
 }
 
-#[test]
-fn dp_sgd_trains_through_the_protocol_and_both_parties_report_it() {
-    let data = VerticalData::align(
+fn breast() -> VerticalData {
+    VerticalData::align(
         parse_csv(GUEST, true).unwrap(),
         parse_csv(HOST, false).unwrap(),
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn dp_sgd_trains_through_the_protocol_and_both_parties_report_it() {
+    let data = breast();
     let mut cfg = SplitConfig::hetero_nn_binary_0();
     let epochs = 3;
     cfg.epochs = epochs;
@@ -123,6 +147,7 @@ fn the_step_calls_refuse_the_other_configuration_and_keep_the_session() {
         labels: vec![1.0, 0.0, 1.0, 0.0],
         guest_direction: Matrix::from_fn(n, 3, |_, _| 0.1),
         error_direction: Matrix::from_fn(n, cfg.interactive_width, |_, _| 0.1),
+        error_labels: None,
     };
     let g = p
         .guest
@@ -152,4 +177,142 @@ fn the_step_calls_refuse_the_other_configuration_and_keep_the_session() {
         "{e}"
     );
     assert!(!p.guest.is_closed());
+}
+
+/// DP-SGD with randomised error labels through the protocol: the guest's configuration
+/// needs the labels' evidence (the host's announcement is refused), training needs the
+/// randomised labels, and both parties report the composed guarantee with the labels' ε.
+#[test]
+fn dp_sgd_with_randomised_error_labels_trains_through_the_protocol() {
+    let data = breast();
+    let mut cfg = SplitConfig::hetero_nn_binary_0();
+    let epochs = 3;
+    cfg.epochs = epochs;
+    let rr = fl_ldp::Epsilon::new(2.0).unwrap();
+    cfg.label_dp = Some(fl_hetero_nn::split::LabelDefence::RandomizedResponse(rr));
+    let dp = DpSgd::for_target(0.5, 64.0, 1e-5, 1.0, epochs as u64)
+        .unwrap()
+        .with_randomized_error_labels(RandomizedLabels::announced_by_guest(rr), 0.25)
+        .unwrap();
+    cfg.dp_sgd = Some(dp);
+    let labels = cfg
+        .privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(5))
+        .unwrap();
+    let init = SplitInit::new(&cfg, 3).unwrap();
+    let host_pc = cfg.protocol_config(Profile::Hardened);
+    // The host's announcement is not evidence: a guest refuses it.
+    let e = Guest::<InsecureIdentityScheme>::new(
+        tweak(host_pc),
+        &init.host_part_bias,
+        &init.host_part_guest_share,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::UndefendedLeak { .. })),
+        "{e}"
+    );
+    // Labels randomised at another ε, or not at all: no guest configuration.
+    let mut other = cfg;
+    other.label_dp = Some(fl_hetero_nn::split::LabelDefence::RandomizedResponse(
+        fl_ldp::Epsilon::new(3.0).unwrap(),
+    ));
+    let other_labels = other
+        .privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(5))
+        .unwrap();
+    assert!(
+        cfg.guest_protocol_config(Profile::Hardened, &other_labels)
+            .is_err()
+    );
+    let mut unrandomised = cfg;
+    unrandomised.label_dp = None;
+    let true_labels = unrandomised
+        .privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(5))
+        .unwrap();
+    assert!(
+        cfg.guest_protocol_config(Profile::Hardened, &true_labels)
+            .is_err()
+    );
+    assert!(
+        unrandomised
+            .guest_protocol_config(Profile::Hardened, &true_labels)
+            .is_err()
+    );
+
+    let guest_pc = cfg
+        .guest_protocol_config(Profile::Hardened, &labels)
+        .unwrap();
+    let mut p = pair_with(host_pc, guest_pc, &init);
+    let mut host = HostModel::new(&init);
+    let mut guest = GuestModel::new(&init, &cfg);
+    for _ in 0..epochs {
+        let loss = train_epoch_with_error_labels(
+            &cfg,
+            &data,
+            Some(&labels),
+            &mut host,
+            &mut guest,
+            &mut p,
+        )
+        .unwrap();
+        assert!(loss.is_finite());
+    }
+    let (auc, _, _) = evaluate(&cfg, &data, &mut host, &mut guest, &mut p).unwrap();
+    assert!(auc.is_finite());
+    let gaussian = DpSgd::for_target(0.5, 64.0, 1e-5, 1.0, epochs as u64)
+        .unwrap()
+        .guarantee(epochs as u64, 1e-5)
+        .unwrap()
+        .epsilon;
+    let want = dp.guarantee(epochs as u64, 1e-5).unwrap().epsilon;
+    assert!(
+        want > gaussian && want <= gaussian + 2.0 + 1e-9,
+        "{want} {gaussian}"
+    );
+    for r in [
+        p.guest.privacy_report(1e-5).unwrap(),
+        p.host.privacy_report(1e-5).unwrap(),
+    ] {
+        println!("{r}");
+        assert!(
+            matches!(r.labels, LabelGuarantee::DpSgd { releases, epsilon, error_labels_epsilon: Some(e), .. }
+                if releases == epochs as u64 && epsilon == want && e == 2.0),
+            "{r}"
+        );
+        assert!(r.to_string().contains("randomised once at ε = 2"), "{r}");
+    }
+}
+
+/// Training a DP-SGD run with randomised error labels without those labels is a typed
+/// error from the guest, before anything leaves it (control: with them, the step runs).
+#[test]
+fn randomised_error_labels_must_be_passed_to_the_step() {
+    let data = breast();
+    let mut cfg = SplitConfig::hetero_nn_binary_0();
+    cfg.epochs = 1;
+    let rr = fl_ldp::Epsilon::new(2.0).unwrap();
+    cfg.label_dp = Some(fl_hetero_nn::split::LabelDefence::RandomizedResponse(rr));
+    cfg.dp_sgd = Some(
+        DpSgd::new(0.5, 2.0, 1.0, 10)
+            .unwrap()
+            .with_randomized_error_labels(RandomizedLabels::announced_by_guest(rr), 1.0)
+            .unwrap(),
+    );
+    let labels = cfg
+        .privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(6))
+        .unwrap();
+    let init = SplitInit::new(&cfg, 4).unwrap();
+    let guest_pc = cfg
+        .guest_protocol_config(Profile::Hardened, &labels)
+        .unwrap();
+    let mut p = pair_with(cfg.protocol_config(Profile::Hardened), guest_pc, &init);
+    let (mut host, mut guest) = (HostModel::new(&init), GuestModel::new(&init, &cfg));
+    let e = train_epoch(&cfg, &data, &mut host, &mut guest, &mut p).unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidData { .. })),
+        "{e}"
+    );
+    let mut p = pair_with(cfg.protocol_config(Profile::Hardened), guest_pc, &init);
+    let (mut host, mut guest) = (HostModel::new(&init), GuestModel::new(&init, &cfg));
+    train_epoch_with_error_labels(&cfg, &data, Some(&labels), &mut host, &mut guest, &mut p)
+        .unwrap();
 }

@@ -348,6 +348,16 @@ impl<S: HomomorphicScheme> Guest<S> {
             }
             .into());
         }
+        if let Some(crate::config::LabelDefence::DpSgd(d)) = config.label_defence
+            && d.error_labels.is_some_and(|r| !r.is_evidence())
+        {
+            return Err(ApiMisuse::UndefendedLeak {
+                missing: "label defence",
+                leak: "DP-SGD's error_labels declares randomised error labels without the evidence that SplitConfig::privatize_labels returns, so the error rows may come from the true labels, outside every noise",
+                remedy: "build the guest's configuration from the TrainingLabels privatize_labels returns (SplitConfig::guest_protocol_config); RandomizedLabels::announced_by_guest is the host's statement",
+            }
+            .into());
+        }
         Ok(())
     }
 
