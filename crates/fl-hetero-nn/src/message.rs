@@ -771,7 +771,7 @@ mod tests {
                         DpSgd::new(0.1, 30.0, 1.0, 150)
                             .unwrap()
                             .with_randomized_error_labels(
-                                crate::config::RandomizedLabels::announced_by_guest(
+                                RandomizedLabels::announced_by_guest(
                                     fl_ldp::Epsilon::new(3.5).unwrap(),
                                 ),
                                 0.25,
