@@ -476,6 +476,16 @@ const DP_SGD_CONDITIONS: &[Condition] = &[
     Condition::TimingExcluded,
 ];
 
+/// The conditions of DP-SGD with randomised error labels: DP-SGD's and the labels'.
+const DP_SGD_ERROR_LABELS_CONDITIONS: &[Condition] = &[
+    Condition::GuestStepsOnlyOnRelease,
+    Condition::OwnLabelOnly,
+    Condition::StableRowIds,
+    Condition::OneSessionOrLedgerResume,
+    Condition::LabelsRandomisedOnce,
+    Condition::TimingExcluded,
+];
+
 /// The conditions of host features randomised once.
 const FEATURES_ONCE_CONDITIONS: &[Condition] =
     &[Condition::FeaturesRandomisedOnce, Condition::TimingExcluded];
@@ -548,6 +558,10 @@ impl LabelGuarantee {
     pub fn conditions(&self) -> &'static [Condition] {
         match self {
             Self::LabelDp { .. } => GRADIENT_PERTURBATION_CONDITIONS,
+            Self::DpSgd {
+                error_labels_epsilon: Some(_),
+                ..
+            } => DP_SGD_ERROR_LABELS_CONDITIONS,
             Self::DpSgd { .. } => DP_SGD_CONDITIONS,
             Self::RandomizedLabels { .. } | Self::DeclaredLabelDp { .. } => {
                 RANDOMIZED_LABELS_CONDITIONS

@@ -928,7 +928,12 @@ pub fn train_epoch(
 /// [`train_epoch`] for DP-SGD with randomised error labels: `error_labels` (the training
 /// labels randomised once, what [`SplitConfig::privatize_labels`] returned; one per row of
 /// `data`) give the error rows, `data.labels` (the true labels) the guest's parameters'
-/// Gaussian release.
+/// Gaussian release. (The TCP party loops of [`tcp`] do not run this mode yet.)
+///
+/// # Errors
+/// [`ApiMisuse::InvalidConfig`] unless `error_labels` carries the evidence of a
+/// randomisation at the ε `cfg.dp_sgd` declares for its error labels;
+/// [`ApiMisuse::ShapeMismatch`] unless it has one label per row; those of the step.
 pub fn train_epoch_with_error_labels(
     cfg: &SplitConfig,
     data: &VerticalData,
@@ -937,6 +942,27 @@ pub fn train_epoch_with_error_labels(
     guest: &mut GuestModel,
     part: &mut dyn HostPart,
 ) -> Result<f64, Error> {
+    if let Some(l) = error_labels {
+        // The labels must be the ones randomised for this configuration, one per row.
+        let declared = cfg.dp_sgd.and_then(|d| d.error_labels);
+        match (l.randomization(), declared) {
+            (Some(evidence), Some(declared)) if evidence.is_evidence() && evidence == declared => {}
+            _ => {
+                return Err(ApiMisuse::InvalidConfig {
+                    reason: "error labels: pass the TrainingLabels privatize_labels returned for this configuration (randomised at the ε its DP-SGD declares for its error labels)".into(),
+                }
+                .into());
+            }
+        }
+        if l.labels().len() != data.len() {
+            return Err(ApiMisuse::ShapeMismatch {
+                what: "error labels",
+                expected: (data.len(), 1),
+                got: (l.labels().len(), 1),
+            }
+            .into());
+        }
+    }
     let batches = cfg.batches(data.len());
     let mut total = 0.0;
     for &(lo, hi) in &batches {
@@ -952,13 +978,7 @@ pub fn train_epoch_with_error_labels(
             let (loss, _) = bce_loss(&p, labels)?;
             let mut batch = guest.dp_sgd_batch(&p, labels)?;
             if let Some(l) = error_labels {
-                batch.error_labels = Some(l.labels().get(lo..hi).map(<[f64]>::to_vec).ok_or(
-                    ApiMisuse::ShapeMismatch {
-                        what: "error labels",
-                        expected: (data.len(), 1),
-                        got: (l.labels().len(), 1),
-                    },
-                )?);
+                batch.error_labels = Some(l.labels()[lo..hi].to_vec());
             }
             let (da, _released, gradient) = part.backward_dp_sgd(&batch, ids)?;
             guest.apply_dp_sgd(&gradient)?;

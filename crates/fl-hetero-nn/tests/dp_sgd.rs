@@ -12,7 +12,7 @@ use fl_hetero_nn::defences::LabelGuarantee;
 use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
 use fl_hetero_nn::split::{
-    GuestModel, HostModel, SplitConfig, SplitInit, evaluate, train_epoch,
+    GuestModel, HostModel, SplitConfig, SplitInit, TrainingLabels, evaluate, train_epoch,
     train_epoch_with_error_labels,
 };
 use fl_hetero_nn::transport::memory::Pair;
@@ -54,13 +54,27 @@ fn pair_with(
         &mut host_rng,
     )
     .unwrap();
-    let guest = Guest::<InsecureIdentityScheme>::new(
-        guest_pc,
-        &init.host_part_bias,
-        &init.host_part_guest_share,
-    )
-    .unwrap();
-    let mut p = Pair::new(host, guest, host_rng, ChaCha20Rng::seed_from_u64(12));
+    establish(host, new_guest(guest_pc, init), host_rng, 12)
+}
+
+fn new_guest(pc: ProtocolConfig, init: &SplitInit) -> Guest<InsecureIdentityScheme> {
+    Guest::<InsecureIdentityScheme>::new(pc, &init.host_part_bias, &init.host_part_guest_share)
+        .unwrap()
+}
+
+/// The pair after the hello.
+fn establish(
+    host: Host<InsecureIdentityScheme>,
+    guest: Guest<InsecureIdentityScheme>,
+    host_rng: ChaCha20Rng,
+    guest_seed: u64,
+) -> Pair<InsecureIdentityScheme, ChaCha20Rng> {
+    let mut p = Pair::new(
+        host,
+        guest,
+        host_rng,
+        ChaCha20Rng::seed_from_u64(guest_seed),
+    );
     p.drive().unwrap();
     assert_eq!(p.poll_guest_event(), Some(GuestEvent::SessionEstablished));
     p
@@ -315,4 +329,242 @@ fn randomised_error_labels_must_be_passed_to_the_step() {
     let (mut host, mut guest) = (HostModel::new(&init), GuestModel::new(&init, &cfg));
     train_epoch_with_error_labels(&cfg, &data, Some(&labels), &mut host, &mut guest, &mut p)
         .unwrap();
+}
+
+/// A breast split with DP-SGD and randomised error labels at ε_RR = 2 (generous Gaussian
+/// ε: these tests check the bookkeeping), its randomised labels from `seed`.
+fn error_labels_setup(seed: u64) -> (VerticalData, SplitConfig, TrainingLabels, SplitInit) {
+    let data = breast();
+    let mut cfg = SplitConfig::hetero_nn_binary_0();
+    cfg.epochs = 2;
+    let rr = fl_ldp::Epsilon::new(2.0).unwrap();
+    cfg.label_dp = Some(fl_hetero_nn::split::LabelDefence::RandomizedResponse(rr));
+    cfg.dp_sgd = Some(
+        DpSgd::for_target(0.5, 8.0, 1e-5, 1.0, 4)
+            .unwrap()
+            .with_randomized_error_labels(RandomizedLabels::announced_by_guest(rr), 0.25)
+            .unwrap(),
+    );
+    let labels = cfg
+        .privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(seed))
+        .unwrap();
+    let init = SplitInit::new(&cfg, 3).unwrap();
+    (data, cfg, labels, init)
+}
+
+/// One epoch through the protocol, then the guest's snapshot and a resumed pair under
+/// `guest_pc` (the host resumed from its own snapshot); `Err` if the guest refuses to
+/// resume.
+fn epoch_then_resume(
+    data: &VerticalData,
+    cfg: &SplitConfig,
+    labels: &TrainingLabels,
+    init: &SplitInit,
+    guest_pc: ProtocolConfig,
+) -> Result<Pair<InsecureIdentityScheme, ChaCha20Rng>, Error> {
+    let host_pc = tweak(cfg.protocol_config(Profile::Hardened));
+    let mut host_rng = ChaCha20Rng::seed_from_u64(11);
+    let dk = IdentityDecryptionKey::generate(2048, &mut host_rng).unwrap();
+    let host = Host::<InsecureIdentityScheme>::new(
+        host_pc,
+        dk.clone(),
+        Some(&init.host_part_host_share),
+        &mut host_rng,
+    )
+    .unwrap();
+    let first_pc = tweak(
+        cfg.guest_protocol_config(Profile::Hardened, labels)
+            .unwrap(),
+    );
+    let mut p = establish(host, new_guest(first_pc, init), host_rng, 12);
+    let (mut host_model, mut guest_model) = (HostModel::new(init), GuestModel::new(init, cfg));
+    train_epoch_with_error_labels(
+        cfg,
+        data,
+        Some(labels),
+        &mut host_model,
+        &mut guest_model,
+        &mut p,
+    )
+    .unwrap();
+    let (hs, gs) = (p.host.snapshot(), p.guest.snapshot());
+    let mut host_rng = ChaCha20Rng::seed_from_u64(51);
+    let host = Host::<InsecureIdentityScheme>::resume(host_pc, dk, hs, &mut host_rng).unwrap();
+    let guest = Guest::<InsecureIdentityScheme>::resume(tweak(guest_pc), gs)?;
+    Ok(establish(host, guest, host_rng, 52))
+}
+
+/// The randomised error labels are drawn once per record, across a resume too: a resumed
+/// guest refuses labels randomised afresh (ε_RR would be paid twice but reported once);
+/// control: the same labels go on training.
+#[test]
+fn a_resumed_guest_refuses_a_fresh_randomisation_of_the_error_labels() {
+    let (data, cfg, labels, init) = error_labels_setup(5);
+    let pc = cfg
+        .guest_protocol_config(Profile::Hardened, &labels)
+        .unwrap();
+    let mut p = epoch_then_resume(&data, &cfg, &labels, &init, pc).unwrap();
+    let (mut host, mut guest) = (HostModel::new(&init), GuestModel::new(&init, &cfg));
+    train_epoch_with_error_labels(&cfg, &data, Some(&labels), &mut host, &mut guest, &mut p)
+        .unwrap();
+    let r = p.guest.privacy_report(1e-5).unwrap();
+    assert!(
+        matches!(r.labels, LabelGuarantee::DpSgd { releases: 2, .. }),
+        "{r}"
+    );
+    // Fresh coins, the same ε: valid evidence, but other labels for the same records.
+    let (_, _, fresh, _) = error_labels_setup(99);
+    assert_ne!(fresh.labels(), labels.labels());
+    let pc = cfg
+        .guest_protocol_config(Profile::Hardened, &fresh)
+        .unwrap();
+    let mut p = epoch_then_resume(&data, &cfg, &labels, &init, pc).unwrap();
+    let (mut host, mut guest) = (HostModel::new(&init), GuestModel::new(&init, &cfg));
+    let e = train_epoch_with_error_labels(&cfg, &data, Some(&fresh), &mut host, &mut guest, &mut p)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidData { .. })),
+        "{e}"
+    );
+}
+
+/// A DP-SGD snapshot cannot be resumed under labels randomised once (its Gaussian
+/// releases would stop being priced); nor a snapshot without the error labels' record.
+#[test]
+fn a_dp_sgd_snapshot_keeps_its_defence_and_its_error_labels() {
+    let (data, cfg, labels, init) = error_labels_setup(5);
+    let mut label_dp_only = cfg;
+    label_dp_only.dp_sgd = None;
+    let pc = label_dp_only
+        .guest_protocol_config(Profile::Hardened, &labels)
+        .unwrap();
+    assert!(matches!(
+        pc.label_defence,
+        Some(LabelDefence::RandomizedLabels(_))
+    ));
+    let e = epoch_then_resume(&data, &cfg, &labels, &init, pc).unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidConfig { .. })),
+        "{e}"
+    );
+    // A snapshot without the record of the error labels.
+    let pc = tweak(
+        cfg.guest_protocol_config(Profile::Hardened, &labels)
+            .unwrap(),
+    );
+    let guest =
+        Guest::<InsecureIdentityScheme>::new(pc, &init.host_part_bias, &init.host_part_guest_share)
+            .unwrap();
+    let mut gs = guest.snapshot();
+    assert!(Guest::<InsecureIdentityScheme>::resume(pc, gs.clone()).is_ok());
+    gs.error_labels = None;
+    let e = Guest::<InsecureIdentityScheme>::resume(pc, gs).unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::ResumeWithoutLedger { .. })),
+        "{e}"
+    );
+}
+
+/// The split loop hands the step the randomised labels, never the true ones, and refuses
+/// labels without the evidence or of the wrong length; the report lists the labels'
+/// condition.
+#[test]
+fn the_split_loop_passes_the_randomised_labels_only() {
+    use fl_hetero_nn::split::{DpSgdStep, HostPart, PlainTwin};
+    struct Recorder {
+        twin: PlainTwin,
+        seen: Vec<Vec<f64>>,
+    }
+    impl HostPart for Recorder {
+        fn forward(
+            &mut self,
+            purpose: Purpose,
+            a: &Matrix<f64>,
+            ids: &[u64],
+        ) -> Result<Matrix<f64>, Error> {
+            self.twin.forward(purpose, a, ids)
+        }
+        fn backward(
+            &mut self,
+            d: &Matrix<f64>,
+            ids: &[u64],
+        ) -> Result<(Matrix<f64>, Option<Matrix<f64>>), Error> {
+            self.twin.backward(d, ids)
+        }
+        fn backward_dp_sgd(
+            &mut self,
+            b: &fl_hetero_nn::dp_sgd::DpSgdBatch,
+            ids: &[u64],
+        ) -> Result<DpSgdStep, Error> {
+            self.seen.push(b.error_labels.clone().unwrap());
+            self.twin.backward_dp_sgd(b, ids)
+        }
+        fn traffic(&self) -> fl_hetero_nn::transport::memory::TrafficStats {
+            self.twin.traffic()
+        }
+    }
+    let (data, cfg, labels, init) = error_labels_setup(5);
+    let pc = tweak(
+        cfg.guest_protocol_config(Profile::Hardened, &labels)
+            .unwrap(),
+    );
+    let mut rec = Recorder {
+        twin: PlainTwin {
+            layer: fl_hetero_nn::PlainInteractiveLayer::new(
+                pc,
+                &init.host_part_weight,
+                &init.host_part_bias,
+            )
+            .unwrap(),
+            rng: ChaCha20Rng::seed_from_u64(1),
+        },
+        seen: Vec::new(),
+    };
+    let (mut host, mut guest) = (HostModel::new(&init), GuestModel::new(&init, &cfg));
+    train_epoch_with_error_labels(&cfg, &data, Some(&labels), &mut host, &mut guest, &mut rec)
+        .unwrap();
+    assert_eq!(rec.seen.concat(), labels.labels());
+    assert_ne!(labels.labels(), &data.labels[..]);
+    // Labels without the evidence (here the true ones), or of the wrong length.
+    let mut plain = cfg;
+    plain.label_dp = None;
+    let true_labels = plain
+        .privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(5))
+        .unwrap();
+    let e = train_epoch_with_error_labels(
+        &cfg,
+        &data,
+        Some(&true_labels),
+        &mut host,
+        &mut guest,
+        &mut rec,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidConfig { .. })),
+        "{e}"
+    );
+    let mut longer = data.labels.clone();
+    longer.extend_from_slice(&data.labels);
+    let longer = cfg
+        .privatize_labels(&longer, &mut ChaCha20Rng::seed_from_u64(7))
+        .unwrap();
+    let e =
+        train_epoch_with_error_labels(&cfg, &data, Some(&longer), &mut host, &mut guest, &mut rec)
+            .unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::ShapeMismatch { .. })),
+        "{e}"
+    );
+    // The report's conditions include the labels' randomisation.
+    let g =
+        Guest::<InsecureIdentityScheme>::new(pc, &init.host_part_bias, &init.host_part_guest_share)
+            .unwrap();
+    let r = g.privacy_report(1e-5).unwrap();
+    assert!(
+        r.labels
+            .conditions()
+            .contains(&fl_hetero_nn::defences::Condition::LabelsRandomisedOnce),
+        "{r}"
+    );
 }

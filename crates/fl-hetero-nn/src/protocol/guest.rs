@@ -97,6 +97,12 @@ pub struct GuestSnapshot {
     /// budget). [`Guest::resume`] refuses a configuration with another one, so that the
     /// report cannot price past releases at a different noise or budget.
     pub label_defence: Option<crate::config::LabelDefence>,
+    /// DP-SGD with randomised error labels: the randomised label ỹ (1 = true) each row id
+    /// has been trained with (**secret**, a release). [`Guest::resume`] refuses a
+    /// configuration with randomised error labels when it is `None`, and the resumed
+    /// guest refuses a batch whose ỹ for a known row id differs (a re-randomisation,
+    /// which would cost ε_RR again).
+    pub error_labels: Option<std::collections::BTreeMap<u64, bool>>,
 }
 
 impl core::fmt::Debug for GuestSnapshot {
@@ -190,6 +196,8 @@ pub struct Guest<S: HomomorphicScheme = crate::Paillier> {
     /// Releases of each example's error so far, per row id (for the budget and the
     /// privacy report).
     released: RowLedger,
+    /// DP-SGD with randomised error labels: ỹ per row id, as first used.
+    error_labels: std::collections::BTreeMap<u64, bool>,
     training_steps: u64,
     round: u64,
     state: State<S>,
@@ -311,7 +319,17 @@ impl<S: HomomorphicScheme> Guest<S> {
             Some(crate::config::LabelDefence::DpSgd(_)) => Some("DP-SGD"),
             _ => None,
         };
-        if defence.is_some() && snapshot.label_defence != config.label_defence {
+        // A snapshot whose releases are counted keeps its defence: resuming under another
+        // one (e.g. labels randomised once) would stop pricing the releases already made.
+        let snapshot_counts = matches!(
+            snapshot.label_defence,
+            Some(
+                crate::config::LabelDefence::GradientPerturbation(_)
+                    | crate::config::LabelDefence::DpSgd(_)
+            )
+        );
+        if (defence.is_some() || snapshot_counts) && snapshot.label_defence != config.label_defence
+        {
             return Err(ApiMisuse::InvalidConfig {
                 reason: "resume with a label defence other than the snapshot's: its ledger's releases were made (and must be priced) under the snapshot's noise, sampling rate and budget".into(),
             }
@@ -325,14 +343,25 @@ impl<S: HomomorphicScheme> Guest<S> {
             // Nothing counts releases: the report claims no per-release guarantee.
             (None, None) => RowLedger::default(),
         };
-        Ok(Self::from_parts(
+        let error_labels = match (config.label_defence, snapshot.error_labels) {
+            (Some(crate::config::LabelDefence::DpSgd(d)), None) if d.error_labels.is_some() => {
+                return Err(ApiMisuse::ResumeWithoutLedger {
+                    defence: "DP-SGD with randomised error labels (the snapshot has no record of them)",
+                }
+                .into());
+            }
+            (_, labels) => labels.unwrap_or_default(),
+        };
+        let mut guest = Self::from_parts(
             config,
             SecretMatrix::from_matrix(&snapshot.noisy_weight),
             SecretMatrix::from_matrix(&snapshot.bias),
             released,
             snapshot.training_steps,
             snapshot.round,
-        ))
+        );
+        guest.error_labels = error_labels;
+        Ok(guest)
     }
 
     /// The checks [`Self::new`] and [`Self::resume`] make on the configuration.
@@ -383,6 +412,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             bias,
             released_error: None,
             released,
+            error_labels: std::collections::BTreeMap::new(),
             training_steps,
             round,
             state: State::AwaitHello,
@@ -454,6 +484,7 @@ impl<S: HomomorphicScheme> Guest<S> {
             round: self.round,
             release_ledger: Some(self.released.clone()),
             label_defence: self.config.label_defence,
+            error_labels: Some(self.error_labels.clone()),
         }
     }
 
@@ -1063,6 +1094,28 @@ impl<S: HomomorphicScheme> Guest<S> {
             _ => None,
         };
         self.released.check(row_ids, n, budget)?;
+        // Randomised error labels are drawn once per record: a row id trained before with
+        // another ỹ is refused (a function of ỹ and the ids, not of a true label).
+        let error_labels = match input {
+            BackwardInput::DpSgd(batch) => batch.error_labels.as_deref(),
+            BackwardInput::Delta(_) => None,
+        };
+        if let Some(labels) = error_labels {
+            for (id, &l) in row_ids.iter().zip(labels) {
+                if self
+                    .error_labels
+                    .get(id)
+                    .is_some_and(|&seen| seen != (l == 1.0))
+                {
+                    return Err(ApiMisuse::InvalidData {
+                        reason: format!(
+                            "the randomised error label of row id {id} differs from the one this session trained with: randomised labels are drawn once per record (drawing again costs ε_RR again)"
+                        ),
+                    }
+                    .into());
+                }
+            }
+        }
         let fp = self.config.fixed_point;
         // D and Dη: encoded δ, (gradient perturbation) the clipped and noised release, or
         // (DP-SGD) the release computed from the batch's directions.
@@ -1085,6 +1138,11 @@ impl<S: HomomorphicScheme> Guest<S> {
         };
         self.released_error = released;
         self.released.record(row_ids);
+        if let Some(labels) = error_labels {
+            for (&id, &l) in row_ids.iter().zip(labels) {
+                self.error_labels.insert(id, l == 1.0);
+            }
+        }
         let ek = self.ek()?.clone();
         let noise_w = Matrix::from_fn(d_a, m, |_, _| match self.config.profile {
             Profile::Hardened => uniform_mask(self.bounds.noise_w(), rng),
