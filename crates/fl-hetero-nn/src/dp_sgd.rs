@@ -139,6 +139,14 @@ impl DpSgdBatch {
             }
             .into());
         }
+        let binary = |labels: &[f64], reason: &str| {
+            if labels.iter().any(|&y| y != 0.0 && y != 1.0) {
+                return Err(Error::from(ApiMisuse::InvalidData {
+                    reason: reason.into(),
+                }));
+            }
+            Ok(())
+        };
         if let Some(released) = &self.error_labels {
             if released.len() != n {
                 return Err(ApiMisuse::ShapeMismatch {
@@ -148,21 +156,10 @@ impl DpSgdBatch {
                 }
                 .into());
             }
-            if released.iter().any(|&y| y != 0.0 && y != 1.0) {
-                return Err(ApiMisuse::InvalidData {
-                    reason: "DP-SGD error labels must be binary (0.0 or 1.0)".into(),
-                }
-                .into());
-            }
+            binary(released, "DP-SGD error labels must be binary (0.0 or 1.0)")?;
         }
         // The relation's domain: binary labels. Valid labels never fail here.
-        if self.labels.iter().any(|&y| y != 0.0 && y != 1.0) {
-            return Err(ApiMisuse::InvalidData {
-                reason: "DP-SGD needs binary labels (0.0 or 1.0)".into(),
-            }
-            .into());
-        }
-        Ok(())
+        binary(&self.labels, "DP-SGD needs binary labels (0.0 or 1.0)")
     }
 }
 
@@ -241,15 +238,17 @@ pub(crate) fn dp_sgd_release<R: CryptoRng + ?Sized>(
     };
     let scale = 2f64.powi(f as i32);
     let n_f = n.max(1) as f64;
+    // With randomised error labels the error rows are not in the Gaussian release: only
+    // the parameters' direction is clipped.
+    let width = if error_labels.is_some() { t } else { t + m };
     for i in 0..n {
         joint[..t].copy_from_slice(batch.guest_direction.row(i));
-        joint[t..].copy_from_slice(batch.error_direction.row(i));
-        for x in &mut joint[t..] {
-            *x *= lambda;
+        if width > t {
+            joint[t..].copy_from_slice(batch.error_direction.row(i));
+            for x in &mut joint[t..] {
+                *x *= lambda;
+            }
         }
-        // With randomised error labels the error rows are not in the Gaussian release:
-        // only the parameters' direction is clipped.
-        let width = if error_labels.is_some() { t } else { t + m };
         let h = clip_error_row(&joint[..width], dp.clip_norm, f)?;
         // Drawn for every row, whatever its label.
         let included = i128::from(coin.sample(rng));
@@ -471,6 +470,17 @@ mod tests {
         (cells, probs)
     }
 
+    /// The chi-square independence p-value of a 4-bin sequence against itself at lag k.
+    fn lag_p(seq: &[usize], k: usize) -> f64 {
+        let mut table = vec![0u64; 16];
+        for t in 0..seq.len() - k {
+            table[seq[t] * 4 + seq[t + k]] += 1;
+        }
+        fl_stats::chi_square_independence(&table, 4, 4)
+            .unwrap()
+            .p_value
+    }
+
     fn counts(samples: &[(i128, i128)], cells: &[(i128, i128)]) -> Vec<u64> {
         let mut c = vec![0u64; cells.len() + 1];
         for s in samples {
@@ -519,15 +529,6 @@ mod tests {
         let seq: Vec<usize> = (0..20_000)
             .map(|_| bin(small_release(0.0, &mut rng).0))
             .collect();
-        let lag_p = |seq: &[usize], k: usize| {
-            let mut table = vec![0u64; 16];
-            for t in 0..seq.len() - k {
-                table[seq[t] * 4 + seq[t + k]] += 1;
-            }
-            fl_stats::chi_square_independence(&table, 4, 4)
-                .unwrap()
-                .p_value
-        };
         let ps: Vec<f64> = (1..=4).map(|k| lag_p(&seq, k)).collect();
         let adjusted = fl_stats::holm(&ps).unwrap();
         assert!(adjusted.adjusted.iter().all(|&p| p > 1e-3), "{ps:?}");
@@ -834,5 +835,52 @@ mod tests {
             both > g.max(1.0) - 1e-9 && both <= g + 1.0 + 1e-9,
             "{g} {both}"
         );
+    }
+
+    /// Under randomised error labels, successive parameter releases are independent at
+    /// lags 1–4 (chi-square independence of sign bins, Holm at 10⁻³); negative control:
+    /// each call's randomness reused once is rejected at lag 1.
+    #[test]
+    fn error_label_releases_are_independent_at_every_lag() {
+        let (c, q) = (2f64.powi(-20), 0.5);
+        let dp = DpSgd::new(c, 0.5, q, 1)
+            .unwrap()
+            .with_randomized_error_labels(
+                crate::config::RandomizedLabels::applied(fl_ldp::Epsilon::new(1.0).unwrap()),
+                1.0,
+            )
+            .unwrap();
+        let mut cfg = ProtocolConfig::new(Profile::Hardened, 2, 1);
+        cfg.label_defence = Some(crate::config::LabelDefence::DpSgd(dp));
+        let s = 2f64.powi(cfg.fixed_point.frac_bits() as i32);
+        let b = DpSgdBatch {
+            predictions: vec![0.7],
+            labels: vec![0.0],
+            guest_direction: Matrix::from_vec(1, 1, vec![0.6 * c]).unwrap(),
+            error_direction: Matrix::from_vec(1, 1, vec![0.8 * c]).unwrap(),
+            error_labels: Some(vec![1.0]),
+        };
+        let bin = |x: i128| (x.clamp(-6, 5) + 6) as usize / 3; // 4 bins
+        let draw = |rng: &mut ChaCha20Rng| {
+            let r = dp_sgd_release(&cfg, &dp, &b, rng).unwrap();
+            bin((r.guest_gradient[0] * q * s).round() as i128)
+        };
+        let mut rng = ChaCha20Rng::seed_from_u64(21);
+        let seq: Vec<usize> = (0..20_000).map(|_| draw(&mut rng)).collect();
+        let ps: Vec<f64> = (1..=4).map(|k| lag_p(&seq, k)).collect();
+        assert!(
+            fl_stats::holm(&ps)
+                .unwrap()
+                .adjusted
+                .iter()
+                .all(|&p| p > 1e-3),
+            "{ps:?}"
+        );
+        let mut repeated = Vec::new();
+        for k in 0..10_000u64 {
+            let x = draw(&mut ChaCha20Rng::seed_from_u64(2000 + k));
+            repeated.extend([x, x]);
+        }
+        assert!(lag_p(&repeated, 1) < 1e-3);
     }
 }
