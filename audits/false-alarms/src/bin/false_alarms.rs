@@ -5,7 +5,7 @@
 //! test's null distribution (it is what a planned run would report as a violation).
 //!
 //! ```text
-//! cargo run --release -p fl-audit --example false_alarms [-- RUNS SAMPLES]
+//! cargo run --release -p fl-audit-false-alarms --bin false_alarms [-- RUNS SAMPLES]
 //! ```
 //!
 //! Prints one line per run (the smallest Holm-adjusted p-value and the largest ε̂_lb /

@@ -10,7 +10,7 @@
 //! are audited.
 //!
 //! ```text
-//! cargo run --release -p fl-audit --example external_false_alarms [-- RUNS SAMPLES]
+//! cargo run --release -p fl-audit-false-alarms --bin external_false_alarms [-- RUNS SAMPLES]
 //! ```
 //!
 //! Prints one line per audit and exits 1 if any fails.
