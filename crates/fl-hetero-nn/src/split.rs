@@ -942,27 +942,7 @@ pub fn train_epoch_with_error_labels(
     guest: &mut GuestModel,
     part: &mut dyn HostPart,
 ) -> Result<f64, Error> {
-    if let Some(l) = error_labels {
-        // The labels must be the ones randomised for this configuration, one per row.
-        let declared = cfg.dp_sgd.and_then(|d| d.error_labels);
-        match (l.randomization(), declared) {
-            (Some(evidence), Some(declared)) if evidence.is_evidence() && evidence == declared => {}
-            _ => {
-                return Err(ApiMisuse::InvalidConfig {
-                    reason: "error labels: pass the TrainingLabels privatize_labels returned for this configuration (randomised at the ε its DP-SGD declares for its error labels)".into(),
-                }
-                .into());
-            }
-        }
-        if l.labels().len() != data.len() {
-            return Err(ApiMisuse::ShapeMismatch {
-                what: "error labels",
-                expected: (data.len(), 1),
-                got: (l.labels().len(), 1),
-            }
-            .into());
-        }
-    }
+    check_error_labels(cfg, error_labels, data.len())?;
     let batches = cfg.batches(data.len());
     let mut total = 0.0;
     for &(lo, hi) in &batches {
@@ -993,6 +973,37 @@ pub fn train_epoch_with_error_labels(
         total += loss;
     }
     Ok(total / batches.len().max(1) as f64)
+}
+
+/// The randomised error labels a training loop is given must be the ones randomised for
+/// this configuration (evidence, at the ε its DP-SGD declares), one per row.
+fn check_error_labels(
+    cfg: &SplitConfig,
+    error_labels: Option<&TrainingLabels>,
+    rows: usize,
+) -> Result<(), Error> {
+    let Some(l) = error_labels else {
+        return Ok(());
+    };
+    let declared = cfg.dp_sgd.and_then(|d| d.error_labels);
+    match (l.randomization(), declared) {
+        (Some(evidence), Some(declared)) if evidence.is_evidence() && evidence == declared => {}
+        _ => {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: "error labels: pass the TrainingLabels privatize_labels returned for this configuration (randomised at the ε its DP-SGD declares for its error labels)".into(),
+            }
+            .into());
+        }
+    }
+    if l.labels().len() != rows {
+        return Err(ApiMisuse::ShapeMismatch {
+            what: "error labels",
+            expected: (rows, 1),
+            got: (l.labels().len(), 1),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Predicts every row (prediction rounds) and returns (AUC, mean BCE loss, predictions).
@@ -1105,7 +1116,8 @@ pub mod tcp {
 
     /// Runs the guest's side; calls `report` after each epoch with (epoch, mean loss, the
     /// checkpoint if one was evaluated). `row_ids` names `guest_x`'s rows (one id per row,
-    /// the same ids the host uses).
+    /// the same ids the host uses). DP-SGD with randomised error labels needs those labels:
+    /// [`run_guest_with_error_labels`].
     #[allow(clippy::too_many_arguments)]
     pub fn run_guest<S: HomomorphicScheme, R: CryptoRng>(
         cfg: &SplitConfig,
@@ -1119,6 +1131,56 @@ pub mod tcp {
         rng: &mut R,
         report: &mut dyn FnMut(usize, f64, Option<Checkpoint>),
     ) -> Result<(), Error> {
+        run_guest_with_error_labels(
+            cfg,
+            guest_x,
+            labels,
+            None,
+            row_ids,
+            model,
+            guest,
+            stream,
+            checkpoints,
+            rng,
+            report,
+        )
+    }
+
+    /// [`run_guest`] for DP-SGD with randomised error labels
+    /// ([`crate::config::DpSgd::error_labels`]): each DP-SGD step's error rows come from
+    /// `error_labels`, the [`TrainingLabels`] that [`SplitConfig::privatize_labels`]
+    /// returned for `cfg` (the guest's configuration holds their evidence), as in
+    /// [`super::train_epoch_with_error_labels`]; `labels` are the true labels (the
+    /// Gaussian release's). `None` is [`run_guest`].
+    ///
+    /// # Errors
+    /// As [`run_guest`], and before anything is sent [`ApiMisuse::ShapeMismatch`] unless
+    /// `labels` (and `error_labels`) have one entry per row of `guest_x`,
+    /// [`ApiMisuse::InvalidConfig`] when `error_labels` are not this configuration's
+    /// randomised labels.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_guest_with_error_labels<S: HomomorphicScheme, R: CryptoRng>(
+        cfg: &SplitConfig,
+        guest_x: &Matrix<f64>,
+        labels: &[f64],
+        error_labels: Option<&TrainingLabels>,
+        row_ids: &[u64],
+        model: &mut GuestModel,
+        guest: &mut Guest<S>,
+        stream: &mut FramedStream,
+        checkpoints: &[usize],
+        rng: &mut R,
+        report: &mut dyn FnMut(usize, f64, Option<Checkpoint>),
+    ) -> Result<(), Error> {
+        if labels.len() != guest_x.rows() {
+            return Err(ApiMisuse::ShapeMismatch {
+                what: "labels",
+                expected: (guest_x.rows(), 1),
+                got: (labels.len(), 1),
+            }
+            .into());
+        }
+        check_error_labels(cfg, error_labels, guest_x.rows())?;
         let GuestEvent::SessionEstablished = next_guest_event(guest, stream, rng)? else {
             return Err(unexpected("hello"));
         };
@@ -1136,7 +1198,10 @@ pub mod tcp {
                 let ids = batch_ids(row_ids, lo, hi)?;
                 if cfg.dp_sgd.is_some() {
                     let (loss, _) = bce_loss(&p, &labels[lo..hi])?;
-                    let batch = model.dp_sgd_batch(&p, &labels[lo..hi])?;
+                    let mut batch = model.dp_sgd_batch(&p, &labels[lo..hi])?;
+                    if let Some(l) = error_labels {
+                        batch.error_labels = Some(l.labels()[lo..hi].to_vec());
+                    }
                     let top = guest.backward_dp_sgd(&batch, ids, rng)?;
                     let GuestEvent::BackwardDone { .. } = next_guest_event(guest, stream, rng)?
                     else {

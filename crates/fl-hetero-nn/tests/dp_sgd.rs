@@ -568,3 +568,105 @@ fn the_split_loop_passes_the_randomised_labels_only() {
         "{r}"
     );
 }
+
+/// The party loops over TCP (`split::tcp`) run DP-SGD with randomised error labels, and
+/// reproduce the in-memory loop bit for bit (same seeds): the same AUC and loss after the
+/// last epoch. Controls: the same TCP run given the true labels (no randomisation, no
+/// evidence) is refused before anything is sent, and given no error labels (`run_guest`)
+/// the guest's step refuses the batch.
+#[test]
+fn the_tcp_loops_run_randomised_error_labels_as_the_in_memory_loop() {
+    use fl_hetero_nn::split::tcp::{Checkpoint, run_guest_with_error_labels, run_host};
+    use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig};
+    use std::net::{TcpListener, TcpStream};
+
+    let (data, cfg, labels, init) = error_labels_setup(21);
+    let guest_pc = cfg
+        .guest_protocol_config(Profile::Hardened, &labels)
+        .unwrap();
+    let host_pc = cfg.protocol_config(Profile::Hardened);
+    // In memory.
+    let mut p = pair_with(host_pc, guest_pc, &init);
+    let (mut host, mut guest) = (HostModel::new(&init), GuestModel::new(&init, &cfg));
+    for _ in 0..cfg.epochs {
+        train_epoch_with_error_labels(&cfg, &data, Some(&labels), &mut host, &mut guest, &mut p)
+            .unwrap();
+    }
+    let (auc, loss, _) = evaluate(&cfg, &data, &mut host, &mut guest, &mut p).unwrap();
+
+    // Over TCP, with the same keys, shares and seeds; `error_labels` as given.
+    let tcp_run = |error_labels: Option<&TrainingLabels>| -> Result<Checkpoint, Error> {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (cfg2, host_x, row_ids, init2) =
+            (cfg, data.host.clone(), data.row_ids.clone(), init.clone());
+        let epochs = cfg.epochs;
+        let host_thread = std::thread::spawn(move || -> Result<(), Error> {
+            let mut host_rng = ChaCha20Rng::seed_from_u64(11);
+            let dk = IdentityDecryptionKey::generate(2048, &mut host_rng).unwrap();
+            let mut host = Host::<InsecureIdentityScheme>::new(
+                tweak(host_pc),
+                dk,
+                Some(&init2.host_part_host_share),
+                &mut host_rng,
+            )
+            .unwrap();
+            let (sock, _) = listener.accept().unwrap();
+            let mut stream = FramedStream::new(sock, TcpConfig::default(), true)?;
+            run_host(
+                &cfg2,
+                &host_x,
+                &row_ids,
+                &mut HostModel::new(&init2),
+                &mut host,
+                &mut stream,
+                &[epochs],
+                &mut host_rng,
+            )
+        });
+        let mut guest = new_guest(tweak(guest_pc), &init);
+        let sock = TcpStream::connect(addr).unwrap();
+        let mut stream = FramedStream::new(sock, TcpConfig::default(), false)?;
+        let mut last = None;
+        let run = run_guest_with_error_labels(
+            &cfg,
+            &data.guest,
+            &data.labels,
+            error_labels,
+            &data.row_ids,
+            &mut GuestModel::new(&init, &cfg),
+            &mut guest,
+            &mut stream,
+            &[epochs],
+            &mut ChaCha20Rng::seed_from_u64(12),
+            &mut |_, _, cp| last = cp.or(last),
+        );
+        drop(stream);
+        // The host's outcome matters only when the guest's run succeeded.
+        let host_result = host_thread.join().unwrap();
+        run?;
+        host_result?;
+        Ok(last.unwrap())
+    };
+    let cp = tcp_run(Some(&labels)).unwrap();
+    assert!(auc.is_finite() && loss.is_finite());
+    assert_eq!((cp.auc, cp.loss), (auc, loss));
+
+    // Control: labels that are not this configuration's randomisation.
+    let mut unrandomised = cfg;
+    unrandomised.label_dp = None;
+    let true_labels = unrandomised
+        .privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(5))
+        .unwrap();
+    let e = tcp_run(Some(&true_labels)).unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidConfig { .. })),
+        "{e}"
+    );
+    // Control: no error labels, the step refuses the batch.
+    let e = tcp_run(None).unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidData { .. })),
+        "{e}"
+    );
+}
