@@ -397,8 +397,10 @@ pub enum Condition {
     /// [`crate::protocol::GuestSnapshot::release_ledger`]); a record's releases in
     /// separate sessions compose and are not counted here.
     OneSessionOrLedgerResume,
-    /// Timing is out of scope: the discrete Gaussian sampler runs in variable time and the
-    /// clip takes a label-dependent branch, so a host that measures the guest's time is
+    /// Timing is out of scope: the noise samplers (discrete Gaussian, k-ary randomized
+    /// response), the clip and the big-integer arithmetic run in variable time (with
+    /// gradient perturbation the clip branches on the label-dependent row; with DP-SGD it
+    /// clips label-independent directions), so a party that measures the other's time is
     /// not covered.
     TimingExcluded,
     /// The labels were randomised once, before training, and never used otherwise; every
@@ -434,7 +436,7 @@ impl Condition {
                 "one session, or a session resumed from a snapshot with its release ledger"
             }
             Self::TimingExcluded => {
-                "timing excluded (variable-time noise sampler, label-dependent clip branch)"
+                "timing excluded (the samplers, the clip and the big-integer arithmetic are not constant-time; for gradient perturbation the clip branches on the label-dependent row)"
             }
             Self::LabelsRandomisedOnce => {
                 "labels randomised once before training and used only after that"
