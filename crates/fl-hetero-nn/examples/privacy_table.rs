@@ -471,13 +471,9 @@ impl WhiteBox {
             let h = clip_error_row(&joint, dp.clip_norm, self.frac_bits)?;
             let h = &h[t..];
             let p = batch.predictions[r];
-            let reference = if p >= 0.5 { 1.0 } else { 0.0 };
-            let base: Vec<i128> = h
-                .iter()
-                .map(|&x| (q * (p - reference) * x as f64).round_ties_even() as i128)
-                .collect();
+            let (reference, base) = release_base(q, p, h);
             // The other label shifts the mean by (ŷ − y_other)·h̄ = (2ŷ − 1)·h̄, w.p. q.
-            let sign = if reference == 1.0 { 1 } else { -1 };
+            let sign = 2 * reference - 1;
             let shifted: Vec<i128> = base.iter().zip(h).map(|(b, x)| b + sign * x).collect();
             let release: Vec<f64> = released
                 .row(r)
@@ -498,7 +494,7 @@ impl WhiteBox {
                 m + ((1.0 - q) * (-m).exp() + q * (lambda_other - m).exp()).ln()
             };
             // Orient as ln P(· | y = 1) − ln P(· | y = 0).
-            self.llr[k] += if reference == 1.0 { -other } else { other };
+            self.llr[k] += if reference == 1 { -other } else { other };
         }
         Ok(())
     }
@@ -541,7 +537,7 @@ impl WhiteBox {
         let n_f = n.max(1) as f64;
         let scale = 2f64.powi(self.frac_bits as i32);
         let sigma = dp.sigma_lattice(self.frac_bits);
-        let (rho, gap) = (1.0 / (1.0 + eps.exp()), (eps / 2.0).tanh());
+        let (rho, gap) = rr.debiasing();
         let t = batch.guest_direction.cols();
         // Every row's contribution under its training label, and the labels' estimate
         // (the same arithmetic, in the same order, as the release).
@@ -551,12 +547,7 @@ impl WhiteBox {
         for (i, id) in row_ids.iter().enumerate().take(n) {
             let h = clip_error_row(batch.guest_direction.row(i), dp.clip_norm, self.frac_bits)?;
             let p = batch.predictions[i];
-            let reference = i128::from(p >= 0.5);
-            let qp = q * (p - reference as f64);
-            let base: Vec<i128> = h
-                .iter()
-                .map(|&x| (qp * x as f64).round_ties_even() as i128)
-                .collect();
+            let (reference, base) = release_base(q, p, &h);
             let y = i128::from(batch.labels[i] == 1.0);
             for ((acc, b), x) in total.iter_mut().zip(&base).zip(&h) {
                 *acc += b + (reference - y) * x;
@@ -607,6 +598,18 @@ impl WhiteBox {
         }
         Ok(())
     }
+}
+
+/// The label-independent part of a row's DP-SGD release, round(q(p − ŷ)·h̄) with the
+/// reference label ŷ = [p ≥ 1/2], and ŷ (the arithmetic of `dp_sgd_release`).
+fn release_base(q: f64, p: f64, h: &[i128]) -> (i128, Vec<i128>) {
+    let reference = i128::from(p >= 0.5);
+    let qp = q * (p - reference as f64);
+    let base = h
+        .iter()
+        .map(|&x| (qp * x as f64).round_ties_even() as i128)
+        .collect();
+    (reference, base)
 }
 
 impl Observed {

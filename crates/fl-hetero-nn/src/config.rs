@@ -454,10 +454,10 @@ impl DpSgd {
             && self.error_weight <= 2f64.powi(64)
             && (0.0..=1.0).contains(&self.gaussian_share)
             && (self.error_labels.is_some() || self.gaussian_share == 1.0)
-            // De-biasing divides by 1 − 2ρ = tanh(ε_RR/2).
+            // De-biasing divides by 1 − 2ρ.
             && self
                 .error_labels
-                .is_none_or(|r| (r.epsilon().value() / 2.0).tanh() >= 2f64.powi(-30)))
+                .is_none_or(|r| r.debiasing().1 >= 2f64.powi(-30)))
         {
             return Err(ApiMisuse::InvalidConfig {
                 reason: format!(
@@ -535,6 +535,14 @@ impl RandomizedLabels {
     /// [`crate::split::SplitConfig::privatize_labels`] in this process.
     pub fn is_evidence(&self) -> bool {
         self.applied
+    }
+
+    /// The de-biasing of binary labels randomised at this ε: (ρ, 1 − 2ρ) with
+    /// ρ = 1/(1 + e^ε) the flip probability, so that ȳ = (ỹ − ρ)/(1 − 2ρ) has
+    /// E[ȳ | y] = y. 1 − 2ρ is computed as tanh(ε/2), without cancellation at small ε.
+    pub fn debiasing(&self) -> (f64, f64) {
+        let eps = self.epsilon.value();
+        (1.0 / (1.0 + eps.exp()), (eps / 2.0).tanh())
     }
 }
 

@@ -224,9 +224,9 @@ pub(crate) fn dp_sgd_release<R: CryptoRng + ?Sized>(
     // With randomised error labels: the batch's ỹ and the RR ε of the configuration.
     let error_labels = match (batch.error_labels.as_deref(), dp.error_labels) {
         (Some(l), Some(rr)) => {
-            let eps = rr.epsilon().value();
-            // ρ = 1/(1 + e^ε), 1 − 2ρ = tanh(ε/2) ≥ 2^-30 (`DpSgd` validation).
-            Some((l, 1.0 / (1.0 + eps.exp()), (eps / 2.0).tanh()))
+            // 1 − 2ρ ≥ 2^-30 (`DpSgd` validation).
+            let (rho, gap) = rr.debiasing();
+            Some((l, rho, gap))
         }
         (None, None) => None,
         _ => {
@@ -715,14 +715,10 @@ mod tests {
         assert!(r0.iter().zip(&r1).any(|(x, y)| (x - y).abs() > 1e-9));
     }
 
-    /// The parameters' release under randomised error labels has its exact law for both
-    /// labels: one example, one parameter coordinate (K = 8, σ = 4, q = ½), chi-square at
-    /// 10⁻³ against the mixture (1 − q)·N_ℤ(base, σ²) + q·N_ℤ(base + (ŷ − y)·h̄, σ²);
-    /// negative control: the law with the label term always present (q taken as 1) is
-    /// rejected on the same samples.
-    #[test]
-    fn the_parameters_release_has_its_exact_law() {
-        let (c, q, f) = (2f64.powi(-20), 0.5, 23);
+    /// DP-SGD with randomised error labels (RR at ε = 1, evidence) on one parameter, clip
+    /// C, z = 1/2, rate q, the guest stepping on the Gaussian release alone (w = 1), and
+    /// its protocol configuration (two host columns, one output).
+    fn gaussian_only_error_labels(c: f64, q: f64) -> (DpSgd, ProtocolConfig) {
         let dp = DpSgd::new(c, 0.5, q, 1)
             .unwrap()
             .with_randomized_error_labels(
@@ -732,6 +728,18 @@ mod tests {
             .unwrap();
         let mut cfg = ProtocolConfig::new(Profile::Hardened, 2, 1);
         cfg.label_defence = Some(crate::config::LabelDefence::DpSgd(dp));
+        (dp, cfg)
+    }
+
+    /// The parameters' release under randomised error labels has its exact law for both
+    /// labels: one example, one parameter coordinate (K = 8, σ = 4, q = ½), chi-square at
+    /// 10⁻³ against the mixture (1 − q)·N_ℤ(base, σ²) + q·N_ℤ(base + (ŷ − y)·h̄, σ²);
+    /// negative control: the law with the label term always present (q taken as 1) is
+    /// rejected on the same samples.
+    #[test]
+    fn the_parameters_release_has_its_exact_law() {
+        let (c, q, f) = (2f64.powi(-20), 0.5, 23);
+        let (dp, cfg) = gaussian_only_error_labels(c, q);
         let s = 2f64.powi(cfg.fixed_point.frac_bits() as i32);
         assert_eq!(cfg.fixed_point.frac_bits(), f);
         // The parameter direction alone is clipped: 0.6c → h̄ = ⌊0.6·8⌋-ish on the lattice.
@@ -843,15 +851,7 @@ mod tests {
     #[test]
     fn error_label_releases_are_independent_at_every_lag() {
         let (c, q) = (2f64.powi(-20), 0.5);
-        let dp = DpSgd::new(c, 0.5, q, 1)
-            .unwrap()
-            .with_randomized_error_labels(
-                crate::config::RandomizedLabels::applied(fl_ldp::Epsilon::new(1.0).unwrap()),
-                1.0,
-            )
-            .unwrap();
-        let mut cfg = ProtocolConfig::new(Profile::Hardened, 2, 1);
-        cfg.label_defence = Some(crate::config::LabelDefence::DpSgd(dp));
+        let (dp, cfg) = gaussian_only_error_labels(c, q);
         let s = 2f64.powi(cfg.fixed_point.frac_bits() as i32);
         let b = DpSgdBatch {
             predictions: vec![0.7],
