@@ -160,6 +160,30 @@ impl ProbeReceipt {
     pub fn rows(&self) -> usize {
         self.rows
     }
+
+    /// A host feature defence of the caller's own `features` (one treatment per probed
+    /// feature, in column order) over the rows this probe released, with the probe's ε₁
+    /// counted in [`HostFeatureDefence::epsilon_per_row`]. Consumes the receipt: one
+    /// defence per probe, and [`HostFeatureDefence::new`] (which counts no probe) is for
+    /// rows no probe touched. [`FeatureSelection::host_defence`] is the common case
+    /// (the selected features randomised evenly, the others dropped).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::InvalidConfig`] when `features` is empty or has another length than
+    /// the probe's feature count.
+    pub fn custom_defence(
+        self,
+        features: Vec<FeatureTreatment>,
+    ) -> Result<HostFeatureDefence, Error> {
+        if features.len() != self.features {
+            return Err(invalid(format!(
+                "the defence treats {} features, the probe was over {}",
+                features.len(),
+                self.features
+            )));
+        }
+        HostFeatureDefence::after_probe(features, self.epsilon)
+    }
 }
 
 /// What the probe releases (the host sends it to the guest): per row, the feature index
@@ -336,7 +360,7 @@ impl FeatureSelection {
                 }
             })
             .collect();
-        HostFeatureDefence::after_probe(features, receipt.epsilon_per_row())
+        receipt.custom_defence(features)
     }
 
     /// A fixed map of the once-randomised matrix `x` (rows × features) the host may feed

@@ -218,7 +218,10 @@ pub struct HostFeatureDefence {
 }
 
 impl HostFeatureDefence {
-    /// One treatment per host feature, in column order.
+    /// One treatment per host feature, in column order, over rows no feature probe has
+    /// released (no probe ε counted). For rows a probe released, build the defence from
+    /// the probe's receipt instead ([`crate::feature_selection::ProbeReceipt::custom_defence`]
+    /// or `FeatureSelection::host_defence`), so that its ε₁ is counted.
     ///
     /// # Errors
     /// [`ApiMisuse::InvalidConfig`] when `features` is empty.
@@ -233,7 +236,8 @@ impl HostFeatureDefence {
     }
 
     /// A defence whose rows were already probed at `probe_epsilon` per row (counted in
-    /// [`Self::epsilon_per_row`]); the feature-selection module's only way in.
+    /// [`Self::epsilon_per_row`]); the feature-selection module's only way in (through a
+    /// consumed `ProbeReceipt`).
     pub(crate) fn after_probe(
         features: Vec<FeatureTreatment>,
         probe_epsilon: f64,

@@ -17,7 +17,7 @@ use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::feature_selection::{
     FeatureProbe, FeatureSelection, FeatureSelector, ProbeRelease,
 };
-use fl_hetero_nn::host_features::{FeatureRandomizer, FeatureTreatment};
+use fl_hetero_nn::host_features::{FeatureRandomizer, FeatureTreatment, HostFeatureDefence};
 use fl_ldp::{Epsilon, ExponentialForm, ExponentialMechanism};
 use fl_stats::{chi_square_gof, chi_square_independence};
 use rand::rngs::ChaCha20Rng;
@@ -349,6 +349,36 @@ fn host_epsilon_is_probe_plus_budget_whatever_the_selection() {
             }
         }
     }
+}
+
+/// A defence of the caller's own treatments over probed rows counts the probe's ε₁
+/// (`ProbeReceipt::custom_defence`), and so does the evidence it returns; control:
+/// `HostFeatureDefence::new` over the same treatments counts none. A treatment list of
+/// another length than the probe's is refused.
+#[test]
+fn a_custom_defence_over_probed_rows_counts_the_probe() {
+    let probe = FeatureProbe::new(3, randomizer(1.5)).unwrap();
+    let x = Matrix::from_fn(5, 3, |i, j| (i as f64 - 2.0) * 0.5 + j as f64 * 0.1);
+    let mut rng = ChaCha20Rng::seed_from_u64(29_027);
+    let treatments = vec![
+        FeatureTreatment::Randomize(randomizer(2.0)),
+        FeatureTreatment::Drop,
+        FeatureTreatment::Randomize(randomizer(0.5)),
+    ];
+    let (_, receipt) = probe.probe(&x, &mut rng).unwrap();
+    let d = receipt.custom_defence(treatments.clone()).unwrap();
+    assert_eq!(d.epsilon_per_row(), 1.5 + 2.0 + 0.5);
+    let out = d.privatize_host_features(&x, &mut rng).unwrap();
+    assert_eq!(out.randomization().epsilon_per_row(), 4.0);
+    assert_eq!(out.randomization().probe_epsilon(), 1.5);
+    // Control: without the receipt the probe's ε₁ is not counted.
+    let unprobed = HostFeatureDefence::new(treatments.clone()).unwrap();
+    assert_eq!(unprobed.epsilon_per_row(), 2.5);
+    // Another length than the probe's: refused.
+    let (_, receipt) = probe.probe(&x, &mut rng).unwrap();
+    is_misuse(receipt.custom_defence(treatments[..2].to_vec()), |m| {
+        matches!(m, ApiMisuse::InvalidConfig { .. })
+    });
 }
 
 /// The guest's whole view of one training row — the probe's (feature, level) and stage
