@@ -20,6 +20,13 @@
 //! Options: `--epochs N`, `--seed S`, `--key-bits B`, `--transport memory|tcp`,
 //! `--profiles plain,fixed,fate,hardened`, `--label-dp EPS` (the guest trains on labels
 //! randomised once by LabelDP; in-process only; AUC and loss against the true labels),
+//! `--dp-sgd EPS` (DP-SGD with randomised error labels at whole-run label ε EPS, δ = 10⁻⁵:
+//! the labels randomised once at ε_RR for the host's error rows, the guest's parameters
+//! trained on a discrete-Gaussian release at ε_G = min(0.3·EPS, 1), ε_RR = EPS − ε_G; the
+//! privacy table's breast schedule — full batch, C = 0.5, guest SGD 3, host SGD 0.1 (0.01
+//! below ε = 1), Gaussian share 1/4 up to ε = 1, 1/2 above — over `--epochs`; in-process
+//! and over TCP; the plaintext run is then the fixed-point twin with coins of its own, not
+//! compared bit for bit; AUC and loss against the true labels),
 //! `--embedding-dp EPS` (the host sends EmbeddingDP bits of its bottom output; the secure
 //! runs are then not compared bit for bit with the plaintext ones, which do not randomise),
 //! `--encryption textbook|crt|djn` (default: key-owner CRT for FateFaithful, whose protocol
@@ -38,8 +45,8 @@ use std::time::{Duration, Instant};
 use fl_hetero_nn::data::{VerticalData, parse_csv};
 use fl_hetero_nn::nn::weight_share;
 use fl_hetero_nn::split::{
-    GuestModel, HostModel, HostPart, LabelDefence, SplitConfig, SplitInit, TrainingLabels,
-    evaluate, train_epoch,
+    GuestModel, HostModel, HostPart, LabelDefence, PlainTwin, SplitConfig, SplitInit,
+    TrainingLabels, evaluate, train_epoch_with_error_labels,
 };
 use fl_hetero_nn::transport::memory::{Pair, TrafficStats};
 use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig};
@@ -65,6 +72,8 @@ struct Args {
     profiles: Vec<RunKind>,
     encryption: Option<Encryption>,
     label_dp: Option<f64>,
+    /// DP-SGD with randomised error labels at this whole-run label ε.
+    dp_sgd: Option<f64>,
     embedding_dp: Option<f64>,
     /// `TcpConfig::prefill_randomizers` for the TCP runs.
     prefill: bool,
@@ -132,9 +141,11 @@ fn parse_args() -> Result<Args, String> {
         ],
         encryption: None,
         label_dp: None,
+        dp_sgd: None,
         embedding_dp: None,
         prefill: true,
     };
+    let mut profiles_given = false;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     let val = |i: usize| args.get(i + 1).cloned().unwrap_or_default();
@@ -189,6 +200,10 @@ fn parse_args() -> Result<Args, String> {
                 a.label_dp = Some(number(&val(i), "--label-dp EPS (a non-negative number)")?);
                 i += 1;
             }
+            "--dp-sgd" => {
+                a.dp_sgd = Some(number(&val(i), "--dp-sgd EPS (a positive number)")?);
+                i += 1;
+            }
             "--embedding-dp" => {
                 a.embedding_dp = Some(number(
                     &val(i),
@@ -202,6 +217,7 @@ fn parse_args() -> Result<Args, String> {
                     .split(',')
                     .map(RunKind::parse)
                     .collect::<Result<_, _>>()?;
+                profiles_given = true;
                 i += 1;
             }
             other => {
@@ -219,6 +235,19 @@ fn parse_args() -> Result<Args, String> {
         // The TCP modes evaluate on the labels they train on; in-process runs train on the
         // randomised labels and measure against the true ones.
         return Err("--label-dp runs in-process only (without --transport tcp or --role)".into());
+    }
+    if let Some(eps) = a.dp_sgd {
+        if !(eps.is_finite() && eps > 0.0) {
+            return Err(format!("--dp-sgd EPS must be a positive number, not {eps}"));
+        }
+        if a.label_dp.is_some() {
+            return Err("--dp-sgd randomises the labels itself: drop --label-dp".into());
+        }
+        // DP-SGD's release needs the guest's coins: the f64 run has none.
+        if profiles_given && a.profiles.contains(&RunKind::Plain) {
+            return Err("--dp-sgd runs fixed, fate and hardened, not plain".into());
+        }
+        a.profiles.retain(|&p| p != RunKind::Plain);
     }
     Ok(a)
 }
@@ -295,11 +324,13 @@ fn config(
     Ok(c)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_in_process(
     name: &str,
     cfg: &SplitConfig,
     data: &VerticalData,
     train: &VerticalData,
+    error_labels: Option<&TrainingLabels>,
     init: &SplitInit,
     part: &mut dyn HostPart,
     epochs: usize,
@@ -316,7 +347,7 @@ fn run_in_process(
     for epoch in 1..=epochs {
         let t0 = Instant::now();
         let before = part.traffic();
-        train_epoch(cfg, train, &mut host, &mut guest, part)?;
+        train_epoch_with_error_labels(cfg, train, error_labels, &mut host, &mut guest, part)?;
         let after = part.traffic();
         train_time += t0.elapsed();
         train_traffic.host_to_guest_messages +=
@@ -466,10 +497,11 @@ fn run_tcp(
     let mut model = GuestModel::new(init, cfg);
     let mut points = Vec::new();
     let start = Instant::now();
-    fl_hetero_nn::split::tcp::run_guest(
+    fl_hetero_nn::split::tcp::run_guest_with_error_labels(
         cfg,
         &data.guest,
         &data.labels,
+        cfg.dp_sgd.is_some().then_some(labels),
         &data.row_ids,
         &mut model,
         &mut guest,
@@ -577,10 +609,11 @@ fn run_role(
             }
             let sock = sock.ok_or(fl_hetero_nn::error::TransportError::Closed)?;
             let mut stream = FramedStream::new(sock, args.tcp_config(), false)?;
-            fl_hetero_nn::split::tcp::run_guest(
+            fl_hetero_nn::split::tcp::run_guest_with_error_labels(
                 cfg,
                 &data.guest,
                 &data.labels,
+                cfg.dp_sgd.is_some().then_some(labels),
                 &data.row_ids,
                 &mut GuestModel::new(init, cfg),
                 &mut guest,
@@ -625,13 +658,21 @@ fn main() -> Result<(), Error> {
         .map(LabelDefence::RandomizedResponse);
     cfg.embedding_dp = epsilon(args.embedding_dp).map_err(dp_error)?;
     let data = VerticalData::align(parse_csv(GUEST_CSV, true)?, parse_csv(HOST_CSV, false)?)?;
+    if let Some(eps) = args.dp_sgd {
+        dp_sgd_schedule(&mut cfg, eps, data.len())?;
+    }
     // LabelDP: the guest randomises its training labels once (every run trains on the same
     // randomised labels); AUC and loss are measured against the true labels.
     // The randomised labels come with the evidence the guest's configuration needs.
     let labels =
         cfg.privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(args.seed ^ 3))?;
+    // DP-SGD: the guest trains on the true labels, the host's error rows come from the
+    // randomised ones.
     let mut train = data.clone();
-    train.labels = labels.labels().to_vec();
+    let error_labels = cfg.dp_sgd.is_some().then_some(&labels);
+    if error_labels.is_none() {
+        train.labels = labels.labels().to_vec();
+    }
     let init = SplitInit::new(&cfg, args.seed)?;
     if let Some(role) = args.role {
         return run_role(role, &cfg, &data, &init, &labels, &args);
@@ -671,6 +712,7 @@ fn main() -> Result<(), Error> {
                     &cfg,
                     &data,
                     &train,
+                    error_labels,
                     &init,
                     &mut part,
                     cfg.epochs,
@@ -678,13 +720,19 @@ fn main() -> Result<(), Error> {
             }
             RunKind::Fixed => {
                 let pc = config(&cfg, Profile::Hardened, args.key_bits, None, None)?;
-                let mut part =
+                let layer =
                     PlainInteractiveLayer::new(pc, &init.host_part_weight, &init.host_part_bias)?;
+                // DP-SGD's noise needs coins: the twin draws its own (not the secure runs').
+                let mut part = PlainTwin {
+                    layer,
+                    rng: ChaCha20Rng::seed_from_u64(args.seed ^ 2),
+                };
                 run_in_process(
                     "plain 2^-23",
                     &cfg,
                     &data,
                     &train,
+                    error_labels,
                     &init,
                     &mut part,
                     cfg.epochs,
@@ -711,8 +759,16 @@ fn main() -> Result<(), Error> {
                     let mut pair = Pair::new(host, guest, hr, gr);
                     pair.drive().map_err(|e| e.error)?;
                     let _ = pair.poll_guest_event();
-                    let run =
-                        run_in_process(name, &cfg, &data, &train, &init, &mut pair, cfg.epochs)?;
+                    let run = run_in_process(
+                        name,
+                        &cfg,
+                        &data,
+                        &train,
+                        error_labels,
+                        &init,
+                        &mut pair,
+                        cfg.epochs,
+                    )?;
                     // The guarantee each party got, counted per row by the parties.
                     println!(
                         "{name}, host's report: {}",
@@ -730,19 +786,50 @@ fn main() -> Result<(), Error> {
     }
     if cfg.label_dp.is_some() || cfg.embedding_dp.is_some() {
         println!(
-            "defences: LabelDP ε = {}, EmbeddingDP ε = {} (train AUC / loss against the true labels)",
+            "defences: LabelDP ε = {}, DP-SGD with randomised error labels ε = {}, EmbeddingDP ε = {} (train AUC / loss against the true labels)",
             args.label_dp.map_or("off".into(), |e| e.to_string()),
+            args.dp_sgd.map_or("off".into(), |e| e.to_string()),
             args.embedding_dp.map_or("off".into(), |e| e.to_string())
         );
     }
     // EmbeddingDP randomises the secure runs' activations with coins the plaintext runs do
-    // not share, so they are not compared bit for bit then.
-    if !print_table(&runs, cfg.embedding_dp.is_none()) {
+    // not share, and DP-SGD's guest draws its noise from the stream that also draws its
+    // masks, so they are not compared bit for bit then.
+    if !print_table(&runs, cfg.embedding_dp.is_none() && cfg.dp_sgd.is_none()) {
         eprintln!(
             "error: a secure run's AUC, loss or predictions differ from plaintext fixed point"
         );
         std::process::exit(1);
     }
+    Ok(())
+}
+
+/// DP-SGD with randomised error labels at whole-run label ε `eps` (δ = [`DELTA`]) over
+/// `cfg.epochs` full-batch epochs of `rows` rows: ε_G = min(0.3·ε, 1) for the Gaussian
+/// release of the guest's parameters, ε_RR = ε − ε_G for the labels randomised once
+/// (`cfg.label_dp`), C = 0.5, guest SGD 3, host SGD 0.1 (0.01 below ε = 1, where the
+/// de-biased labels are large), Gaussian share 1/4 up to ε = 1 and 1/2 above (the privacy
+/// table's breast schedule).
+fn dp_sgd_schedule(cfg: &mut SplitConfig, eps: f64, rows: usize) -> Result<(), Error> {
+    use fl_hetero_nn::config::{DpSgd, RandomizedLabels};
+    use fl_hetero_nn::nn::Optimizer;
+    let gauss = (0.3 * eps).min(1.0);
+    let rr = fl_ldp::Epsilon::new(eps - gauss).map_err(|e| {
+        fl_hetero_nn::error::ApiMisuse::InvalidConfig {
+            reason: format!("--dp-sgd {eps}: {e}"),
+        }
+    })?;
+    let share = if eps <= 1.0 { 0.25 } else { 0.5 };
+    cfg.batch_size = rows;
+    cfg.label_dp = Some(LabelDefence::RandomizedResponse(rr));
+    cfg.dp_sgd = Some(
+        DpSgd::for_target(0.5, gauss, DELTA, 1.0, cfg.epochs as u64)?
+            .with_randomized_error_labels(RandomizedLabels::announced_by_guest(rr), share)?,
+    );
+    cfg.guest_optimizer = Some(Optimizer::Sgd { lr: 3.0 });
+    cfg.host_optimizer = Some(Optimizer::Sgd {
+        lr: if eps < 1.0 { 0.01 } else { 0.1 },
+    });
     Ok(())
 }
 
