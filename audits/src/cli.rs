@@ -844,7 +844,7 @@ impl ExternalAudit {
         // Fail fast on an unwritable destination, before the mechanism is started.
         let dir = self.out.as_deref().map(OutputDir::prepare).transpose()?;
         let (suite, point, options) = self.prepare(params, start, progress)?;
-        let audited = crate::shard::audited(
+        let audited = crate::report::audited(
             "external",
             std::slice::from_ref(&suite),
             (!program.is_empty()).then(|| program.to_vec()),

@@ -22,7 +22,7 @@ use crate::{
     report::{
         CoverageRow, EpsilonEvent, EpsilonRow, EventFit, Report, SuiteSummary, TestRow, versions,
     },
-    source::mix,
+    seeds::mix,
     suite::{Params, Samples, Suite},
     tally::Draws,
 };
@@ -301,7 +301,7 @@ pub(crate) fn build_points(suite: &Suite) -> Result<Vec<(Params, PointAudit)>> {
 /// Invalid suites or options, and mechanism or statistics errors.
 pub fn run(suites: &[Suite], options: &RunOptions) -> Result<Report> {
     let mut report = execute(suites, suite_points(suites, options.seed)?, options)?;
-    report.audited = Some(crate::shard::audited("run", suites, None));
+    report.audited = Some(crate::report::audited("run", suites, None));
     Ok(report)
 }
 

@@ -10,6 +10,7 @@ pub mod progress;
 pub mod protocol;
 pub mod report;
 mod schedule;
+mod seeds;
 pub mod shard;
 mod source;
 pub mod suite;

@@ -15,7 +15,7 @@
 
 use rand::{RngExt, SeedableRng, rngs::ChaCha20Rng};
 
-use crate::source::mix;
+use crate::seeds::mix;
 
 /// Domain separation of the schedule's stream from the other seeds derived from a point's.
 const SCHEDULE_DOMAIN: u64 = 0x5343_4845_4455_4C45; // "SCHEDULE"

@@ -121,7 +121,7 @@ impl RunSpec {
         let suites: Vec<Value> = suites.iter().map(Suite::to_json).collect();
         Self {
             command,
-            suite_sha256: suites.iter().map(verify::suite_sha256).collect(),
+            suite_sha256: suites.iter().map(crate::suite::suite_sha256).collect(),
             suites,
             program,
             seed: options.seed,
@@ -197,22 +197,6 @@ impl RunSpec {
                 }])
             }
         }
-    }
-}
-
-/// What a run of `suites` by `command` (`run` or `external`) audited, for its report.
-pub(crate) fn audited(
-    command: &str,
-    suites: &[Suite],
-    program: Option<Vec<String>>,
-) -> crate::report::Audited {
-    crate::report::Audited {
-        command: command.into(),
-        program,
-        suites: suites
-            .iter()
-            .map(|s| (s.name.clone(), verify::suite_sha256(&s.to_json())))
-            .collect(),
     }
 }
 
@@ -407,7 +391,12 @@ impl Counts {
             }
         }
         let counts: Self = serde_json::from_slice(text).map_err(|e| corrupt(format!("{e}")))?;
-        let hashes: Vec<String> = counts.run.suites.iter().map(verify::suite_sha256).collect();
+        let hashes: Vec<String> = counts
+            .run
+            .suites
+            .iter()
+            .map(crate::suite::suite_sha256)
+            .collect();
         if hashes != counts.run.suite_sha256 {
             return Err(corrupt(
                 "the suites' SHA-256 are not those of the suites recorded".into(),
@@ -702,7 +691,7 @@ impl Merge {
             RunCommand::Run => "run",
             RunCommand::External => "external",
         };
-        let audited = audited(command, &suites, self.run.program.clone());
+        let audited = crate::report::audited(command, &suites, self.run.program.clone());
         let mut report = engine::execute_merged(&suites, points, &options, self.points)?;
         report.audited = Some(audited);
         Ok(report)

@@ -13,6 +13,7 @@ use crate::{
     progress::Progress,
     protocol::{OutputKind, Outputs},
     schedule::schedule,
+    seeds::mix,
     suite::Params,
     tally::{
         BitStats, Contexts, Data, Draws, FULL_VECTOR_MAX_DIM, MAX_EVENT_CELLS, RealCells,
@@ -473,17 +474,6 @@ pub(crate) trait Source: Send {
     }
 }
 
-/// SplitMix64 finaliser: mixes seeds so that nearby seeds give unrelated streams.
-#[must_use]
-pub(crate) fn mix(a: u64, b: u64) -> u64 {
-    let mut z = a ^ b
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add(0x6A09_E667_F3BC_C909);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// Samples per parallel chunk; fixed, so results do not depend on the number of threads.
 const CHUNK: u64 = 1 << 18;
 
@@ -801,11 +791,5 @@ mod tests {
         };
         assert_eq!(c.cells[0], vec![0, 2, 4, 2]);
         assert_eq!(c.in_box, 4);
-    }
-
-    #[test]
-    fn mix_separates_streams() {
-        assert_ne!(mix(1, 0), mix(0, 1));
-        assert_ne!(mix(1, 2), mix(1, 3));
     }
 }

@@ -336,6 +336,14 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Suite>> {
     files.iter().map(|p| Suite::load(p)).collect()
 }
 
+/// The SHA-256 of a suite's canonical JSON (as `fl-audit` re-serialises it: keys sorted,
+/// no whitespace), in hex: what the counts files and the report record of each suite.
+pub(crate) fn suite_sha256(suite: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(suite.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,7 @@
 use rand::{RngExt, SeedableRng, rngs::ChaCha20Rng};
 use realfft::RealFftPlanner;
 
-use crate::{schedule::Request, source::mix, tally::ReuseStat};
+use crate::{schedule::Request, seeds::mix, tally::ReuseStat};
 
 /// Outputs per tested piece of the run's stream (2²³).
 pub(crate) const PIECE: usize = 1 << 23;

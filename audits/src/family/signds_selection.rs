@@ -243,7 +243,7 @@ impl Family for Selection {
 fn irregular(k: usize, d: usize) -> Vec<u32> {
     let mut state = 0x1AE6_0BA5_u64;
     let mut next = |bound: usize| {
-        state = crate::source::mix(state, 0x005E_1EC7);
+        state = crate::seeds::mix(state, 0x005E_1EC7);
         (state % bound.max(1) as u64) as usize
     };
     let mut chosen = std::collections::BTreeSet::new();

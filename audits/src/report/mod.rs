@@ -301,6 +301,22 @@ pub struct Audited {
     pub suites: Vec<(String, String)>,
 }
 
+/// What a run of `suites` by `command` (`run` or `external`) audited, for its report.
+pub(crate) fn audited(
+    command: &str,
+    suites: &[crate::suite::Suite],
+    program: Option<Vec<String>>,
+) -> Audited {
+    Audited {
+        command: command.into(),
+        program,
+        suites: suites
+            .iter()
+            .map(|s| (s.name.clone(), crate::suite::suite_sha256(&s.to_json())))
+            .collect(),
+    }
+}
+
 fn num(x: f64) -> Value {
     if x.is_finite() { json!(x) } else { Value::Null }
 }
@@ -589,7 +605,7 @@ pub fn versions() -> BTreeMap<String, String> {
     m.insert("fl-audit".into(), v.clone());
     // Which source the binary was built from (a commit, with its changes if dirty): shards
     // of one run must come from one build.
-    m.insert("fl-audit-build".into(), crate::shard::BUILD_ID.into());
+    m.insert("fl-audit-build".into(), crate::builtin::BUILD_ID.into());
     // The audited crates are workspace members and share the workspace version.
     m.insert("fl-ldp".into(), v.clone());
     m.insert("fl-signds".into(), v.clone());

@@ -32,7 +32,6 @@
 //! A file that fails is refused with [`ShardError::Table`]: the file, the grid point, the
 //! input and the table, in one line (exit status 2).
 
-use serde_json::Value;
 
 use crate::{
     analysis::{estimator::EstimatorAudit, olh::OlhHashedAudit},
@@ -965,14 +964,6 @@ pub(crate) fn checked_merge(total: &mut Draws, piece: Draws) -> Result<(), Strin
     }
     total.merge(piece);
     Ok(())
-}
-
-/// The SHA-256 of a suite's canonical JSON (as `fl-audit` re-serialises it: keys sorted,
-/// no whitespace), in hex: what the counts files and the report record of each suite.
-pub(crate) fn suite_sha256(suite: &Value) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(suite.to_string().as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
