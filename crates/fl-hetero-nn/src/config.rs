@@ -300,8 +300,8 @@ pub struct DpSgd {
     /// randomized response at this ε (evidence as for
     /// [`LabelDefence::RandomizedLabels`]), de-biased (ỹ − ρ)/(1 − 2ρ), ρ = 1/(1 + e^ε);
     /// the Gaussian release covers the guest's parameters only. The whole run is then
-    /// (ε_RR + ε_DP-SGD, δ)-label-DP (basic composition; proof:
-    /// `docs/proofs/fl-hetero-nn/dp-sgd.md`).
+    /// (min(ε_RR + ε_DP-SGD, the Rényi composition of both), δ)-label-DP
+    /// ([`Self::guarantee`]; proof: `docs/proofs/fl-hetero-nn/dp-sgd.md`).
     pub error_labels: Option<RandomizedLabels>,
     /// w ∈ [0, 1], used with [`Self::error_labels`] only: the guest's parameters step on
     /// w·(the Gaussian release) + (1 − w)·(the same clipped mean gradient estimated from
@@ -506,15 +506,36 @@ pub struct RandomizedLabels {
     epsilon: fl_ldp::Epsilon,
     /// Made by `privatize_labels` in this process.
     applied: bool,
+    /// Evidence of binary (symmetric) randomized response, the randomisation DP-SGD's
+    /// error labels de-bias (not RR-with-prior or LP-2ST at the same ε).
+    binary_rr: bool,
 }
 
 impl RandomizedLabels {
-    /// The evidence, made where the labels are randomised.
+    /// The evidence, made where the labels are randomised (by a mechanism other than
+    /// binary randomized response, or one this flag does not matter for).
     pub(crate) fn applied(epsilon: fl_ldp::Epsilon) -> Self {
         Self {
             epsilon,
             applied: true,
+            binary_rr: false,
         }
+    }
+
+    /// The evidence of binary randomized response at ε, made where the labels are
+    /// randomised.
+    pub(crate) fn applied_by_binary_rr(epsilon: fl_ldp::Epsilon) -> Self {
+        Self {
+            epsilon,
+            applied: true,
+            binary_rr: true,
+        }
+    }
+
+    /// Whether this is the evidence of binary randomized response (what DP-SGD's
+    /// randomised error labels need: their de-biasing assumes a symmetric flip).
+    pub(crate) fn is_binary_rr_evidence(&self) -> bool {
+        self.applied && self.binary_rr
     }
 
     /// The guest's defence as its peer states it (a host's configuration, or a hello):
@@ -523,6 +544,7 @@ impl RandomizedLabels {
         Self {
             epsilon,
             applied: false,
+            binary_rr: false,
         }
     }
 

@@ -212,12 +212,15 @@ impl SplitConfig {
             reason: format!("label DP on the labels: {e}"),
         };
         let (noisy, epsilon): (Vec<u8>, fl_ldp::Epsilon) = match defence {
-            LabelDefence::RandomizedResponse(eps) => (
-                fl_ldp::LabelDp::new(eps)
+            LabelDefence::RandomizedResponse(eps) => {
+                let noisy = fl_ldp::LabelDp::new(eps)
                     .privatize(&binary, &[binary.len()], rng)
-                    .map_err(ldp)?,
-                eps,
-            ),
+                    .map_err(ldp)?;
+                return Ok(TrainingLabels {
+                    labels: noisy.into_iter().map(f64::from).collect(),
+                    randomization: Some(RandomizedLabels::applied_by_binary_rr(eps)),
+                });
+            }
             LabelDefence::RrWithPrior { epsilon, prior } => {
                 let m = fl_ldp::RrWithPrior::new(epsilon, &prior).map_err(ldp)?;
                 let noisy = binary
@@ -312,7 +315,7 @@ impl SplitConfig {
             let same_rr = matches!(self.label_dp,
                 Some(LabelDefence::RandomizedResponse(e)) if e == declared.epsilon());
             return match labels.randomization {
-                Some(evidence) if same_rr && evidence == declared => {
+                Some(evidence) if same_rr && evidence == declared && evidence.is_binary_rr_evidence() => {
                     c.label_defence = Some(crate::config::LabelDefence::DpSgd(
                         d.with_randomized_error_labels(evidence, d.gaussian_share)?,
                     ));
@@ -324,8 +327,9 @@ impl SplitConfig {
                         declared.epsilon().value(),
                         self.label_dp,
                         other.map_or("not randomised".to_string(), |r| format!(
-                            "randomised at ε = {}",
-                            r.epsilon().value()
+                            "randomised at ε = {}{}",
+                            r.epsilon().value(),
+                            if r.is_binary_rr_evidence() { "" } else { " by another mechanism than binary randomized response" }
                         ))
                     ),
                 }
@@ -928,11 +932,13 @@ pub fn train_epoch(
 /// [`train_epoch`] for DP-SGD with randomised error labels: `error_labels` (the training
 /// labels randomised once, what [`SplitConfig::privatize_labels`] returned; one per row of
 /// `data`) give the error rows, `data.labels` (the true labels) the guest's parameters'
-/// Gaussian release. (The TCP party loops of [`tcp`] do not run this mode yet.)
+/// Gaussian release. The TCP party loops run it too
+/// ([`tcp::run_guest_with_error_labels`]).
 ///
 /// # Errors
-/// [`ApiMisuse::InvalidConfig`] unless `error_labels` carries the evidence of a
-/// randomisation at the ε `cfg.dp_sgd` declares for its error labels;
+/// [`ApiMisuse::InvalidConfig`] unless `error_labels` carries the evidence of a binary
+/// randomized response at the ε `cfg.dp_sgd` declares for its error labels, and when
+/// `error_labels` is `None` although `cfg.dp_sgd` declares them (before any step);
 /// [`ApiMisuse::ShapeMismatch`] unless it has one label per row; those of the step.
 pub fn train_epoch_with_error_labels(
     cfg: &SplitConfig,
@@ -982,15 +988,22 @@ fn check_error_labels(
     error_labels: Option<&TrainingLabels>,
     rows: usize,
 ) -> Result<(), Error> {
+    let declared = cfg.dp_sgd.and_then(|d| d.error_labels);
     let Some(l) = error_labels else {
+        if declared.is_some() {
+            return Err(ApiMisuse::InvalidConfig {
+                reason: "this configuration's DP-SGD computes its error rows from randomised labels: pass the TrainingLabels privatize_labels returned for it".into(),
+            }
+            .into());
+        }
         return Ok(());
     };
-    let declared = cfg.dp_sgd.and_then(|d| d.error_labels);
     match (l.randomization(), declared) {
-        (Some(evidence), Some(declared)) if evidence.is_evidence() && evidence == declared => {}
+        (Some(evidence), Some(declared))
+            if evidence.is_binary_rr_evidence() && evidence == declared => {}
         _ => {
             return Err(ApiMisuse::InvalidConfig {
-                reason: "error labels: pass the TrainingLabels privatize_labels returned for this configuration (randomised at the ε its DP-SGD declares for its error labels)".into(),
+                reason: "error labels: pass the TrainingLabels privatize_labels returned for this configuration (randomised by binary randomized response at the ε its DP-SGD declares for its error labels)".into(),
             }
             .into());
         }
@@ -1039,13 +1052,41 @@ pub fn evaluate(
 pub mod tcp {
     use super::*;
     use crate::protocol::{Guest, Host};
-    use crate::transport::tcp::{FramedStream, next_guest_event, next_host_event};
+    use crate::transport::tcp::{
+        FramedStream, flush_guest, flush_host, next_guest_event, next_host_event,
+    };
 
     fn unexpected(what: &'static str) -> Error {
         Error::ApiMisuse(ApiMisuse::WrongState {
             operation: what,
             state: "unexpected event",
         })
+    }
+
+    /// `r`, after sending what the guest queued: on a failed call its abort notice, so
+    /// that the host learns of it at once rather than at its read timeout. (The guest's
+    /// errors here do not depend on a label's value beyond the release.)
+    fn guest_sends<S: HomomorphicScheme, T>(
+        r: Result<T, Error>,
+        guest: &mut Guest<S>,
+        stream: &mut FramedStream,
+    ) -> Result<T, Error> {
+        if r.is_err() {
+            let _ = flush_guest(guest, stream);
+        }
+        r
+    }
+
+    /// [`guest_sends`] for the host.
+    fn host_sends<S: HomomorphicScheme, T>(
+        r: Result<T, Error>,
+        host: &mut Host<S>,
+        stream: &mut FramedStream,
+    ) -> Result<T, Error> {
+        if r.is_err() {
+            let _ = flush_host(host, stream);
+        }
+        r
     }
 
     fn batch_ids(row_ids: &[u64], lo: usize, hi: usize) -> Result<&[u64], Error> {
@@ -1071,12 +1112,14 @@ pub mod tcp {
         checkpoints: &[usize],
         rng: &mut R,
     ) -> Result<(), Error> {
-        crate::transport::tcp::flush_host(host, stream)?;
+        flush_host(host, stream)?;
         for epoch in 1..=cfg.epochs {
             for (lo, hi) in cfg.batches(host_x.rows()) {
                 let idx: Vec<usize> = (lo..hi).collect();
                 let a = model.forward(&host_x.select_rows(&idx)?)?;
-                host.start_round(Purpose::Train, &a, batch_ids(row_ids, lo, hi)?, rng)?;
+                let started =
+                    host.start_round(Purpose::Train, &a, batch_ids(row_ids, lo, hi)?, rng);
+                host_sends(started, host, stream)?;
                 let HostEvent::ForwardServed { .. } = next_host_event(host, stream, rng)? else {
                     return Err(unexpected("training forward"));
                 };
@@ -1090,7 +1133,9 @@ pub mod tcp {
                 for (lo, hi) in cfg.batches(host_x.rows()) {
                     let idx: Vec<usize> = (lo..hi).collect();
                     let a = model.forward(&host_x.select_rows(&idx)?)?;
-                    host.start_round(Purpose::Predict, &a, batch_ids(row_ids, lo, hi)?, rng)?;
+                    let started =
+                        host.start_round(Purpose::Predict, &a, batch_ids(row_ids, lo, hi)?, rng);
+                    host_sends(started, host, stream)?;
                     let HostEvent::ForwardServed { .. } = next_host_event(host, stream, rng)?
                     else {
                         return Err(unexpected("prediction"));
@@ -1202,7 +1247,8 @@ pub mod tcp {
                     if let Some(l) = error_labels {
                         batch.error_labels = Some(l.labels()[lo..hi].to_vec());
                     }
-                    let top = guest.backward_dp_sgd(&batch, ids, rng)?;
+                    let top = guest.backward_dp_sgd(&batch, ids, rng);
+                    let top = guest_sends(top, guest, stream)?;
                     let GuestEvent::BackwardDone { .. } = next_guest_event(guest, stream, rng)?
                     else {
                         return Err(unexpected("training backward"));
@@ -1212,7 +1258,8 @@ pub mod tcp {
                     continue;
                 }
                 let (loss, delta) = model.error(&p, &labels[lo..hi])?;
-                guest.backward(&delta, ids, rng)?;
+                let done = guest.backward(&delta, ids, rng);
+                guest_sends(done, guest, stream)?;
                 let GuestEvent::BackwardDone { released_error, .. } =
                     next_guest_event(guest, stream, rng)?
                 else {

@@ -12,7 +12,7 @@ use fl_hetero_nn::defences::LabelGuarantee;
 use fl_hetero_nn::error::ApiMisuse;
 use fl_hetero_nn::scheme::{IdentityDecryptionKey, InsecureIdentityScheme};
 use fl_hetero_nn::split::{
-    GuestModel, HostModel, SplitConfig, SplitInit, TrainingLabels, evaluate, train_epoch,
+    GuestModel, HostModel, HostPart, SplitConfig, SplitInit, TrainingLabels, evaluate, train_epoch,
     train_epoch_with_error_labels,
 };
 use fl_hetero_nn::transport::memory::Pair;
@@ -297,7 +297,9 @@ fn dp_sgd_with_randomised_error_labels_trains_through_the_protocol() {
 }
 
 /// Training a DP-SGD run with randomised error labels without those labels is a typed
-/// error from the guest, before anything leaves it (control: with them, the step runs).
+/// error from the loop, before anything leaves the guest; a caller that drives the step
+/// itself without them gets a typed error from the guest's step (control: with them, the
+/// step runs).
 #[test]
 fn randomised_error_labels_must_be_passed_to_the_step() {
     let data = breast();
@@ -320,7 +322,25 @@ fn randomised_error_labels_must_be_passed_to_the_step() {
         .unwrap();
     let mut p = pair_with(cfg.protocol_config(Profile::Hardened), guest_pc, &init);
     let (mut host, mut guest) = (HostModel::new(&init), GuestModel::new(&init, &cfg));
+    let sent_before = p.traffic();
     let e = train_epoch(&cfg, &data, &mut host, &mut guest, &mut p).unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidConfig { .. })),
+        "{e}"
+    );
+    assert_eq!(p.traffic(), sent_before, "nothing sent before the refusal");
+    // The step itself, driven without the labels: the guest refuses the batch.
+    let (lo, hi) = cfg.batches(data.len())[0];
+    let idx: Vec<usize> = (lo..hi).collect();
+    let ids = data.batch_ids(lo, hi).unwrap();
+    let a = host.forward(&data.host.select_rows(&idx).unwrap()).unwrap();
+    let gp = guest
+        .start_forward(&data.guest.select_rows(&idx).unwrap())
+        .unwrap();
+    let z = p.forward(Purpose::Train, &a, ids).unwrap();
+    let pred = guest.finish_forward(&gp, &z).unwrap();
+    let batch = guest.dp_sgd_batch(&pred, &data.labels[lo..hi]).unwrap();
+    let e = p.backward_dp_sgd(&batch, ids).unwrap_err();
     assert!(
         matches!(e, Error::ApiMisuse(ApiMisuse::InvalidData { .. })),
         "{e}"
@@ -569,16 +589,113 @@ fn the_split_loop_passes_the_randomised_labels_only() {
     );
 }
 
+/// The result of one run of the TCP party loops with randomised error labels: the guest's
+/// (its last checkpoint and model) and the host's.
+type TcpOutcome = (
+    Result<(Option<fl_hetero_nn::split::tcp::Checkpoint>, GuestModel), Error>,
+    Result<(), Error>,
+);
+
+/// Runs the TCP party loops (`split::tcp::run_host` in a thread, `run_guest_with_error_labels`
+/// here) over loopback with the identity scheme and the seeds of `pair_with`, a checkpoint
+/// after the last epoch.
+fn tcp_error_labels_run(
+    cfg: &SplitConfig,
+    data: &VerticalData,
+    init: &SplitInit,
+    host_pc: ProtocolConfig,
+    guest_pc: ProtocolConfig,
+    error_labels: Option<&TrainingLabels>,
+) -> TcpOutcome {
+    use fl_hetero_nn::split::tcp::{run_guest_with_error_labels, run_host};
+    use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig};
+    use std::net::{TcpListener, TcpStream};
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (cfg2, host_x, row_ids, init2) =
+        (*cfg, data.host.clone(), data.row_ids.clone(), init.clone());
+    let epochs = cfg.epochs;
+    let host_thread = std::thread::spawn(move || -> Result<(), Error> {
+        let mut host_rng = ChaCha20Rng::seed_from_u64(11);
+        let dk = IdentityDecryptionKey::generate(2048, &mut host_rng).unwrap();
+        let mut host = Host::<InsecureIdentityScheme>::new(
+            tweak(host_pc),
+            dk,
+            Some(&init2.host_part_host_share),
+            &mut host_rng,
+        )
+        .unwrap();
+        let (sock, _) = listener.accept().unwrap();
+        let mut stream = FramedStream::new(sock, TcpConfig::default(), true)?;
+        run_host(
+            &cfg2,
+            &host_x,
+            &row_ids,
+            &mut HostModel::new(&init2),
+            &mut host,
+            &mut stream,
+            &[epochs],
+            &mut host_rng,
+        )
+    });
+    let guest_result = (|| {
+        let mut guest = new_guest(tweak(guest_pc), init);
+        let sock = TcpStream::connect(addr).unwrap();
+        let mut stream = FramedStream::new(sock, TcpConfig::default(), false)?;
+        let mut last = None;
+        let mut model = GuestModel::new(init, cfg);
+        run_guest_with_error_labels(
+            cfg,
+            &data.guest,
+            &data.labels,
+            error_labels,
+            &data.row_ids,
+            &mut model,
+            &mut guest,
+            &mut stream,
+            &[epochs],
+            &mut ChaCha20Rng::seed_from_u64(12),
+            &mut |_, _, cp| last = cp.or(last),
+        )?;
+        Ok((last, model))
+    })();
+    // The guest's stream is dropped: the host's loop ends.
+    (guest_result, host_thread.join().unwrap())
+}
+
+/// When the guest's step fails in the TCP loop (here: the release budget is spent, a
+/// label-independent refusal), the guest sends its abort notice before returning, so the
+/// host's loop ends with `PeerAborted` rather than at a read timeout or a closed socket.
+/// Control: within the budget both loops succeed.
+#[test]
+fn a_failed_guest_step_over_tcp_sends_the_abort_notice() {
+    let (data, mut cfg, labels, init) = error_labels_setup(21);
+    let guest_pc = cfg
+        .guest_protocol_config(Profile::Hardened, &labels)
+        .unwrap();
+    let host_pc = cfg.protocol_config(Profile::Hardened);
+    let (guest_ok, host_ok) =
+        tcp_error_labels_run(&cfg, &data, &init, host_pc, guest_pc, Some(&labels));
+    assert!(guest_ok.is_ok() && host_ok.is_ok());
+    // The configuration's DP-SGD allows 4 releases per row; a fifth epoch is refused.
+    cfg.epochs = 5;
+    let (guest_err, host_err) =
+        tcp_error_labels_run(&cfg, &data, &init, host_pc, guest_pc, Some(&labels));
+    let e = guest_err.err().unwrap();
+    assert!(matches!(e, Error::ApiMisuse(_)), "{e}");
+    let e = host_err.unwrap_err();
+    assert!(matches!(e, Error::PeerAborted { .. }), "{e}");
+}
+
 /// The party loops over TCP (`split::tcp`) run DP-SGD with randomised error labels, and
 /// reproduce the in-memory loop bit for bit (same seeds): the same AUC and loss after the
 /// last epoch. Controls: the same TCP run given the true labels (no randomisation, no
-/// evidence) is refused before anything is sent, and given no error labels (`run_guest`)
-/// the guest's step refuses the batch.
+/// evidence), labels randomised by RR-with-prior at the same ε, and no error labels
+/// (`run_guest`) are each refused before anything is sent.
 #[test]
 fn the_tcp_loops_run_randomised_error_labels_as_the_in_memory_loop() {
-    use fl_hetero_nn::split::tcp::{Checkpoint, run_guest_with_error_labels, run_host};
-    use fl_hetero_nn::transport::tcp::{FramedStream, TcpConfig};
-    use std::net::{TcpListener, TcpStream};
+    use fl_hetero_nn::split::tcp::Checkpoint;
 
     let (data, cfg, labels, init) = error_labels_setup(21);
     let guest_pc = cfg
@@ -594,63 +711,21 @@ fn the_tcp_loops_run_randomised_error_labels_as_the_in_memory_loop() {
     }
     let (auc, loss, _) = evaluate(&cfg, &data, &mut host, &mut guest, &mut p).unwrap();
 
-    // Over TCP, with the same keys, shares and seeds; `error_labels` as given.
-    let tcp_run = |error_labels: Option<&TrainingLabels>| -> Result<Checkpoint, Error> {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (cfg2, host_x, row_ids, init2) =
-            (cfg, data.host.clone(), data.row_ids.clone(), init.clone());
-        let epochs = cfg.epochs;
-        let host_thread = std::thread::spawn(move || -> Result<(), Error> {
-            let mut host_rng = ChaCha20Rng::seed_from_u64(11);
-            let dk = IdentityDecryptionKey::generate(2048, &mut host_rng).unwrap();
-            let mut host = Host::<InsecureIdentityScheme>::new(
-                tweak(host_pc),
-                dk,
-                Some(&init2.host_part_host_share),
-                &mut host_rng,
-            )
-            .unwrap();
-            let (sock, _) = listener.accept().unwrap();
-            let mut stream = FramedStream::new(sock, TcpConfig::default(), true)?;
-            run_host(
-                &cfg2,
-                &host_x,
-                &row_ids,
-                &mut HostModel::new(&init2),
-                &mut host,
-                &mut stream,
-                &[epochs],
-                &mut host_rng,
-            )
-        });
-        let mut guest = new_guest(tweak(guest_pc), &init);
-        let sock = TcpStream::connect(addr).unwrap();
-        let mut stream = FramedStream::new(sock, TcpConfig::default(), false)?;
-        let mut last = None;
-        let run = run_guest_with_error_labels(
-            &cfg,
-            &data.guest,
-            &data.labels,
-            error_labels,
-            &data.row_ids,
-            &mut GuestModel::new(&init, &cfg),
-            &mut guest,
-            &mut stream,
-            &[epochs],
-            &mut ChaCha20Rng::seed_from_u64(12),
-            &mut |_, _, cp| last = cp.or(last),
-        );
-        drop(stream);
-        // The host's outcome matters only when the guest's run succeeded.
-        let host_result = host_thread.join().unwrap();
-        run?;
-        host_result?;
-        Ok(last.unwrap())
-    };
-    let cp = tcp_run(Some(&labels)).unwrap();
+    // Over TCP, with the same keys, shares and seeds; `error_labels` as given. The
+    // host's outcome matters only when the guest's run succeeded.
+    let tcp_run =
+        |error_labels: Option<&TrainingLabels>| -> Result<(Checkpoint, GuestModel), Error> {
+            let (guest_result, host_result) =
+                tcp_error_labels_run(&cfg, &data, &init, host_pc, guest_pc, error_labels);
+            let (last, model) = guest_result?;
+            host_result?;
+            Ok((last.unwrap(), model))
+        };
+    let (cp, tcp_model) = tcp_run(Some(&labels)).unwrap();
     assert!(auc.is_finite() && loss.is_finite());
     assert_eq!((cp.auc, cp.loss), (auc, loss));
+    // Every parameter of the guest's model, bit for bit (Debug prints each f64 exactly).
+    assert_eq!(format!("{tcp_model:?}"), format!("{guest:?}"));
 
     // Control: labels that are not this configuration's randomisation.
     let mut unrandomised = cfg;
@@ -663,10 +738,25 @@ fn the_tcp_loops_run_randomised_error_labels_as_the_in_memory_loop() {
         matches!(e, Error::ApiMisuse(ApiMisuse::InvalidConfig { .. })),
         "{e}"
     );
-    // Control: no error labels, the step refuses the batch.
+    // Control: labels randomised at the same ε by RR-with-prior (ε-DP, but not the
+    // symmetric flip the error rows de-bias).
+    let mut with_prior = cfg;
+    with_prior.label_dp = Some(fl_hetero_nn::split::LabelDefence::RrWithPrior {
+        epsilon: fl_ldp::Epsilon::new(2.0).unwrap(),
+        prior: [0.37, 0.63],
+    });
+    let prior_labels = with_prior
+        .privatize_labels(&data.labels, &mut ChaCha20Rng::seed_from_u64(5))
+        .unwrap();
+    let e = tcp_run(Some(&prior_labels)).unwrap_err();
+    assert!(
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidConfig { .. })),
+        "{e}"
+    );
+    // Control: no error labels, refused before anything is sent.
     let e = tcp_run(None).unwrap_err();
     assert!(
-        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidData { .. })),
+        matches!(e, Error::ApiMisuse(ApiMisuse::InvalidConfig { .. })),
         "{e}"
     );
 }
