@@ -298,6 +298,18 @@ struct WhiteBox {
     /// vector (it is added to the sum), so their LLRs are dependent and the per-canary
     /// χ² does not apply; the noise itself is checked instead.
     noise_calibration: Option<(f64, usize)>,
+    /// With randomised error labels: Σ over steps of the release's noise projected on
+    /// the modelled label term L = Σᵢ (ŷᵢ − yᵢ)·h̄ᵢ, ⟨N, L⟩/(σ_claimed‖L‖) (N(0, 1) per step
+    /// under the claim), and the number of steps with L ≠ 0: a label term that enters
+    /// the release with another weight than the proof's (a sensitivity bug) shifts it.
+    label_filter: Option<(f64, usize)>,
+    /// With randomised error labels: the randomised label ỹ drawn once per row id, as the
+    /// harness randomised it before training (not as the library passes it on).
+    error_labels: std::collections::HashMap<u64, f64>,
+    /// With randomised error labels: the host's view that is not the claimed function of
+    /// ỹ — a step whose ỹ for a row differs from the once-drawn one, or an error row
+    /// that differs from the one recomputed from ỹ (the first few, for the message).
+    view_faults: Vec<String>,
     /// σ_true/σ_claimed known to the harness (1, or 1/10 for the control): the LLR is the
     /// attack's (with the true σ, the optimal test), the calibration check uses the claim.
     claimed_ratio: f64,
@@ -332,6 +344,9 @@ impl WhiteBox {
             nu2: vec![0.0; labels.len()],
             gaussian: true,
             noise_calibration: None,
+            label_filter: None,
+            error_labels: std::collections::HashMap::new(),
+            view_faults: Vec::new(),
             claimed_ratio: 1.0,
             labels,
             top,
@@ -505,18 +520,58 @@ impl WhiteBox {
     /// guest's step w·S/(qn·2^f) + (1 − w)·(the randomised labels' estimate, a function of
     /// ỹ and the state), and the canary's LLR is that of S minus every other row's (known)
     /// contribution under its two labels.
+    ///
+    /// It also checks that the host's view is the claimed function of ỹ: each row's ỹ in
+    /// the step is the once-drawn one, and each released error row equals the one
+    /// recomputed here from that ỹ (`view_faults`).
     fn dp_sgd_error_labels(
         &mut self,
+        config: &fl_hetero_nn::ProtocolConfig,
         dp: &DpSgd,
         batch: &DpSgdBatch,
+        released_error: &Matrix<f64>,
         guest_gradient: &[f64],
         row_ids: &[u64],
     ) -> Result<(), Error> {
-        let (Some(rr), Some(noisy)) = (dp.error_labels, batch.error_labels.as_deref()) else {
+        let (Some(rr), Some(passed)) = (dp.error_labels, batch.error_labels.as_deref()) else {
             return Err(config_error(
                 "white-box: DP-SGD with randomised error labels without its labels",
             ));
         };
+        let n = batch.rows();
+        let n_f = n.max(1) as f64;
+        let scale = 2f64.powi(self.frac_bits as i32);
+        let (rho, gap) = rr.debiasing();
+        // ỹ as drawn once before training, per row id.
+        let mut noisy = Vec::with_capacity(n);
+        for (r, id) in row_ids.iter().enumerate().take(n) {
+            let Some(&once) = self.error_labels.get(id) else {
+                return Err(config_error(format!(
+                    "white-box: row id {id} has no randomised label"
+                )));
+            };
+            if passed[r] != once {
+                self.view_fault(format!(
+                    "row id {id}: ỹ {} in a step, {once} drawn",
+                    passed[r]
+                ));
+            }
+            noisy.push(once);
+        }
+        // The error rows: D = round((p − (ỹ − ρ)/(1 − 2ρ))·e/n at scale 2^f), clamped to
+        // the protocol's bound, recomputed from the once-drawn ỹ.
+        let limit = ((1i128 << (config.delta_bound_bits + self.frac_bits)) - 1) as f64;
+        for (i, id) in row_ids.iter().enumerate().take(n) {
+            let r = batch.predictions[i] - (noisy[i] - rho) / gap;
+            for (j, &e) in batch.error_direction.row(i).iter().enumerate() {
+                let v = (r * e / n_f * scale).round_ties_even().clamp(-limit, limit);
+                if released_error.row(i)[j] * scale != v {
+                    self.view_fault(format!(
+                        "row id {id}: error row differs from the one ỹ determines"
+                    ));
+                }
+            }
+        }
         let eps = rr.epsilon().value();
         for (r, id) in row_ids.iter().enumerate() {
             if let Some(&k) = self.canaries.get(id) {
@@ -533,15 +588,12 @@ impl WhiteBox {
             // The guest steps on the randomised labels alone: no Gaussian part to read.
             return Ok(());
         }
-        let n = batch.rows();
-        let n_f = n.max(1) as f64;
-        let scale = 2f64.powi(self.frac_bits as i32);
         let sigma = dp.sigma_lattice(self.frac_bits);
-        let (rho, gap) = rr.debiasing();
         let t = batch.guest_direction.cols();
         // Every row's contribution under its training label, and the labels' estimate
         // (the same arithmetic, in the same order, as the release).
         let mut total = vec![0i128; t];
+        let mut label_term = vec![0i128; t];
         let mut rr_sum = vec![0f64; t];
         let mut canary_rows = Vec::new();
         for (i, id) in row_ids.iter().enumerate().take(n) {
@@ -549,8 +601,9 @@ impl WhiteBox {
             let p = batch.predictions[i];
             let (reference, base) = release_base(q, p, &h);
             let y = i128::from(batch.labels[i] == 1.0);
-            for ((acc, b), x) in total.iter_mut().zip(&base).zip(&h) {
+            for (((acc, l), b), x) in total.iter_mut().zip(&mut label_term).zip(&base).zip(&h) {
                 *acc += b + (reference - y) * x;
+                *l += (reference - y) * x;
             }
             let r = p - (noisy[i] - rho) / gap;
             for (acc, &x) in rr_sum.iter_mut().zip(&h) {
@@ -596,7 +649,33 @@ impl WhiteBox {
             *sum += ((s - *tot as f64) / claimed).powi(2);
             *count += 1;
         }
+        // The matched filter along the label term: ⟨N, L⟩/(σ_claimed‖L‖) ~ N(0, 1).
+        let norm = label_term
+            .iter()
+            .map(|&l| (l as f64).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let (sum, count) = self.label_filter.get_or_insert((0.0, 0));
+        if norm > 0.0 {
+            let dot: f64 = released
+                .iter()
+                .zip(&total)
+                .zip(&label_term)
+                .map(|((s, tot), &l)| (s - *tot as f64) * l as f64)
+                .sum();
+            *sum += dot / (claimed * norm);
+            *count += 1;
+        }
         Ok(())
+    }
+
+    /// Records a fault of the host's view (the first few messages are kept).
+    fn view_fault(&mut self, what: String) {
+        if self.view_faults.len() < 3 {
+            self.view_faults.push(what);
+        } else if self.view_faults.len() == 3 {
+            self.view_faults.push("…".into());
+        }
     }
 }
 
@@ -696,7 +775,14 @@ impl HostPart for Observed {
             (self.white_box.as_mut(), self.inner.config().label_defence)
         {
             if dp.error_labels.is_some() {
-                wb.dp_sgd_error_labels(&dp, batch, &r.guest_gradient, row_ids)?;
+                wb.dp_sgd_error_labels(
+                    self.inner.config(),
+                    &dp,
+                    batch,
+                    &r.released_error,
+                    &r.guest_gradient,
+                    row_ids,
+                )?;
             } else {
                 wb.dp_sgd(&dp, batch, &r.released_error, row_ids)?;
             }
@@ -832,11 +918,39 @@ struct RunResult {
     /// The white-box calibration statistic and its degrees of freedom
     /// ([`WhiteBox::calibration`]); `None` where it does not apply.
     calibration: Option<(f64, usize)>,
+    /// The label-term filter's sum and count ([`WhiteBox::label_filter`]).
+    label_filter: Option<(f64, usize)>,
+    /// How many faults of the host's view the white box found ([`WhiteBox::view_faults`];
+    /// their first messages go to stderr).
+    view_faults: usize,
     /// Canaries guessed right by the last-epoch attack (orientation from the non-canary
     /// labels; weaker, kept for comparison).
     canary_correct_last_epoch: u64,
     canaries: u64,
     h2: f64,
+}
+
+/// The accountant's whole-run ε for a Gaussian label defence's schedule at the claimed ε
+/// (δ = [`DELTA`]; the controls: the schedule they claim), which must not exceed ε; `None`
+/// for the label randomisations (pure ε by construction).
+fn accountant_epsilon(defence: Defence, eps: f64, cfg: &SplitConfig) -> Result<Option<f64>, Error> {
+    let data = dataset_of(cfg);
+    Ok(match defence {
+        Defence::GradientPerturbation | Defence::MiscalibratedControl => Some(
+            GradientPerturbation::for_target(1.0, eps, DELTA, cfg.epochs as u64)?
+                .guarantee(cfg.epochs as u64, DELTA)?
+                .epsilon,
+        ),
+        Defence::DpSgd => {
+            let (dp, epochs) = dp_sgd_schedule(data, eps)?;
+            Some(dp.guarantee(epochs as u64, DELTA)?.epsilon)
+        }
+        Defence::DpSgdErrorLabels | Defence::ErrorLabelsMiscalibratedControl => {
+            let (dp, _, epochs, _, _) = dp_sgd_error_labels_schedule(data, eps)?;
+            Some(dp.guarantee(epochs as u64, DELTA)?.epsilon)
+        }
+        _ => None,
+    })
 }
 
 /// The tight bound on the canary accuracy of a label defence at ε (None otherwise).
@@ -1088,6 +1202,12 @@ fn run(
         if Defence::CONTROLS.contains(&defence) {
             wb.claimed_ratio = 0.1;
         }
+        // The randomised labels as drawn here, once, before training.
+        if let Some(l) = &error_labels {
+            for (i, &y) in l.labels().iter().enumerate() {
+                wb.error_labels.insert(train.batch_ids(i, i + 1)?[0], y);
+            }
+        }
         part.white_box = Some(wb);
     }
     let mut host = HostModel::new(&init);
@@ -1205,6 +1325,14 @@ fn run(
             .filter(|&&i| noisy.labels[i] == train.labels[i])
             .count() as u64,
     };
+    if let Some(wb) = &part.white_box
+        && !wb.view_faults.is_empty()
+    {
+        eprintln!(
+            "run {run} {defence:?} ε={eps}: the host's view is not the claimed function of ỹ: {}",
+            wb.view_faults.join("; ")
+        );
+    }
     Ok(RunResult {
         test_auc,
         recovered,
@@ -1215,6 +1343,8 @@ fn run(
         inverted,
         canary_correct,
         calibration: part.white_box.as_ref().and_then(WhiteBox::calibration),
+        label_filter: part.white_box.as_ref().and_then(|w| w.label_filter),
+        view_faults: part.white_box.as_ref().map_or(0, |w| w.view_faults.len()),
         canary_correct_last_epoch,
         canaries: split.canaries.len() as u64,
         h2: h2(&part.batches),
@@ -1641,7 +1771,50 @@ fn main() -> Result<(), Error> {
                 }
                 _ => ("—".to_string(), true),
             };
-            let within = accuracy_within && calibration_within;
+            // The label-term filter (randomised error labels): Σ uₜ/√T ~ N(0, 1) pooled
+            // over the runs' steps; two-sided, each tail at half the family-wise level.
+            let (filter_sum, filter_count) = rs
+                .iter()
+                .filter_map(|r| r.label_filter)
+                .fold((0.0, 0usize), |(x, n), (a, b)| (x + a, n + b));
+            let (filter_text, filter_within) = if filter_count > 0 {
+                let z = filter_sum / (filter_count as f64).sqrt();
+                let p_low = fl_stats::normal_cdf(z).map_err(config_error)?;
+                let p_high = fl_stats::normal_cdf(-z).map_err(config_error)?;
+                let tail = (1.0 - check_confidence.value()) / 2.0;
+                (
+                    format!("label-term filter z = {z:.2} (n = {filter_count}); "),
+                    p_low >= tail && p_high >= tail,
+                )
+            } else {
+                (String::new(), true)
+            };
+            // The view is the claimed function of ỹ (randomised error labels).
+            let faults: usize = rs.iter().map(|r| r.view_faults).sum();
+            let view_text = match (defence.error_labels(), faults) {
+                (false, _) => String::new(),
+                (true, 0) => "error rows = f(ỹ) at every step; ".into(),
+                (true, f) => format!("VIEW NOT f(ỹ) ({f} faults, see stderr); "),
+            };
+            // The accountant's ε for the schedule, and the tight bound below the DP bound.
+            let accountant = accountant_epsilon(defence, eps, &cfg)?;
+            let accountant_within = accountant.is_none_or(|a| a <= eps * (1.0 + 1e-9));
+            let tight_within = tight <= bound + 1e-12;
+            let checks_text = format!(
+                "{view_text}{filter_text}{}{}",
+                accountant.map_or(String::new(), |a| format!("accountant ε {a:.4}")),
+                if tight_within {
+                    ""
+                } else {
+                    "; TIGHT BOUND ABOVE THE DP BOUND"
+                }
+            );
+            let within = accuracy_within
+                && calibration_within
+                && filter_within
+                && faults == 0
+                && accountant_within
+                && tight_within;
             let control = Defence::CONTROLS.contains(&defence);
             if within == control {
                 // A defended cell outside its bound, or a control the check missed.
@@ -1649,7 +1822,7 @@ fn main() -> Result<(), Error> {
             }
             let last: u64 = rs.iter().map(|r| r.canary_correct_last_epoch).sum();
             audit_lines.push(format!(
-                "| {name} | {} | {eps} | {correct}/{total} ({:.3}; runs {m:.3} ± {s:.3}) | {pooled_lower:.3} | {run_lower:.3} | {bound:.3} | {tight:.3} | {calibration_text} | {} | {:.3} |",
+                "| {name} | {} | {eps} | {correct}/{total} ({:.3}; runs {m:.3} ± {s:.3}) | {pooled_lower:.3} | {run_lower:.3} | {bound:.3} | {tight:.3} | {calibration_text} | {} | {} | {:.3} |",
                 defence.name(),
                 correct as f64 / total as f64,
                 match (within, control) {
@@ -1658,6 +1831,7 @@ fn main() -> Result<(), Error> {
                     (false, true) => "violated (expected: control)",
                     (true, true) => "within (CONTROL MISSED)",
                 },
+                if checks_text.is_empty() { "—" } else { checks_text.trim_end_matches("; ") },
                 last as f64 / total as f64,
             ));
         }
@@ -1672,9 +1846,9 @@ fn main() -> Result<(), Error> {
     }
     println!();
     println!(
-        "| data | label defence | ε | canaries correct by the white-box attack over all releases, all runs pooled (accuracy; per run mean ± sd) | lower end, pooled (Clopper–Pearson) | lower end, run-level (Student t) | DP bound (e^ε+δ)/(1+e^ε) | tight bound | white-box LLR calibration: mean (uᵢ − νᵢ/2)², 1 as claimed (canaries; two-sided χ² tails) | within | last-epoch attack's accuracy (weaker) |"
+        "| data | label defence | ε | canaries correct by the white-box attack over all releases, all runs pooled (accuracy; per run mean ± sd) | lower end, pooled (Clopper–Pearson) | lower end, run-level (Student t) | DP bound (e^ε+δ)/(1+e^ε) | tight bound | white-box LLR calibration: mean (uᵢ − νᵢ/2)², 1 as claimed (canaries; two-sided χ² tails) | within | the host's view, the label term, the accountant (Gaussian defences) | last-epoch attack's accuracy (weaker) |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|");
     for line in &audit_lines {
         println!("{line}");
     }
