@@ -32,7 +32,6 @@
 //! A file that fails is refused with [`ShardError::Table`]: the file, the grid point, the
 //! input and the table, in one line (exit status 2).
 
-
 use crate::{
     analysis::{estimator::EstimatorAudit, olh::OlhHashedAudit},
     engine::{PointDraws, Shard},

@@ -60,7 +60,20 @@
 //!   is added to the sum), so their LLRs are dependent and the per-canary χ² does not
 //!   apply (on correct runs it read 0.45–1.66 over 5 runs of 64 canaries); the harness,
 //!   which knows every label, checks the noise itself instead: the release minus its
-//!   modelled mean over σ_claimed, χ² with one degree per coordinate and step. Two
+//!   modelled mean over σ_claimed, χ² with one degree per coordinate and step. It also
+//!   checks that the host's view is the claimed function of ỹ — every step's ỹ is the
+//!   one drawn once before training, and every released error row equals the row
+//!   recomputed from it (a fault reads "violated", its first rows on stderr) — and
+//!   projects each step's noise on the modelled label term L = Σᵢ (ŷᵢ − yᵢ)·h̄ᵢ
+//!   (⟨N, L⟩/(σ‖L‖), N(0, 1) per step under the claim; two-sided): a label term entering
+//!   with another weight than the proof's (a sensitivity of 2K) shifts it. The accuracy
+//!   check has little power in this mode (the canaries' ‖h̄ᵢ‖ are far below K, the tight
+//!   bound's worst case); these checks carry it. For every Gaussian defence the cell also
+//!   checks the accountant's ε for the schedule it ran (≤ the claimed ε) and the tight
+//!   bound below the DP bound (a schedule calibrated for fewer releases than it makes
+//!   fails both). A red team's eight injected faults (σ/2, 0.9σ, noise per row, noise
+//!   reused, a doubled label term, error rows from y for 1/8 of the rows, ỹ redrawn per
+//!   step, an accountant for one release) each read violated. Two
 //!   **controls** — gradient perturbation, and DP-SGD with randomised error labels, each
 //!   with σ ten times smaller than the ε it claims — must read violated (the program
 //!   exits 1 if one does not). The older
