@@ -211,16 +211,14 @@ impl SplitConfig {
         let ldp = |e: fl_ldp::Error| ApiMisuse::InvalidData {
             reason: format!("label DP on the labels: {e}"),
         };
-        let (noisy, epsilon): (Vec<u8>, fl_ldp::Epsilon) = match defence {
-            LabelDefence::RandomizedResponse(eps) => {
-                let noisy = fl_ldp::LabelDp::new(eps)
+        // The evidence records the mechanism: DP-SGD's error labels need binary RR.
+        let (noisy, evidence): (Vec<u8>, RandomizedLabels) = match defence {
+            LabelDefence::RandomizedResponse(eps) => (
+                fl_ldp::LabelDp::new(eps)
                     .privatize(&binary, &[binary.len()], rng)
-                    .map_err(ldp)?;
-                return Ok(TrainingLabels {
-                    labels: noisy.into_iter().map(f64::from).collect(),
-                    randomization: Some(RandomizedLabels::applied_by_binary_rr(eps)),
-                });
-            }
+                    .map_err(ldp)?,
+                RandomizedLabels::applied_by_binary_rr(eps),
+            ),
             LabelDefence::RrWithPrior { epsilon, prior } => {
                 let m = fl_ldp::RrWithPrior::new(epsilon, &prior).map_err(ldp)?;
                 let noisy = binary
@@ -231,7 +229,7 @@ impl SplitConfig {
                             .map_err(ldp)
                     })
                     .collect::<Result<_, _>>()?;
-                (noisy, epsilon)
+                (noisy, RandomizedLabels::applied(epsilon))
             }
             LabelDefence::Lp2st { .. } => {
                 return Err(ApiMisuse::InvalidConfig {
@@ -242,7 +240,7 @@ impl SplitConfig {
         };
         Ok(TrainingLabels {
             labels: noisy.into_iter().map(f64::from).collect(),
-            randomization: Some(RandomizedLabels::applied(epsilon)),
+            randomization: Some(evidence),
         })
     }
 
